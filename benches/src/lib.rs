@@ -1,0 +1,2 @@
+//! ferrodat-benches: iai-callgrind instruction counts of the fast path, and latency and
+//! bandwidth runs with baselines measured in the same run. The benchmarks live in `benches/`.

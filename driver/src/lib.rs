@@ -1,0 +1,6 @@
+//! ferrodat-driver: the user-space mlx5 verbs driver.
+//!
+//! It opens `/dev/infiniband/uverbsN` (or a softhca device), issues the uverbs write()
+//! commands itself, maps the UAR pages, owns its queue buffers and doorbell records, builds
+//! mlx5 WQEs and polls CQE64s. It never links libibverbs. All wire layouts come from
+//! `ferrodat-abi`.
