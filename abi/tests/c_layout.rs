@@ -11,8 +11,6 @@
 #[macro_use]
 mod probe;
 
-#[path = "c_layout/dat.rs"]
-mod dat;
 #[path = "c_layout/mlx5.rs"]
 mod mlx5;
 #[path = "c_layout/uverbs.rs"]
@@ -23,6 +21,8 @@ fn every_layout_and_constant_matches_the_system_headers() {
     let mut probe = probe::Probe::new(&[
         "netinet/in.h",
         "rdma/ib_user_verbs.h",
+        "rdma/ib_user_ioctl_verbs.h",
+        "infiniband/verbs.h",
         "rdma/mlx5-abi.h",
         "infiniband/mlx5dv.h",
         "dat2/udat.h",
@@ -30,6 +30,5 @@ fn every_layout_and_constant_matches_the_system_headers() {
     ]);
     uverbs::register(&mut probe);
     mlx5::register(&mut probe);
-    dat::register(&mut probe);
     probe.run_and_compare();
 }

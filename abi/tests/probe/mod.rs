@@ -43,12 +43,8 @@ impl Probe {
         src.push_str("#include <stdio.h>\n#include <stddef.h>\n\n");
         src.push_str("#define FIELD_SIZE(T, f) sizeof(((T *)0)->f)\n\nint main(void) {\n");
         for (i, item) in self.items.iter().enumerate() {
-            writeln!(
-                src,
-                "    printf(\"{i} %llu\\n\", (unsigned long long)({}));",
-                item.c_expr
-            )
-            .unwrap();
+            writeln!(src, "    printf(\"{i} %llu\\n\", (unsigned long long)({}));", item.c_expr)
+                .unwrap();
         }
         src.push_str("    return 0;\n}\n");
         src

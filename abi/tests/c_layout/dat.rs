@@ -1,5 +1,0 @@
-//! `abi::dat` against the C headers.
-
-use crate::probe::Probe;
-
-pub fn register(_p: &mut Probe) {}
