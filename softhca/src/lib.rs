@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod errno;
+pub mod fabric;
 pub mod hca;
 
 pub use errno::Errno;

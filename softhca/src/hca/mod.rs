@@ -4,3 +4,4 @@ pub mod app_memory;
 pub mod cqe;
 pub mod recv_wqe;
 pub mod send_wqe;
+pub mod wire;

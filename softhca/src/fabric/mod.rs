@@ -1,0 +1,288 @@
+//! The fabric: cross-process plumbing between softhca HCAs on one host, in shared memory.
+//!
+//! ```text
+//! /dev/shm/ferrodat-softhca/            FabricDir (env FERRODAT_SOFTHCA_SHM_DIR overrides)
+//! ├── softhca0.hca                      Registry: GID, allocators, instance table, QP table
+//! └── softhca0/
+//!     ├── qp-0x000100                   outbound ring of QP 0x100 (written by its owner)
+//!     └── qp-0x000101
+//! ```
+//!
+//! - [`Registry`] (`registry.rs`): one file per HCA name holding the HCA's GID, atomic
+//!   allocators (QPN, mkey, CQN, PDN, SRQN), a table of *instances* (processes using the
+//!   HCA) and a QP table `qpn -> {owner pid, owner instance, generation, state}`. Created
+//!   race-free by the first opener; rebuilt when its layout version or size does not match;
+//!   swept of dead owners on every open and on demand ([`Registry::sweep`]).
+//! - [`Instance`] (`instance.rs`): this process's membership in one HCA. It owns QPNs and
+//!   their rings, and has a futex wake word plus a pending bitmap in the registry so
+//!   producers in other processes can tell it *which* of its QPs have inbound records and
+//!   wake it only when it sleeps (`wake.rs` documents the protocol).
+//! - [`RingProducer`] / [`RingConsumer`] (`ring.rs`): a single-producer single-consumer
+//!   ring of variable-size records per QP. The QP's owner writes; the peer QP's owner
+//!   reads, validating every byte it reads.
+//!
+//! # Typical use (what the HCA model does)
+//!
+//! ```no_run
+//! use ferrodat_softhca::fabric::{FabricDir, RingProducer};
+//! # fn main() -> Result<(), ferrodat_softhca::fabric::FabricError> {
+//! let gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1];
+//! let hca = FabricDir::from_env().open_hca("softhca0", gid)?;
+//! let me = hca.register_instance()?;
+//! let qp = me.alloc_qpn()?;                              // CREATE_QP
+//! let mut outbound: RingProducer = me.create_ring(qp.qpn, 0, None)?;
+//! // RTR to a remote QP given as (GID, QPN):
+//! let (remote_gid, remote_qpn) = (gid, 0x101);
+//! let peer_hca = FabricDir::from_env().find_hca_by_gid(remote_gid)?.expect("peer HCA");
+//! outbound.reset(remote_qpn);
+//! let mut inbound = peer_hca.open_ring(remote_qpn, qp.qpn)?;
+//! let wake_peer = peer_hca.notifier_for_qp(remote_qpn).expect("peer QP is live");
+//! // Post: push, then notify (a syscall only if the peer sleeps).
+//! outbound.try_push(1, b"header", &[b"payload"]).expect("room");
+//! wake_peer.notify();
+//! // Poll / progress thread: which QPs have records, else sleep.
+//! for slot in me.take_pending() {
+//!     // slot == qp.pending_slot: drain `inbound`
+//!     while let Some(rec) = inbound.pop().expect("well-formed") { let _ = rec; }
+//! }
+//! me.wait_for_work(Some(std::time::Duration::from_millis(10)), || false);
+//! me.free_qpn(qp.qpn)?;                                  // DESTROY_QP (unlinks the ring)
+//! # Ok(()) }
+//! ```
+//!
+//! # Invariants
+//!
+//! - Shared memory is touched only through atomics and volatile copies (`shm.rs`); no Rust
+//!   reference to plain data another process may write ever exists.
+//! - Everything read from a file another process writes is validated: a dead or hostile
+//!   peer yields an error (`RingError`, `None` from a lookup), never a panic or an
+//!   out-of-bounds access. Exception: truncating a file we have mapped (SIGBUS).
+//! - A process that dies leaves nothing that breaks the next run: its instance slot, QP
+//!   entries and ring files are reclaimed by the next opener's sweep (the process is
+//!   identified by pid *and* start time, so pid reuse does not fool the sweep).
+//! - Fast path (push / pop / notify without sleeper): no syscall, no lock.
+//!
+//! # Limits
+//!
+//! 1024 instances per HCA, 65536 QP table entries per HCA, 4096 QPs per instance; QPNs,
+//! mkey indices, CQNs, PDNs and SRQNs are 24-bit counters that wrap (QPNs are unique among
+//! live QPs; the others are unique until the counter wraps). Processes running an
+//! incompatible layout version of the same HCA name force rebuilds of each other's
+//! registry; do not mix versions on one host. All processes using one fabric directory
+//! must share a PID namespace and `/proc` (liveness is judged by pid and start time).
+
+mod instance;
+pub mod layout;
+mod liveness;
+mod registry;
+mod ring;
+mod shm;
+mod wake;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use instance::{Instance, QpAllocation};
+pub use registry::{QpOwner, Registry, SweepReport};
+pub use ring::{PushError, Record, RecordView, RingConsumer, RingError, RingProducer};
+pub use wake::{InstanceWaker, PendingSlots, QpNotifier, WaitOutcome};
+
+/// A 16-byte RoCE GID.
+pub type Gid = [u8; 16];
+
+/// Environment variable naming the fabric directory.
+pub const SHM_DIR_ENV: &str = "FERRODAT_SOFTHCA_SHM_DIR";
+/// The fabric directory used when [`SHM_DIR_ENV`] is not set.
+pub const DEFAULT_SHM_DIR: &str = "/dev/shm/ferrodat-softhca";
+
+/// The directory holding the registries and rings of all HCAs of this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricDir {
+    root: PathBuf,
+}
+
+impl FabricDir {
+    /// `$FERRODAT_SOFTHCA_SHM_DIR`, or `/dev/shm/ferrodat-softhca`.
+    pub fn from_env() -> Self {
+        match std::env::var_os(SHM_DIR_ENV) {
+            Some(dir) if !dir.is_empty() => Self::new(dir),
+            _ => Self::new(DEFAULT_SHM_DIR),
+        }
+    }
+
+    /// An explicit directory (tests use a private one under /dev/shm). It should be on a
+    /// tmpfs: the files are mapped and written at memory speed.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Opens the registry of HCA `name`, creating it with `gid` if it does not exist, and
+    /// sweeps dead owners. A file with another layout version is rebuilt; one with another
+    /// GID is rebuilt when no live process uses it, else this fails with `GidConflict`.
+    pub fn open_hca(&self, name: &str, gid: Gid) -> Result<Registry, FabricError> {
+        Registry::open_or_create(&self.root, name, gid)
+    }
+
+    /// Opens the registry of HCA `name` if it exists with a usable layout (and sweeps it).
+    pub fn open_existing_hca(&self, name: &str) -> Result<Option<Registry>, FabricError> {
+        Registry::open_existing(&self.root, name)
+    }
+
+    /// The HCA whose GID is `gid`, among the registries in the directory (to reach a remote
+    /// QP given as GID + QPN). Files with an unusable layout are skipped.
+    pub fn find_hca_by_gid(&self, gid: Gid) -> Result<Option<Registry>, FabricError> {
+        for name in self.hca_names()? {
+            if let Some(registry) = self.open_existing_hca(&name)?
+                && registry.gid() == gid
+            {
+                return Ok(Some(registry));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Names of the HCAs that have a registry file in the directory (sorted).
+    pub fn hca_names(&self) -> Result<Vec<String>, FabricError> {
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(FabricError::os(
+                    "read_dir",
+                    &self.root,
+                    e,
+                    "is the fabric directory readable by this user?",
+                ));
+            }
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let file_name = entry.file_name().into_string().ok()?;
+                let name = file_name.strip_suffix(".hca")?;
+                registry::validate_hca_name(name).ok()?;
+                Some(name.to_string())
+            })
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Everything that can go wrong in the fabric, with the path involved and a hint.
+#[derive(Debug)]
+pub enum FabricError {
+    /// An OS call failed.
+    Os {
+        /// The call, e.g. `"open"`, `"mmap (MAP_SHARED)"`.
+        op: &'static str,
+        /// The file or directory it was about.
+        path: PathBuf,
+        /// The OS error (errno).
+        source: io::Error,
+        /// What to check.
+        hint: &'static str,
+    },
+    /// A shared file exists but cannot be used as it is.
+    BadFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A fixed-size table is full.
+    Exhausted {
+        /// What ran out, e.g. `"QP table entries"`.
+        what: &'static str,
+        /// Its capacity.
+        capacity: usize,
+        /// The registry file.
+        path: PathBuf,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// The caller passed something unusable (bad name, a QPN it does not own, ...).
+    InvalidArgument(String),
+    /// The HCA exists with another GID and is in use by live processes.
+    GidConflict {
+        /// The registry file.
+        path: PathBuf,
+        /// The GID in the file.
+        existing: Gid,
+        /// The GID asked for.
+        requested: Gid,
+        /// Live processes using the HCA.
+        live_instances: usize,
+    },
+}
+
+impl FabricError {
+    pub(crate) fn os(op: &'static str, path: &Path, source: io::Error, hint: &'static str) -> Self {
+        Self::Os { op, path: path.to_path_buf(), source, hint }
+    }
+
+    pub(crate) fn bad_file(path: &Path, problem: String) -> Self {
+        Self::BadFile { path: path.to_path_buf(), problem }
+    }
+
+    /// The errno the kernel model should report for this error: the OS errno for `Os`,
+    /// `ENOMEM` for `Exhausted`, `EINVAL` for `InvalidArgument`, `EEXIST` for
+    /// `GidConflict`, `EIO` for `BadFile`.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Self::Os { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Self::BadFile { .. } => libc::EIO,
+            Self::Exhausted { .. } => libc::ENOMEM,
+            Self::InvalidArgument(_) => libc::EINVAL,
+            Self::GidConflict { .. } => libc::EEXIST,
+        }
+    }
+}
+
+impl fmt::Display for FabricError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Os { op, path, source, hint } => {
+                write!(f, "softhca fabric: {op} {} failed: {source}; hint: {hint}", path.display())
+            }
+            Self::BadFile { path, problem } => {
+                write!(f, "softhca fabric: {}: {problem}", path.display())
+            }
+            Self::Exhausted { what, capacity, path, hint } => write!(
+                f,
+                "softhca fabric: all {capacity} {what} of {} are in use; hint: {hint}",
+                path.display()
+            ),
+            Self::InvalidArgument(what) => write!(f, "softhca fabric: {what}"),
+            Self::GidConflict { path, existing, requested, live_instances } => write!(
+                f,
+                "softhca fabric: {} has GID {} but {} was requested, and {live_instances} live \
+                 process(es) use it; hint: stop them or give this HCA another name \
+                 (FERRODAT_SOFTHCA)",
+                path.display(),
+                format_gid(existing),
+                format_gid(requested)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FabricError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Os { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A GID as an IPv6 address, e.g. `::ffff:127.0.0.1`.
+pub fn format_gid(gid: &Gid) -> String {
+    std::net::Ipv6Addr::from(*gid).to_string()
+}

@@ -1,0 +1,711 @@
+//! SPSC ring of variable-size records in a shared file (layout in [`layout::ring`]).
+//!
+//! The producer is the QP's owner (it creates the file at CREATE_QP); the consumer is the
+//! owner of the peer QP, in another process, which maps the file and reads.
+//!
+//! # Positions and epochs
+//!
+//! `tail` (producer line) and `head` (consumer line) are 64-bit words `epoch << 32 |
+//! position`; positions count bytes and wrap at 2^32 (capacity <= 2^30, so
+//! `tail - head` in wrapping arithmetic is the amount in use). Records are 8-byte aligned
+//! and never straddle the end of the area: a record that does not fit before the end is
+//! preceded by a padding record (kind `0xffff`) filling the rest, and both are published
+//! by a single Release store of `tail`.
+//!
+//! [`RingProducer::reset`] (at reconnect) starts a new epoch *at the current tail*: it
+//! stores `dest_qpn` and `epoch_start`, then `tail` with the new epoch (Release). A
+//! consumer that sees a new epoch in `tail` skips to `epoch_start`, so the new epoch starts
+//! empty for it. The producer keeps counting the old epoch's unconsumed bytes as used until
+//! the consumer has moved `head`, which is what guarantees that a producer never
+//! overwrites bytes a consumer may still be reading, even across a reset. Each record
+//! header carries the low 16 bits of its epoch, checked by the consumer.
+//!
+//! # Trust
+//!
+//! The consumer validates everything it reads: the header at open (magic, version,
+//! capacity, file size, source QPN), and for each record: `tail - head` within capacity
+//! and aligned, the record's tag, its length against the record-size limit, the space to
+//! the end of the area and the bytes published. Violations are [`RingError::Corrupt`]; the
+//! consumer's state is unchanged, so the error repeats until [`RingConsumer::discard_all`]
+//! or the producer resets. The producer trusts nothing either: a `head` that does not lie
+//! within the last `capacity` bytes before `tail` reads as "full".
+//!
+//! # Cost
+//!
+//! A push: one load of `head` only when the cached free space is too small, one 8-byte
+//! header store, the payload copy, one Release store of `tail`. A pop: one Acquire load of
+//! `tail`, one header load, the copy, one Release store of `head`.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::FabricError;
+use super::layout::ring as lay;
+use super::liveness::ProcessIdentity;
+use super::registry::{Registry, create_zeroed_file, temp_path};
+use super::shm::SharedMapping;
+
+/// Why a push was refused. Nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushError {
+    /// Not enough free space now (back-pressure: retry after the consumer caught up).
+    Full {
+        /// Bytes the record needs, including its header, alignment and any padding.
+        needed: usize,
+        /// Bytes free.
+        free: usize,
+    },
+    /// The record can never fit: `len` > [`RingProducer::max_record_len`].
+    TooLarge {
+        /// Header plus payload bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Kind `0xffff` is reserved for padding.
+    ReservedKind,
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full { needed, free } => {
+                write!(f, "ring full: the record needs {needed} bytes, {free} are free")
+            }
+            Self::TooLarge { len, max } => {
+                write!(f, "record of {len} bytes exceeds the ring's limit of {max} bytes")
+            }
+            Self::ReservedKind => write!(f, "record kind 0xffff is reserved for padding"),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// What the consumer found wrong in shared memory. The ring is unusable until
+/// [`RingConsumer::discard_all`] or a producer reset; treat it as a protocol error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingError {
+    /// Shared state violates the ring protocol (garbage, or a hostile/dead producer).
+    Corrupt {
+        /// The producing QP.
+        src_qpn: u32,
+        /// The check that failed.
+        what: &'static str,
+        /// The consumer's position when it failed.
+        position: u32,
+        /// The offending value.
+        value: u64,
+    },
+    /// [`RecordView::read`] asked for bytes outside the record.
+    OutsideRecord {
+        /// Requested offset in the record.
+        offset: usize,
+        /// Requested length.
+        len: usize,
+        /// The record's length.
+        record_len: usize,
+    },
+}
+
+impl std::fmt::Display for RingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Corrupt { src_qpn, what, position, value } => write!(
+                f,
+                "ring of QP {src_qpn:#x} is corrupt: {what} (value {value:#x}) at position \
+                 {position:#x}; the producer wrote garbage or died mid-write: treat as a \
+                 protocol error"
+            ),
+            Self::OutsideRecord { offset, len, record_len } => write!(
+                f,
+                "read of {len} bytes at offset {offset} is outside a {record_len}-byte record"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// A record copied out of the ring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The producer's kind.
+    pub kind: u16,
+    /// Header and payload, as pushed.
+    pub bytes: Vec<u8>,
+}
+
+fn round_up_8(len: usize) -> usize {
+    (len + 7) & !7
+}
+
+fn pack(epoch: u32, position: u32) -> u64 {
+    (u64::from(epoch) << 32) | u64::from(position)
+}
+
+fn record_header(len: u32, kind: u16, epoch: u32) -> u64 {
+    u64::from(len) | (u64::from(kind) << 32) | (u64::from(epoch as u16) << 48)
+}
+
+/// The largest header + payload a ring of `capacity` bytes accepts: half the capacity
+/// minus a record header, so a record always fits once the ring is empty, padding
+/// included.
+fn max_record_len(capacity: usize) -> usize {
+    capacity / 2 - lay::RECORD_HEADER_BYTES
+}
+
+/// The producer's identity as written in a ring file header (for the registry sweep).
+pub(crate) fn producer_of_file(path: &Path) -> Option<ProcessIdentity> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; 64];
+    file.read_exact_at(&mut header, 0).ok()?;
+    let word = |off: usize| u64::from_ne_bytes(header[off..off + 8].try_into().unwrap_or([0; 8]));
+    (word(lay::OFF_MAGIC) == lay::MAGIC).then(|| ProcessIdentity {
+        pid: word(lay::OFF_PRODUCER_PID) as u32,
+        start_time: word(lay::OFF_PRODUCER_START_TIME),
+    })
+}
+
+// =================================================================================== producer
+
+/// The writing end: owned by the QP's process, which must serialise calls (`&mut self`).
+pub struct RingProducer {
+    map: SharedMapping,
+    path: PathBuf,
+    src_qpn: u32,
+    capacity: u32,
+    epoch: u32,
+    tail: u32,
+    /// Last `head` position read; free space is computed from it until too small.
+    cached_head: u32,
+}
+
+impl std::fmt::Debug for RingProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingProducer")
+            .field("path", &self.path)
+            .field("epoch", &self.epoch)
+            .field("tail", &self.tail)
+            .finish()
+    }
+}
+
+impl RingProducer {
+    pub(crate) fn create(
+        registry: &Registry,
+        src_qpn: u32,
+        dest_qpn: u32,
+        capacity: Option<usize>,
+    ) -> Result<Self, FabricError> {
+        let path = registry.ring_path(src_qpn);
+        let capacity = capacity.unwrap_or(lay::DEFAULT_CAPACITY);
+        if !capacity.is_power_of_two()
+            || !(lay::MIN_CAPACITY..=lay::MAX_CAPACITY).contains(&capacity)
+        {
+            return Err(FabricError::InvalidArgument(format!(
+                "ring capacity {capacity} must be a power of two in {}..={}",
+                lay::MIN_CAPACITY,
+                lay::MAX_CAPACITY
+            )));
+        }
+        let temp = temp_path(registry.ring_dir(), &format!("qp-{src_qpn:#08x}"));
+        let file = create_zeroed_file(&temp, (lay::DATA_OFFSET + capacity) as u64)?;
+        let built = SharedMapping::map(&file, lay::DATA_OFFSET + capacity, &temp).and_then(|map| {
+            let me = ProcessIdentity::current();
+            let epoch = 1; // head starts as 0 = epoch 0: never mistaken for ours
+            map.u32_at(lay::OFF_VERSION).store(lay::VERSION, Ordering::Relaxed);
+            map.u32_at(lay::OFF_DATA_OFFSET).store(lay::DATA_OFFSET as u32, Ordering::Relaxed);
+            map.u64_at(lay::OFF_CAPACITY).store(capacity as u64, Ordering::Relaxed);
+            map.u32_at(lay::OFF_SRC_QPN).store(src_qpn, Ordering::Relaxed);
+            map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
+            map.u64_at(lay::OFF_EPOCH_START).store(pack(epoch, 0), Ordering::Relaxed);
+            map.u64_at(lay::OFF_PRODUCER_PID).store(u64::from(me.pid), Ordering::Relaxed);
+            map.u64_at(lay::OFF_PRODUCER_START_TIME).store(me.start_time, Ordering::Relaxed);
+            map.u64_at(lay::OFF_REGISTRY_UID).store(registry.uid(), Ordering::Relaxed);
+            map.u64_at(lay::OFF_TAIL).store(pack(epoch, 0), Ordering::Relaxed);
+            map.u64_at(lay::OFF_MAGIC).store(lay::MAGIC, Ordering::Release);
+            // Publish complete: consumers never see a half-initialised ring file.
+            std::fs::rename(&temp, &path).map_err(|e| {
+                FabricError::os("rename (publish ring)", &path, e, "is the HCA directory writable?")
+            })?;
+            Ok(Self {
+                map,
+                path: path.clone(),
+                src_qpn,
+                capacity: capacity as u32,
+                epoch,
+                tail: 0,
+                cached_head: 0,
+            })
+        });
+        if built.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        built
+    }
+
+    /// The ring file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The producing QP.
+    pub fn src_qpn(&self) -> u32 {
+        self.src_qpn
+    }
+
+    /// Bytes of record space.
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// Largest header + payload one record may carry (capacity / 2 - 8).
+    pub fn max_record_len(&self) -> usize {
+        max_record_len(self.capacity as usize)
+    }
+
+    /// The current epoch (1 after create, +1 per reset).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The QP the current epoch is addressed to.
+    pub fn dest_qpn(&self) -> u32 {
+        self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed)
+    }
+
+    /// Free bytes now (reads the consumer's head).
+    pub fn free_bytes(&mut self) -> usize {
+        self.refresh_head();
+        self.free_from_cache()
+    }
+
+    /// True when the consumer has consumed everything.
+    pub fn is_drained(&mut self) -> bool {
+        self.free_bytes() == self.capacity as usize
+    }
+
+    fn refresh_head(&mut self) {
+        let head = self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire) as u32;
+        // Positions continue across epochs, so any epoch's head counts; a misaligned head
+        // or one outside [tail - capacity, tail] is garbage and reads as "full".
+        self.cached_head = if self.tail.wrapping_sub(head) <= self.capacity && head % 8 == 0 {
+            head
+        } else {
+            self.tail.wrapping_sub(self.capacity)
+        };
+    }
+
+    fn free_from_cache(&self) -> usize {
+        (self.capacity - self.tail.wrapping_sub(self.cached_head)) as usize
+    }
+
+    /// Appends one record: `header` then each of `payload`, copied straight into the ring
+    /// (no intermediate buffer). Publishes it with a Release store of the tail; call the
+    /// consumer's [`QpNotifier::notify`](super::QpNotifier::notify) afterwards.
+    pub fn try_push(
+        &mut self,
+        kind: u16,
+        header: &[u8],
+        payload: &[&[u8]],
+    ) -> Result<(), PushError> {
+        if kind == lay::KIND_PAD {
+            return Err(PushError::ReservedKind);
+        }
+        let max = self.max_record_len();
+        let len = payload
+            .iter()
+            .try_fold(header.len(), |sum, part| sum.checked_add(part.len()))
+            .filter(|&len| len <= max)
+            .ok_or_else(|| PushError::TooLarge {
+                len: payload.iter().fold(header.len(), |sum, part| sum.saturating_add(part.len())),
+                max,
+            })?;
+        let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
+        let mask = self.capacity - 1;
+        let offset = (self.tail & mask) as usize;
+        let to_end = self.capacity as usize - offset;
+        let padding = if record_bytes > to_end { to_end } else { 0 };
+        let needed = padding + record_bytes;
+        if self.free_from_cache() < needed {
+            self.refresh_head();
+            let free = self.free_from_cache();
+            if free < needed {
+                return Err(PushError::Full { needed, free });
+            }
+        }
+        let mut offset = offset;
+        if padding != 0 {
+            let pad_len = (padding - lay::RECORD_HEADER_BYTES) as u32;
+            self.map
+                .u64_at(lay::DATA_OFFSET + offset)
+                .store(record_header(pad_len, lay::KIND_PAD, self.epoch), Ordering::Relaxed);
+            offset = 0;
+        }
+        let base = lay::DATA_OFFSET + offset;
+        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Relaxed);
+        let mut at = base + lay::RECORD_HEADER_BYTES;
+        for part in std::iter::once(header).chain(payload.iter().copied()) {
+            // In bounds by construction: the record fits before the end of the area.
+            let written = self.map.write_bytes(at, part);
+            debug_assert!(written.is_ok(), "record overran the ring area");
+            at += part.len();
+        }
+        self.tail = self.tail.wrapping_add(needed as u32);
+        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
+        Ok(())
+    }
+
+    /// Starts a new epoch addressed to `dest_qpn` (at RTR / reconnect): the consumer skips
+    /// every record pushed before. Unconsumed old bytes stay accounted as used until the
+    /// consumer notices the new epoch, so no byte it may be reading is overwritten.
+    pub fn reset(&mut self, dest_qpn: u32) {
+        self.epoch = self.epoch.wrapping_add(1).max(1);
+        self.map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
+        self.map.u64_at(lay::OFF_EPOCH_START).store(pack(self.epoch, self.tail), Ordering::Relaxed);
+        // Release: a consumer that sees the new epoch in tail sees dest and start too.
+        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
+    }
+}
+
+// =================================================================================== consumer
+
+/// The reading end, in the peer's process (`&mut self`: one reader).
+pub struct RingConsumer {
+    map: SharedMapping,
+    path: PathBuf,
+    src_qpn: u32,
+    my_qpn: u32,
+    capacity: u32,
+    /// The epoch we are reading, `None` before the first epoch addressed to us.
+    epoch: Option<u32>,
+    head: u32,
+    attached: bool,
+    resyncs: u64,
+}
+
+impl std::fmt::Debug for RingConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingConsumer")
+            .field("path", &self.path)
+            .field("epoch", &self.epoch)
+            .field("head", &self.head)
+            .finish()
+    }
+}
+
+/// A record in the ring, valid during a [`RingConsumer::peek`] / [`RingConsumer::consume`]
+/// callback. Bytes are copied out with [`RecordView::read`]; no reference into shared
+/// memory is handed out.
+pub struct RecordView<'a> {
+    map: &'a SharedMapping,
+    data_offset: usize,
+    len: usize,
+    kind: u16,
+}
+
+impl RecordView<'_> {
+    /// The producer's kind.
+    pub fn kind(&self) -> u16 {
+        self.kind
+    }
+
+    /// Header plus payload length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a record with no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `dst.len()` bytes from `offset` in the record.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), RingError> {
+        let outside = RingError::OutsideRecord { offset, len: dst.len(), record_len: self.len };
+        match offset.checked_add(dst.len()) {
+            Some(end) if end <= self.len => {
+                self.map.read_bytes(self.data_offset + offset, dst).map_err(|_| outside)
+            }
+            _ => Err(outside),
+        }
+    }
+
+    /// The whole record, copied.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = vec![0; self.len];
+        // Validated at construction: the record lies inside the mapping.
+        let _ = self.read(0, &mut bytes);
+        bytes
+    }
+}
+
+/// A validated record position.
+struct Located {
+    data_offset: usize,
+    len: usize,
+    kind: u16,
+    end: u32,
+}
+
+impl RingConsumer {
+    pub(crate) fn open(path: &Path, src_qpn: u32, my_qpn: u32) -> Result<Self, FabricError> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
+            let hint = if e.kind() == io::ErrorKind::NotFound {
+                "the peer QP has no ring: not created yet, destroyed, or its process died"
+            } else {
+                "is the HCA directory readable and writable by this user?"
+            };
+            FabricError::os("open ring", path, e, hint)
+        })?;
+        let size = file
+            .metadata()
+            .map_err(|e| FabricError::os("fstat", path, e, "is the file readable?"))?
+            .len();
+        let mut header = [0u8; 64];
+        if size < lay::DATA_OFFSET as u64 {
+            return Err(FabricError::bad_file(
+                path,
+                format!("ring file of {size} bytes is shorter than its header"),
+            ));
+        }
+        file.read_exact_at(&mut header, 0)
+            .map_err(|e| FabricError::os("read header of", path, e, "is the file readable?"))?;
+        let u64_at =
+            |off: usize| u64::from_ne_bytes(header[off..off + 8].try_into().unwrap_or([0; 8]));
+        let u32_at =
+            |off: usize| u32::from_ne_bytes(header[off..off + 4].try_into().unwrap_or([0; 4]));
+        let capacity = u64_at(lay::OFF_CAPACITY);
+        let problem = if u64_at(lay::OFF_MAGIC) != lay::MAGIC {
+            Some(format!("bad ring magic {:#018x}", u64_at(lay::OFF_MAGIC)))
+        } else if u32_at(lay::OFF_VERSION) != lay::VERSION {
+            Some(format!("ring layout version {} != {}", u32_at(lay::OFF_VERSION), lay::VERSION))
+        } else if u32_at(lay::OFF_DATA_OFFSET) as usize != lay::DATA_OFFSET {
+            Some(format!("data offset {} != {}", u32_at(lay::OFF_DATA_OFFSET), lay::DATA_OFFSET))
+        } else if !capacity.is_power_of_two()
+            || !(lay::MIN_CAPACITY as u64..=lay::MAX_CAPACITY as u64).contains(&capacity)
+        {
+            Some(format!("capacity {capacity} is not a power of two in the allowed range"))
+        } else if size < lay::DATA_OFFSET as u64 + capacity {
+            Some(format!("file of {size} bytes is shorter than its capacity {capacity}"))
+        } else if u32_at(lay::OFF_SRC_QPN) != src_qpn {
+            Some(format!("ring belongs to QP {:#x}, not {src_qpn:#x}", u32_at(lay::OFF_SRC_QPN)))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(FabricError::bad_file(path, problem));
+        }
+        let map = SharedMapping::map(&file, lay::DATA_OFFSET + capacity as usize, path)?;
+        Ok(Self {
+            map,
+            path: path.to_path_buf(),
+            src_qpn,
+            my_qpn,
+            capacity: capacity as u32,
+            epoch: None,
+            head: 0,
+            attached: false,
+            resyncs: 0,
+        })
+    }
+
+    /// The ring file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The producing QP.
+    pub fn src_qpn(&self) -> u32 {
+        self.src_qpn
+    }
+
+    /// Bytes of record space.
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// The epoch being read; `None` until the producer addresses an epoch to our QP.
+    pub fn epoch(&self) -> Option<u32> {
+        self.epoch
+    }
+
+    /// How many times the consumer switched to a new epoch.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs
+    }
+
+    /// True when the process that created the ring is gone (a few syscalls: slow path).
+    pub fn producer_gone(&self) -> bool {
+        ProcessIdentity {
+            pid: self.map.u64_at(lay::OFF_PRODUCER_PID).load(Ordering::Relaxed) as u32,
+            start_time: self.map.u64_at(lay::OFF_PRODUCER_START_TIME).load(Ordering::Relaxed),
+        }
+        .is_gone()
+    }
+
+    fn corrupt(&self, what: &'static str, value: u64) -> RingError {
+        RingError::Corrupt { src_qpn: self.src_qpn, what, position: self.head, value }
+    }
+
+    fn store_head(&self) {
+        if let Some(epoch) = self.epoch {
+            self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, self.head), Ordering::Release);
+        }
+    }
+
+    /// Reads `tail`, following a new epoch if the producer reset. Returns the tail
+    /// position of our epoch, or `None` when no epoch is addressed to us (yet).
+    fn sync(&mut self) -> Result<Option<u32>, RingError> {
+        let tail = self.map.u64_at(lay::OFF_TAIL).load(Ordering::Acquire);
+        let (tail_epoch, tail_position) = ((tail >> 32) as u32, tail as u32);
+        if self.epoch == Some(tail_epoch) {
+            return Ok(Some(tail_position));
+        }
+        let start = self.map.u64_at(lay::OFF_EPOCH_START).load(Ordering::Acquire);
+        if (start >> 32) as u32 != tail_epoch {
+            return Ok(None); // a reset is being published: look again later
+        }
+        let dest = self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed);
+        if dest != self.my_qpn {
+            self.epoch = None; // this epoch is for another QP
+            return Ok(None);
+        }
+        let start_position = start as u32;
+        if tail_position.wrapping_sub(start_position) > self.capacity || start_position % 8 != 0 {
+            return Err(self.corrupt("epoch start not within capacity before tail", start));
+        }
+        let mut head = start_position;
+        if !self.attached {
+            // A consumer re-attaching to the same epoch resumes where the last one stopped.
+            let old = self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire);
+            let (old_epoch, old_position) = ((old >> 32) as u32, old as u32);
+            if old_epoch == tail_epoch
+                && old_position % 8 == 0
+                && old_position.wrapping_sub(start_position)
+                    <= tail_position.wrapping_sub(start_position)
+            {
+                head = old_position;
+            }
+        }
+        self.attached = true;
+        self.epoch = Some(tail_epoch);
+        self.head = head;
+        self.resyncs += 1;
+        self.store_head();
+        Ok(Some(tail_position))
+    }
+
+    /// Finds and validates the next record (skipping a padding record).
+    fn locate(&mut self) -> Result<Option<Located>, RingError> {
+        let Some(tail) = self.sync()? else {
+            return Ok(None);
+        };
+        let Some(epoch) = self.epoch else {
+            return Ok(None);
+        };
+        for _ in 0..2 {
+            let available = tail.wrapping_sub(self.head);
+            if available == 0 {
+                return Ok(None);
+            }
+            if available > self.capacity || available % 8 != 0 {
+                return Err(self.corrupt("tail not within capacity after head", u64::from(tail)));
+            }
+            let offset = (self.head & (self.capacity - 1)) as usize;
+            let header = self.map.u64_at(lay::DATA_OFFSET + offset).load(Ordering::Relaxed);
+            let (len, kind, tag) =
+                (header as u32 as usize, (header >> 32) as u16, (header >> 48) as u16);
+            if tag != epoch as u16 {
+                return Err(self.corrupt("record tag is not the epoch's", header));
+            }
+            let to_end = self.capacity as usize - offset;
+            if kind == lay::KIND_PAD {
+                if len + lay::RECORD_HEADER_BYTES != to_end || to_end > available as usize {
+                    return Err(self.corrupt("padding record does not end at the wrap", header));
+                }
+                self.head = self.head.wrapping_add(to_end as u32);
+                self.store_head();
+                continue;
+            }
+            let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
+            if len > max_record_len(self.capacity as usize)
+                || record_bytes > to_end
+                || record_bytes > available as usize
+            {
+                return Err(self.corrupt("record length out of bounds", header));
+            }
+            return Ok(Some(Located {
+                data_offset: lay::DATA_OFFSET + offset + lay::RECORD_HEADER_BYTES,
+                len,
+                kind,
+                end: self.head.wrapping_add(record_bytes as u32),
+            }));
+        }
+        Err(self.corrupt("two padding records in a row", u64::from(tail)))
+    }
+
+    /// Calls `f` with the next record without consuming it. `Ok(None)`: no record.
+    pub fn peek<R>(
+        &mut self,
+        f: impl FnOnce(&RecordView<'_>) -> R,
+    ) -> Result<Option<R>, RingError> {
+        let Some(at) = self.locate()? else {
+            return Ok(None);
+        };
+        Ok(Some(f(&RecordView {
+            map: &self.map,
+            data_offset: at.data_offset,
+            len: at.len,
+            kind: at.kind,
+        })))
+    }
+
+    /// Calls `f` with the next record, then consumes it (frees its space for the producer).
+    pub fn consume<R>(
+        &mut self,
+        f: impl FnOnce(&RecordView<'_>) -> R,
+    ) -> Result<Option<R>, RingError> {
+        let Some(at) = self.locate()? else {
+            return Ok(None);
+        };
+        let result = f(&RecordView {
+            map: &self.map,
+            data_offset: at.data_offset,
+            len: at.len,
+            kind: at.kind,
+        });
+        self.head = at.end;
+        self.store_head();
+        Ok(Some(result))
+    }
+
+    /// Consumes the next record, copied out.
+    pub fn pop(&mut self) -> Result<Option<Record>, RingError> {
+        self.consume(|view| Record { kind: view.kind(), bytes: view.to_vec() })
+    }
+
+    /// Consumes the next record without reading it. Returns false when there was none.
+    pub fn skip(&mut self) -> Result<bool, RingError> {
+        Ok(self.consume(|_| ())?.is_some())
+    }
+
+    /// Drops everything published so far (recovery after `Corrupt`). Fails only if the
+    /// tail itself is garbage.
+    pub fn discard_all(&mut self) -> Result<(), RingError> {
+        let Some(tail) = self.sync()? else {
+            return Ok(());
+        };
+        let available = tail.wrapping_sub(self.head);
+        if available > self.capacity || available % 8 != 0 {
+            return Err(self.corrupt("tail not within capacity after head", u64::from(tail)));
+        }
+        self.head = tail;
+        self.store_head();
+        Ok(())
+    }
+}

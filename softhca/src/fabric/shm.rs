@@ -1,0 +1,171 @@
+//! A `MAP_SHARED` file mapping with bounds-checked atomic and volatile accessors.
+//!
+//! Every byte of a [`SharedMapping`] may be written at any moment by another process, so
+//! nothing here ever hands out a `&u8`, `&[u8]` or `&u64` into it. Words are reached as
+//! `&AtomicU32`/`&AtomicU64` (atomics are `UnsafeCell`s: concurrent mutation by others is
+//! allowed), bytes are copied in and out with volatile loads and stores.
+//!
+//! Offsets are checked on every access. The atomic accessors panic on a bad offset: their
+//! offsets are layout constants or values the caller has already reduced modulo a
+//! validated capacity, so a failure is a bug in this crate, never bad data from a peer.
+//! The byte copies return [`OutOfBounds`] instead, because their lengths come from
+//! records.
+//!
+//! Not defended against: a peer that *truncates* a file we have mapped. Touching a page
+//! past the new end raises `SIGBUS`; our own processes never truncate a published file.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use super::FabricError;
+
+/// A byte range outside the mapping, or misaligned for the requested access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutOfBounds {
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) mapping_len: usize,
+}
+
+/// A read-write `MAP_SHARED` mapping of a whole file, unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct SharedMapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain process memory owned by this value; every access goes
+// through atomics or volatile copies (never references to plain data), so moving it to or
+// sharing it with other threads cannot create a data race on Rust-visible values.
+unsafe impl Send for SharedMapping {}
+// SAFETY: see `Send`: `&SharedMapping` only allows atomic and volatile access.
+unsafe impl Sync for SharedMapping {}
+
+impl SharedMapping {
+    /// Maps the first `len` bytes of `file` read-write and shared. `path` is for errors only.
+    pub(crate) fn map(file: &File, len: usize, path: &Path) -> Result<Self, FabricError> {
+        if len == 0 {
+            return Err(FabricError::bad_file(path, "the file is empty".to_string()));
+        }
+        // SAFETY: a null address hint, a non-zero length and an open descriptor: the kernel
+        // validates everything else and reports failure as MAP_FAILED, checked below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(FabricError::os(
+                "mmap (MAP_SHARED)",
+                path,
+                std::io::Error::last_os_error(),
+                "is /dev/shm full, or the address-space limit (ulimit -v) too small?",
+            ));
+        }
+        let base = NonNull::new(raw.cast::<u8>()).ok_or_else(|| {
+            FabricError::bad_file(path, "mmap returned a null address".to_string())
+        })?;
+        Ok(Self { base, len })
+    }
+
+    fn checked_range(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(OutOfBounds { offset, len, mapping_len: self.len }),
+        }
+    }
+
+    fn assert_word(&self, offset: usize, size: usize) {
+        assert!(
+            offset % size == 0 && self.checked_range(offset, size).is_ok(),
+            "softhca fabric bug: {size}-byte word at offset {offset} in a {}-byte mapping",
+            self.len
+        );
+    }
+
+    /// The 8-byte word at `offset` (must be in bounds and 8-aligned; panics otherwise).
+    pub(crate) fn u64_at(&self, offset: usize) -> &AtomicU64 {
+        self.assert_word(offset, 8);
+        // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
+        // the memory stays mapped while `&self` lives; AtomicU64 has u64's layout and
+        // permits concurrent mutation by other processes.
+        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    }
+
+    /// The 4-byte word at `offset` (must be in bounds and 4-aligned; panics otherwise).
+    pub(crate) fn u32_at(&self, offset: usize) -> &AtomicU32 {
+        self.assert_word(offset, 4);
+        // SAFETY: as for `u64_at`, with 4-byte size and alignment.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    }
+
+    /// Copies `dst.len()` bytes starting at `offset` out of the mapping (volatile loads:
+    /// 8 bytes at a time where the shared side is aligned).
+    pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {
+        self.checked_range(offset, dst.len())?;
+        // SAFETY: offset..offset+len is inside the mapping (checked above).
+        let src = unsafe { self.base.as_ptr().add(offset) };
+        let mut i = 0;
+        while i < dst.len() && (src as usize + i) % 8 != 0 {
+            // SAFETY: i < len, so src+i is inside the checked range.
+            dst[i] = unsafe { src.add(i).read_volatile() };
+            i += 1;
+        }
+        while i + 8 <= dst.len() {
+            // SAFETY: src+i is 8-aligned (loop above) and src+i..src+i+8 is in range.
+            let word = unsafe { src.add(i).cast::<u64>().read_volatile() };
+            dst[i..i + 8].copy_from_slice(&word.to_ne_bytes());
+            i += 8;
+        }
+        while i < dst.len() {
+            // SAFETY: i < len, inside the checked range.
+            dst[i] = unsafe { src.add(i).read_volatile() };
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the mapping at `offset` (volatile stores, 8 bytes at a time where
+    /// the shared side is aligned).
+    pub(crate) fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<(), OutOfBounds> {
+        self.checked_range(offset, src.len())?;
+        // SAFETY: offset..offset+len is inside the mapping (checked above).
+        let dst = unsafe { self.base.as_ptr().add(offset) };
+        let mut i = 0;
+        while i < src.len() && (dst as usize + i) % 8 != 0 {
+            // SAFETY: i < len, inside the checked range.
+            unsafe { dst.add(i).write_volatile(src[i]) };
+            i += 1;
+        }
+        while i + 8 <= src.len() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&src[i..i + 8]);
+            // SAFETY: dst+i is 8-aligned (loop above) and dst+i..dst+i+8 is in range.
+            unsafe { dst.add(i).cast::<u64>().write_volatile(u64::from_ne_bytes(word)) };
+            i += 8;
+        }
+        while i < src.len() {
+            // SAFETY: i < len, inside the checked range.
+            unsafe { dst.add(i).write_volatile(src[i]) };
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe exactly the mapping created in `map`, and no reference
+        // into it outlives `self` (accessors borrow `self`).
+        let rc = unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        debug_assert_eq!(rc, 0, "munmap of a mapping we created failed");
+    }
+}

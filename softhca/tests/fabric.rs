@@ -1,0 +1,910 @@
+//! Tests of the softhca fabric: registry, instances, wake-ups, rings — across processes.
+//!
+//! Multi-process tests re-execute this test binary (`current_exe() --exact child_role`)
+//! with `FABRIC_TEST_ROLE` selecting what the child does and `FERRODAT_SOFTHCA_SHM_DIR`
+//! pointing at the test's private directory under /dev/shm. Children talk to the parent
+//! with `@@ ...` lines on stdout and read commands from stdin. Synchronisation is always
+//! on observed state (lines, counters, thread states), never on fixed sleeps.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
+use ferrodat_softhca::fabric::{
+    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, WaitOutcome,
+};
+
+const ROLE_ENV: &str = "FABRIC_TEST_ROLE";
+const ARG_ENV: &str = "FABRIC_TEST_ARG";
+const CHILD_DEADLINE: Duration = Duration::from_secs(20);
+
+// ============================================================================ helpers
+
+/// A private fabric directory under /dev/shm, removed on drop.
+struct TestDir {
+    path: PathBuf,
+}
+
+impl TestDir {
+    fn new(test: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = PathBuf::from(format!(
+            "/dev/shm/ferrodat-fabric-test-{}-{test}-{nanos:08x}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&path).expect("create test dir under /dev/shm");
+        Self { path }
+    }
+
+    fn fabric(&self) -> FabricDir {
+        FabricDir::new(&self.path)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn gid(n: u8) -> Gid {
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, n]
+}
+
+/// A re-executed copy of this test binary playing `role`.
+struct ChildProc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl ChildProc {
+    fn spawn(role: &str, dir: &Path, arg: &str) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
+            .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+            .env(ROLE_ENV, role)
+            .env(ARG_ENV, arg)
+            .env(SHM_DIR_ENV, dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn child test process");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // libtest may print "test child_role ... " before our first line.
+                if let Some(at) = line.find("@@ ")
+                    && sender.send(line[at + 3..].to_string()).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Self { child, stdin, lines }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next message starting with `word`, or panic after the deadline / child exit.
+    fn expect(&mut self, word: &str) -> String {
+        let deadline = Instant::now() + CHILD_DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix(word) {
+                        return rest.trim().to_string();
+                    }
+                    assert!(!line.starts_with("FAIL"), "child failed: {line}");
+                }
+                Err(RecvTimeoutError::Timeout) => panic!("child: no {word} within the deadline"),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().map(|s| s.to_string());
+                    panic!("child exited ({status:?}) before sending {word}")
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to child");
+        stdin.flush().expect("flush to child");
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait for child");
+        assert!(status.success(), "child failed: {status}");
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        // Only reached on a failing test: do not leave the child running.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn parse_hex_list(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .map(|word| u32::from_str_radix(word.trim_start_matches("0x"), 16).expect("hex"))
+        .collect()
+}
+
+fn read_stdin_line() -> String {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).expect("read stdin");
+    line.trim().to_string()
+}
+
+/// Deterministic record contents: record `i` has `i` bytes (0..=4200).
+fn record_byte(i: usize, j: usize) -> u8 {
+    (i.wrapping_mul(31) ^ j.wrapping_mul(7) ^ (j >> 8)) as u8
+}
+
+const ROUND_TRIP_RECORDS: usize = 4201;
+const ROUND_TRIP_CAPACITY: usize = 16 * 1024;
+
+// ============================================================================ child roles
+
+/// Entry point of child processes; a no-op when run as a normal test.
+#[test]
+fn child_role() {
+    let Ok(role) = std::env::var(ROLE_ENV) else {
+        return;
+    };
+    let arg = std::env::var(ARG_ENV).unwrap_or_default();
+    let fabric = FabricDir::from_env();
+    match role.as_str() {
+        "alloc" => child_alloc(&fabric, arg.parse().expect("count")),
+        "hold" => child_hold(&fabric),
+        "consume" => child_consume(&fabric),
+        "waker" => child_waker(&fabric, &arg),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn child_alloc(fabric: &FabricDir, count: usize) {
+    println!("@@ STARTED");
+    assert_eq!(read_stdin_line(), "go");
+    let hca = fabric.open_hca("hca0", gid(1)).expect("open hca0");
+    let me = hca.register_instance().expect("register");
+    let qpns: Vec<String> =
+        (0..count).map(|_| format!("{:x}", me.alloc_qpn().expect("alloc qpn").qpn)).collect();
+    println!("@@ UID {:x}", hca.uid());
+    println!("@@ QPNS {}", qpns.join(" "));
+    // Keep the QPNs until the parent has both lists.
+    assert_eq!(read_stdin_line(), "exit");
+}
+
+fn child_hold(fabric: &FabricDir) {
+    let hca = fabric.open_hca("hca0", gid(1)).expect("open hca0");
+    let me = hca.register_instance().expect("register");
+    let mut rings = Vec::new();
+    let mut qpns = Vec::new();
+    for _ in 0..5 {
+        let qp = me.alloc_qpn().expect("alloc");
+        rings.push(me.create_ring(qp.qpn, 0, Some(4096)).expect("ring"));
+        qpns.push(format!("{:x}", qp.qpn));
+    }
+    println!("@@ HELD {}", qpns.join(" "));
+    // Block until killed (or the parent closes stdin).
+    let _ = read_stdin_line();
+}
+
+/// Creates a QP on hca1, then consumes the parent's ring from hca0 and verifies it.
+fn child_consume(fabric: &FabricDir) {
+    let hca1 = fabric.open_hca("hca1", gid(2)).expect("open hca1");
+    let me = hca1.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+    println!("@@ QPN {:x}", qp.qpn);
+    let producer_qpn = u32::from_str_radix(&read_stdin_line(), 16).expect("producer qpn");
+    let hca0 = fabric.find_hca_by_gid(gid(1)).expect("scan").expect("hca0 by GID");
+    let mut inbound = hca0.open_ring(producer_qpn, qp.qpn).expect("open ring");
+    let producer_waker = hca0.waker_for_qp(producer_qpn).expect("producer is live");
+    let deadline = Instant::now() + CHILD_DEADLINE;
+    let mut next = 0usize;
+    let mut bytes = 0usize;
+    let mut sleeps = 0u64;
+    let mut buffer = vec![0u8; 8192];
+    while next < ROUND_TRIP_RECORDS {
+        for slot in me.take_pending() {
+            assert_eq!(slot, qp.pending_slot, "only our QP's slot is ever flagged");
+        }
+        loop {
+            let checked = inbound
+                .consume(|rec| {
+                    let len = rec.len();
+                    let out = &mut buffer[..len];
+                    rec.read(0, out).expect("read record");
+                    (
+                        rec.kind(),
+                        len,
+                        out.iter().enumerate().all(|(j, &b)| b == record_byte(next, j)),
+                    )
+                })
+                .unwrap_or_else(|e| panic!("FAIL ring error: {e}"));
+            let Some((kind, len, content_ok)) = checked else {
+                break;
+            };
+            assert_eq!(kind, (next % 1000) as u16, "kind of record {next}");
+            assert_eq!(len, next, "length of record {next}");
+            assert!(content_ok, "content of record {next}");
+            bytes += len;
+            next += 1;
+            producer_waker.wake(); // space was freed: wake the producer if it sleeps
+        }
+        if next == ROUND_TRIP_RECORDS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FAIL consumer stalled at record {next}");
+        if me.wait_for_work(Some(Duration::from_secs(5)), || false) == WaitOutcome::Woken {
+            sleeps += 1;
+        }
+    }
+    println!("@@ DONE {next} {bytes} {sleeps}");
+}
+
+/// Waits until the parent's thread (pid, tid given in arg, plus a QPN) is asleep in the
+/// futex, then notifies that QP.
+fn child_waker(fabric: &FabricDir, arg: &str) {
+    let words: Vec<u32> = arg.split_whitespace().map(|w| w.parse().expect("num")).collect();
+    let (pid, tid, qpn) = (words[0], words[1], words[2]);
+    let hca = fabric.open_existing_hca("hca0").expect("open").expect("hca0 exists");
+    let notifier = hca.notifier_for_qp(qpn).expect("parent's QP is live");
+    let deadline = Instant::now() + CHILD_DEADLINE;
+    // Asleep = announced as sleeper and the thread is in interruptible sleep.
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"))
+            .expect("parent thread stat");
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().chars().next());
+        if notifier.instance().sleepers() > 0 && state == Some(Some('S')) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FAIL parent never slept");
+        std::thread::yield_now();
+    }
+    assert!(notifier.notify(), "owner instance is live");
+    println!("@@ NOTIFIED");
+}
+
+// ============================================================================ registry
+
+#[test]
+fn api_types_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Registry>();
+    send_sync::<ferrodat_softhca::fabric::Instance>();
+    send_sync::<ferrodat_softhca::fabric::QpNotifier>();
+    send_sync::<ferrodat_softhca::fabric::InstanceWaker>();
+    send::<ferrodat_softhca::fabric::RingProducer>();
+    send::<ferrodat_softhca::fabric::RingConsumer>();
+}
+
+#[test]
+fn two_processes_allocate_qpns_concurrently_without_duplicates() {
+    let dir = TestDir::new("alloc");
+    const PER_CHILD: usize = 3000;
+    let mut children: Vec<ChildProc> =
+        (0..2).map(|_| ChildProc::spawn("alloc", &dir.path, &PER_CHILD.to_string())).collect();
+    // Both open the (not yet existing) registry at the same moment: also races creation.
+    for child in &mut children {
+        child.expect("STARTED");
+    }
+    for child in &mut children {
+        child.send("go");
+    }
+    let mut uids = Vec::new();
+    let mut all = Vec::new();
+    for child in &mut children {
+        uids.push(child.expect("UID"));
+        let qpns = parse_hex_list(&child.expect("QPNS"));
+        assert_eq!(qpns.len(), PER_CHILD);
+        all.extend(qpns);
+    }
+    assert_eq!(uids[0], uids[1], "both processes use one registry incarnation");
+    for &qpn in &all {
+        assert!((0x100..1 << 24).contains(&qpn), "QPN {qpn:#x} out of range");
+    }
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), count, "duplicate QPNs handed out");
+    for mut child in children {
+        child.send("exit");
+        child.finish();
+    }
+    // Both exited cleanly: their instances released everything.
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("reopen");
+    assert_eq!(hca.live_instances(), 0);
+    assert!(hca.owner_of(all[0]).is_none());
+}
+
+#[test]
+fn killed_process_is_reclaimed_by_the_next_opener() {
+    let dir = TestDir::new("killed");
+    let mut child = ChildProc::spawn("hold", &dir.path, "");
+    let qpns = parse_hex_list(&child.expect("HELD"));
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    for &qpn in &qpns {
+        let owner = hca.owner_of(qpn).expect("held QP is live");
+        assert_eq!(owner.pid, child.pid());
+        assert!(hca.ring_path(qpn).exists());
+    }
+    assert_eq!(hca.live_instances(), 1);
+    // A consumer attached to the dead process's ring keeps a valid mapping.
+    let mut orphaned = hca.open_ring(qpns[0], 0x42).expect("attach to the child's ring");
+    assert!(!orphaned.producer_gone());
+    let dead_pid = child.pid();
+    child.child.kill().expect("kill -9 child");
+    child.child.wait().expect("reap child");
+    // A temp file the dead process might have left mid-create.
+    let stray_temp =
+        hca.ring_path(0).with_file_name(format!(".qp-0x000999.tmp-{dead_pid}-0123456789abcdef"));
+    std::fs::write(&stray_temp, b"half-built").expect("write stray temp");
+    drop(hca);
+
+    let started = Instant::now();
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("next opener");
+    let sweep_time = started.elapsed();
+    assert_eq!(hca.live_instances(), 0, "dead instance reclaimed");
+    for &qpn in &qpns {
+        assert!(hca.owner_of(qpn).is_none(), "QP {qpn:#x} reclaimed");
+        assert!(!hca.ring_path(qpn).exists(), "ring of {qpn:#x} removed");
+    }
+    assert!(!stray_temp.exists(), "temp file of the dead process removed");
+    assert!(orphaned.producer_gone());
+    assert_eq!(orphaned.pop(), Ok(None), "unlinked but still mapped: no crash, no records");
+    assert_eq!(hca.sweep().expect("sweep"), Default::default(), "nothing left");
+    // And the HCA is fully usable.
+    let me = hca.register_instance().expect("register after crash");
+    let qp = me.alloc_qpn().expect("alloc after crash");
+    me.create_ring(qp.qpn, 0, None).expect("ring after crash");
+    eprintln!("sweep on open took {sweep_time:?}");
+}
+
+#[test]
+fn sweep_removes_ring_files_nobody_owns_but_keeps_live_ones() {
+    let dir = TestDir::new("stray");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+    let _ring = me.create_ring(qp.qpn, 0, None).expect("ring");
+    // A ring file with garbage contents for a QPN nobody owns.
+    let stray = hca.ring_path(0x77_7777);
+    std::fs::write(&stray, vec![0xa5; 4096]).expect("write stray");
+    let report = hca.sweep().expect("sweep");
+    assert_eq!(report.removed_files, 1);
+    assert!(!stray.exists());
+    assert!(hca.ring_path(qp.qpn).exists(), "live ring kept");
+    assert!(hca.owner_of(qp.qpn).is_some());
+}
+
+#[test]
+fn qp_table_lookup_free_publish_and_allocators() {
+    let dir = TestDir::new("table");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let a = hca.register_instance().expect("register a");
+    let b = hca.register_instance().expect("register b");
+    let qa: Vec<_> = (0..100).map(|_| a.alloc_qpn().expect("alloc")).collect();
+    let qb = b.alloc_qpn().expect("alloc b");
+    let mut slots: Vec<u16> = qa.iter().map(|q| q.pending_slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), qa.len(), "pending slots unique within an instance");
+
+    let owner = hca.owner_of(qa[0].qpn).expect("live");
+    assert_eq!(owner.pid, std::process::id());
+    assert_eq!(owner.instance_uid, a.uid());
+    assert_eq!(owner.instance_index, a.index());
+    assert_eq!(owner.pending_slot, qa[0].pending_slot);
+    assert_eq!(owner.generation, qa[0].generation);
+    assert_eq!(hca.owner_of(qb.qpn).expect("live").instance_uid, b.uid());
+
+    a.publish_qp_state(qa[0].qpn, 3).expect("publish");
+    assert_eq!(hca.owner_of(qa[0].qpn).expect("live").published_state, 3);
+    assert!(b.publish_qp_state(qa[0].qpn, 4).is_err(), "not b's QP");
+
+    for bad in [0, 1, 0xff, 1 << 24, u32::MAX] {
+        assert!(hca.owner_of(bad).is_none(), "QPN {bad:#x}");
+    }
+    let err = b.free_qpn(qa[1].qpn).expect_err("foreign QPN");
+    assert_eq!(err.errno(), libc::EINVAL);
+    a.free_qpn(qa[1].qpn).expect("free");
+    assert!(hca.owner_of(qa[1].qpn).is_none());
+    assert!(a.free_qpn(qa[1].qpn).is_err(), "double free");
+
+    let mkeys: Vec<u32> = (0..1000).map(|_| hca.alloc_mkey()).collect();
+    let mut unique = mkeys.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), mkeys.len());
+    assert!(mkeys.iter().all(|&k| k >> 8 >= 0x100));
+    let allocators: [fn(&Registry) -> u32; 3] =
+        [Registry::alloc_cqn, Registry::alloc_pdn, Registry::alloc_srqn];
+    for alloc in allocators {
+        let values: Vec<u32> = (0..100).map(|_| alloc(&hca)).collect();
+        assert!(values.iter().all(|&v| v != 0 && v < 1 << 24));
+        assert!(values.windows(2).all(|w| w[0] != w[1]));
+    }
+
+    drop(a);
+    assert!(hca.owner_of(qa[0].qpn).is_none(), "instance drop frees its QPs");
+    assert_eq!(hca.live_instances(), 1);
+}
+
+#[test]
+fn find_hca_by_gid_among_registries() {
+    let dir = TestDir::new("gid");
+    let fabric = dir.fabric();
+    assert!(fabric.find_hca_by_gid(gid(1)).expect("scan empty").is_none());
+    let h0 = fabric.open_hca("hca0", gid(1)).expect("hca0");
+    let h1 = fabric.open_hca("hca1", gid(2)).expect("hca1");
+    assert_eq!(fabric.hca_names().expect("names"), ["hca0", "hca1"]);
+    assert_eq!(fabric.find_hca_by_gid(gid(2)).expect("scan").expect("found").uid(), h1.uid());
+    assert_eq!(fabric.find_hca_by_gid(gid(1)).expect("scan").expect("found").uid(), h0.uid());
+    assert!(fabric.find_hca_by_gid(gid(9)).expect("scan").is_none());
+    assert!(matches!(fabric.open_hca("../evil", gid(3)), Err(FabricError::InvalidArgument(_))));
+}
+
+#[test]
+fn concurrent_first_open_and_rebuild_agree_on_one_file() {
+    let dir = TestDir::new("race");
+    let open_all = |dir: &TestDir| {
+        let uids: Vec<u64> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| dir.fabric().open_hca("hca0", gid(1)).expect("open").uid()))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).collect()
+        });
+        assert!(uids.windows(2).all(|w| w[0] == w[1]), "uids {uids:x?}");
+        uids[0]
+    };
+    let first = open_all(&dir);
+    let path = dir.path.join("hca0.hca");
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");
+    file.write_at(&(reg_layout::VERSION + 1).to_ne_bytes(), reg_layout::OFF_VERSION as u64)
+        .expect("corrupt version");
+    let rebuilt = open_all(&dir);
+    assert_ne!(first, rebuilt, "a version mismatch was rebuilt exactly once");
+}
+
+#[test]
+fn version_size_garbage_and_gid_mismatches_rebuild_safely() {
+    let dir = TestDir::new("rebuild");
+    let fabric = dir.fabric();
+    let path = dir.path.join("hca0.hca");
+    let uid0 = fabric.open_hca("hca0", gid(1)).expect("create").uid();
+
+    // Version mismatch.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");
+    file.write_at(&99u32.to_ne_bytes(), reg_layout::OFF_VERSION as u64).expect("write version");
+    assert!(fabric.open_existing_hca("hca0").expect("open").is_none(), "unusable, not rebuilt");
+    let hca = fabric.open_hca("hca0", gid(1)).expect("rebuild");
+    let uid1 = hca.uid();
+    assert_ne!(uid0, uid1);
+    let me = hca.register_instance().expect("works after rebuild");
+    me.alloc_qpn().expect("alloc after rebuild");
+    drop(me);
+    drop(hca);
+
+    // Wrong size (truncated), and garbage of the right size. (Reopen: the rebuild
+    // replaced the inode behind the name.)
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");
+    file.set_len(100).expect("truncate");
+    let uid2 = fabric.open_hca("hca0", gid(1)).expect("rebuild truncated").uid();
+    assert_ne!(uid1, uid2);
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");
+    file.write_at(&vec![0x5a; reg_layout::TOTAL_BYTES], 0).expect("garbage");
+    let uid3 = fabric.open_hca("hca0", gid(1)).expect("rebuild garbage").uid();
+    assert_ne!(uid2, uid3);
+
+    // Another GID: rebuilt while unused, refused while a live instance uses it.
+    let hca = fabric.open_hca("hca0", gid(7)).expect("rebuild for a new GID");
+    assert_eq!(hca.gid(), gid(7));
+    let _live = hca.register_instance().expect("register");
+    let err = fabric.open_hca("hca0", gid(8)).expect_err("GID conflict");
+    assert!(matches!(err, FabricError::GidConflict { live_instances: 1, .. }), "{err}");
+    assert_eq!(err.errno(), libc::EEXIST);
+    assert!(err.to_string().contains("::ffff:127.0.0.7"), "{err}");
+}
+
+// ============================================================================ wake
+
+#[test]
+fn futex_sleep_is_woken_by_another_process() {
+    let dir = TestDir::new("wake");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let arg = format!("{} {tid} {}", std::process::id(), qp.qpn);
+    let mut child = ChildProc::spawn("waker", &dir.path, &arg);
+    let started = Instant::now();
+    let outcome = me.wait_for_work(Some(CHILD_DEADLINE), || false);
+    let slept = started.elapsed();
+    child.expect("NOTIFIED");
+    child.finish();
+    assert_eq!(outcome, WaitOutcome::Woken);
+    assert!(slept < CHILD_DEADLINE, "woken, not timed out ({slept:?})");
+    assert_eq!(me.take_pending().collect::<Vec<_>>(), [qp.pending_slot]);
+    assert!(me.waker().wake_syscalls() >= 1);
+    assert!(!me.has_pending());
+}
+
+#[test]
+fn wait_times_out_and_wakes_cost_no_syscall_without_sleepers() {
+    let dir = TestDir::new("timeout");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+
+    let timeout = Duration::from_millis(50);
+    let started = Instant::now();
+    assert_eq!(me.wait_for_work(Some(timeout), || false), WaitOutcome::TimedOut);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= timeout, "returned early after {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "overslept: {elapsed:?}");
+
+    // Nobody sleeps: notify and wake publish but make no syscall.
+    let notifier = hca.notifier_for_qp(qp.qpn).expect("live");
+    assert!(notifier.notify());
+    assert!(me.waker().wake());
+    assert_eq!(me.waker().wake_syscalls(), 0);
+    // Work flagged before the wait: it returns without blocking.
+    assert_eq!(me.wait_for_work(None, || false), WaitOutcome::WorkPending);
+    assert_eq!(me.take_pending().collect::<Vec<_>>(), [qp.pending_slot]);
+    // The caller's own work check counts as well.
+    assert_eq!(me.wait_for_work(None, || true), WaitOutcome::WorkPending);
+
+    // A dropped owner: notifying it is refused.
+    drop(me);
+    assert!(!notifier.notify());
+}
+
+#[test]
+fn pending_slots_not_visited_are_handed_back() {
+    let dir = TestDir::new("pending");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let qps: Vec<_> = (0..200).map(|_| me.alloc_qpn().expect("alloc")).collect();
+    for qp in qps.iter().step_by(3) {
+        hca.notifier_for_qp(qp.qpn).expect("live").notify();
+    }
+    let expected: Vec<u16> = qps.iter().step_by(3).map(|q| q.pending_slot).collect();
+    let mut seen: Vec<u16> = me.take_pending().take(10).collect();
+    assert!(me.has_pending(), "the rest was handed back");
+    seen.extend(me.take_pending());
+    seen.sort_unstable();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort_unstable();
+    assert_eq!(seen, expected_sorted);
+    assert_eq!(me.take_pending().count(), 0);
+}
+
+// ============================================================================ ring
+
+#[test]
+fn ring_round_trips_records_across_processes_and_wraps() {
+    let dir = TestDir::new("ring");
+    let fabric = dir.fabric();
+    let hca0 = fabric.open_hca("hca0", gid(1)).expect("open hca0");
+    let me = hca0.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+    let mut child = ChildProc::spawn("consume", &dir.path, "");
+    let peer_qpn = u32::from_str_radix(&child.expect("QPN"), 16).expect("peer qpn");
+    let hca1 = fabric.find_hca_by_gid(gid(2)).expect("scan").expect("hca1 by GID");
+    let notifier = hca1.notifier_for_qp(peer_qpn).expect("peer QP live");
+    let mut ring =
+        me.create_ring(qp.qpn, peer_qpn, Some(ROUND_TRIP_CAPACITY)).expect("create ring");
+    child.send(&format!("{:x}", qp.qpn));
+
+    let started = Instant::now();
+    let mut total = 0usize;
+    let mut full_waits = 0usize;
+    let mut record = vec![0u8; ROUND_TRIP_RECORDS];
+    for i in 0..ROUND_TRIP_RECORDS {
+        for (j, byte) in record[..i].iter_mut().enumerate() {
+            *byte = record_byte(i, j);
+        }
+        // Gather from a header and three uneven payload slices.
+        let bytes = &record[..i];
+        let (header, rest) = bytes.split_at(i.min(13));
+        let (p1, rest) = rest.split_at(rest.len() / 3);
+        let (p2, p3) = rest.split_at(rest.len() / 2);
+        loop {
+            match ring.try_push((i % 1000) as u16, header, &[p1, p2, p3]) {
+                Ok(()) => break,
+                Err(PushError::Full { needed, .. }) => {
+                    full_waits += 1;
+                    let outcome = me.wait_for_work(Some(Duration::from_secs(5)), || {
+                        ring.free_bytes() >= needed
+                    });
+                    assert_ne!(outcome, WaitOutcome::TimedOut, "consumer stopped consuming");
+                }
+                Err(other) => panic!("push {i}: {other}"),
+            }
+        }
+        notifier.notify();
+        total += i;
+    }
+    let done = child.expect("DONE");
+    let elapsed = started.elapsed();
+    child.finish();
+    let words: Vec<usize> = done.split_whitespace().map(|w| w.parse().expect("num")).collect();
+    assert_eq!(words[0], ROUND_TRIP_RECORDS);
+    assert_eq!(words[1], total);
+    let wraps = total / ROUND_TRIP_CAPACITY;
+    assert!(wraps >= 3, "only {wraps} wraps");
+    assert!(full_waits > 0, "back-pressure was exercised");
+    eprintln!(
+        "{ROUND_TRIP_RECORDS} records, {total} bytes, {wraps} wraps, {full_waits} full waits, \
+         consumer woken {} times, {elapsed:?}",
+        words[2]
+    );
+}
+
+#[test]
+fn full_ring_applies_back_pressure_and_never_overwrites() {
+    let dir = TestDir::new("full");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    assert!(matches!(me.create_ring(a, b, Some(5000)), Err(FabricError::InvalidArgument(_))));
+
+    assert_eq!(producer.max_record_len(), 2040);
+    assert_eq!(
+        producer.try_push(1, &[0; 2041], &[]),
+        Err(PushError::TooLarge { len: 2041, max: 2040 })
+    );
+    assert_eq!(producer.try_push(0xffff, &[], &[]), Err(PushError::ReservedKind));
+
+    let mut pushed = 0u32;
+    let full = loop {
+        let body = [pushed as u8; 100];
+        match producer.try_push(7, &pushed.to_ne_bytes(), &[&body]) {
+            Ok(()) => pushed += 1,
+            Err(e) => break e,
+        }
+    };
+    // 104 bytes + 8 header = 112 per record: 36 fit in 4096 (4032), 64 left, and the
+    // next record needs a 64-byte padding record before it wraps: 176 bytes.
+    assert_eq!(pushed, 36);
+    assert_eq!(full, PushError::Full { needed: 176, free: 64 });
+    assert_eq!(producer.free_bytes(), 64);
+
+    let check = |record: &Record, n: u32| {
+        assert_eq!(record.kind, 7);
+        assert_eq!(record.bytes[..4], n.to_ne_bytes());
+        assert!(record.bytes[4..].iter().all(|&b| b == n as u8), "record {n} intact");
+    };
+    check(&consumer.pop().expect("ok").expect("record"), 0);
+    // Exactly enough room now: padding to the end plus the record at the start.
+    producer
+        .try_push(7, &pushed.to_ne_bytes(), &[&[pushed as u8; 100]])
+        .expect("room after one pop");
+    pushed += 1;
+    assert_eq!(producer.free_bytes(), 0);
+    let full = producer.try_push(7, &[], &[]);
+    assert_eq!(full, Err(PushError::Full { needed: 8, free: 0 }));
+    check(&consumer.pop().expect("ok").expect("record"), 1);
+    for n in 2..pushed {
+        check(&consumer.pop().expect("ok").expect("record"), n);
+    }
+    assert_eq!(consumer.pop().expect("ok"), None);
+    assert!(producer.is_drained());
+
+    // peek does not consume; skip does; reads outside a record are refused.
+    producer.try_push(9, b"abc", &[]).expect("push");
+    let peeked = consumer.peek(|rec| {
+        let mut two = [0; 2];
+        rec.read(1, &mut two).expect("inside");
+        assert!(matches!(rec.read(2, &mut two), Err(RingError::OutsideRecord { .. })));
+        two
+    });
+    assert_eq!(peeked, Ok(Some(*b"bc")));
+    assert!(consumer.skip().expect("skip"));
+    assert!(!consumer.skip().expect("nothing left"));
+}
+
+#[test]
+fn epoch_reset_resyncs_the_consumer() {
+    let dir = TestDir::new("epoch");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b, c) = (
+        me.alloc_qpn().expect("a").qpn,
+        me.alloc_qpn().expect("b").qpn,
+        me.alloc_qpn().expect("c").qpn,
+    );
+    let mut producer = me.create_ring(a, 0, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    producer.try_push(1, b"before-rtr", &[]).expect("push");
+    assert_eq!(consumer.pop(), Ok(None), "epoch 1 is not addressed to b");
+    assert_eq!(consumer.epoch(), None);
+
+    producer.reset(b);
+    assert_eq!(producer.epoch(), 2);
+    producer.try_push(2, b"one", &[]).expect("push");
+    producer.try_push(2, b"two", &[]).expect("push");
+    assert_eq!(consumer.pop().expect("ok").expect("rec").bytes, b"one");
+    assert_eq!(consumer.epoch(), Some(2));
+
+    producer.reset(c); // reconnect elsewhere: b must not read c's records
+    producer.try_push(3, b"for-c", &[]).expect("push");
+    assert_eq!(consumer.pop(), Ok(None));
+    let mut for_c = hca.open_ring(a, c).expect("consumer c");
+    assert_eq!(for_c.pop().expect("ok").expect("rec").bytes, b"for-c");
+    drop(for_c);
+
+    producer.reset(b); // back to b: "two" of epoch 2 is skipped
+    producer.try_push(4, b"three", &[]).expect("push");
+    let record = consumer.pop().expect("ok").expect("rec");
+    assert_eq!((record.kind, record.bytes.as_slice()), (4, &b"three"[..]));
+    assert_eq!(consumer.epoch(), Some(4));
+    assert_eq!(consumer.resyncs(), 2);
+    assert!(producer.is_drained(), "skipped bytes were released");
+
+    // Resets do not free unconsumed bytes: the producer fills up instead of overwriting
+    // what a consumer may still be reading, until the consumer follows the new epoch.
+    let mut rounds = 0;
+    while producer.try_push(5, &[0; 500], &[]).is_ok() {
+        producer.reset(b);
+        rounds += 1;
+        assert!(rounds < 100, "never filled up");
+    }
+    assert!(!producer.is_drained());
+    assert_eq!(consumer.pop(), Ok(None), "nothing pushed in the newest epoch");
+    assert_eq!(consumer.epoch(), Some(producer.epoch()));
+    assert!(producer.is_drained(), "following the epoch released the old bytes");
+    producer.try_push(6, b"last", &[]).expect("room again");
+    assert_eq!(consumer.pop().expect("ok").expect("rec").bytes, b"last");
+}
+
+/// Writes `bytes` at `offset` of the file behind `path` (through the page cache, which
+/// the consumer's mapping shares).
+fn poke(path: &Path, offset: usize, bytes: &[u8]) {
+    let file = std::fs::OpenOptions::new().write(true).open(path).expect("open for poke");
+    file.write_at(bytes, offset as u64).expect("poke");
+}
+
+fn peek_u64(path: &Path, offset: usize) -> u64 {
+    let file = std::fs::File::open(path).expect("open for peek");
+    let mut word = [0; 8];
+    file.read_exact_at(&mut word, offset as u64).expect("peek");
+    u64::from_ne_bytes(word)
+}
+
+#[test]
+fn garbage_in_ring_header_or_records_is_an_error_not_a_panic() {
+    let dir = TestDir::new("garbage");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let path = producer.path().to_path_buf();
+    let data = ring_layout::DATA_OFFSET;
+    let corrupt = |result: Result<Option<Record>, RingError>| {
+        assert!(matches!(result, Err(RingError::Corrupt { .. })), "{result:?}");
+    };
+
+    // Record length beyond the limit.
+    producer.try_push(1, b"hello", &[]).expect("push");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let header = peek_u64(&path, data);
+    poke(&path, data, &(header | 0xffff_ff00).to_ne_bytes()[..4]);
+    let err = consumer.pop().expect_err("huge length");
+    assert!(err.to_string().contains("length"), "{err}");
+    corrupt(consumer.pop()); // stays failed, no progress on garbage
+    poke(&path, data, &header.to_ne_bytes());
+    assert_eq!(consumer.pop().expect("repaired").expect("rec").bytes, b"hello");
+
+    // Tail beyond capacity, and misaligned.
+    let tail = peek_u64(&path, ring_layout::OFF_TAIL);
+    poke(&path, ring_layout::OFF_TAIL, &(tail + 8192).to_ne_bytes());
+    corrupt(consumer.pop());
+    assert!(consumer.discard_all().is_err(), "tail itself is garbage");
+    poke(&path, ring_layout::OFF_TAIL, &(tail + 3).to_ne_bytes());
+    corrupt(consumer.pop());
+    poke(&path, ring_layout::OFF_TAIL, &tail.to_ne_bytes());
+    assert_eq!(consumer.pop(), Ok(None));
+
+    // Wrong epoch tag, and a padding record that does not reach the end.
+    producer.try_push(1, b"x", &[]).expect("push");
+    let at = data + 16;
+    let header = peek_u64(&path, at);
+    poke(&path, at, &(header ^ (1 << 48)).to_ne_bytes());
+    let err = consumer.pop().expect_err("bad tag");
+    assert!(err.to_string().contains("tag"), "{err}");
+    poke(&path, at, &((header & !(0xffff_u64 << 32)) | (0xffff << 32)).to_ne_bytes());
+    corrupt(consumer.pop());
+    consumer.discard_all().expect("recover by discarding");
+    assert_eq!(consumer.pop(), Ok(None));
+    producer.try_push(1, b"after", &[]).expect("push");
+    assert_eq!(consumer.pop().expect("ok").expect("rec").bytes, b"after");
+
+    // A garbage head makes the producer see a full ring, not overwrite. (It re-reads the
+    // head only when its cached free space is too small; free_bytes() forces a read.)
+    let tail = peek_u64(&path, ring_layout::OFF_TAIL);
+    for garbage_head in [tail + 64, tail - 3, u64::MAX] {
+        poke(&path, ring_layout::OFF_HEAD, &garbage_head.to_ne_bytes());
+        assert_eq!(producer.free_bytes(), 0, "head {garbage_head:#x}");
+    }
+    assert!(matches!(producer.try_push(1, b"y", &[]), Err(PushError::Full { .. })));
+
+    // Random garbage everywhere the consumer reads: never a panic.
+    let mut rng = 0x1234_5678_9abc_def0_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut errors = 0;
+    for _ in 0..3000 {
+        let offset = match next() % 4 {
+            0 => ring_layout::OFF_TAIL,
+            1 => ring_layout::OFF_EPOCH_START,
+            _ => data + (next() as usize % 4096) / 8 * 8,
+        };
+        let value = if next() % 2 == 0 { next() } else { next() % 8192 };
+        poke(&path, offset, &value.to_ne_bytes());
+        for _ in 0..4 {
+            match consumer.pop() {
+                Ok(Some(record)) => assert!(record.bytes.len() <= 2040),
+                Ok(None) => break,
+                Err(_) => {
+                    errors += 1;
+                    let _ = consumer.discard_all();
+                    break;
+                }
+            }
+        }
+    }
+    assert!(errors > 0);
+
+    // Header validation at open.
+    let cases: [(usize, &[u8], &str); 4] = [
+        (ring_layout::OFF_MAGIC, b"NOTARING", "magic"),
+        (ring_layout::OFF_VERSION, &77u32.to_ne_bytes(), "version"),
+        (ring_layout::OFF_CAPACITY, &5000u64.to_ne_bytes(), "capacity"),
+        (ring_layout::OFF_CAPACITY, &(1u64 << 20).to_ne_bytes(), "shorter"),
+    ];
+    for (offset, bytes, expect) in cases {
+        let qp = me.alloc_qpn().expect("qp").qpn;
+        let ring = me.create_ring(qp, b, Some(4096)).expect("ring");
+        poke(ring.path(), offset, bytes);
+        let err = hca.open_ring(qp, b).expect_err(expect);
+        assert!(err.to_string().contains(expect), "{err}");
+    }
+    assert!(hca.open_ring(b, a).is_err(), "no ring file: error, with a hint");
+    let qp = me.alloc_qpn().expect("qp").qpn;
+    let ring = me.create_ring(qp, b, Some(4096)).expect("ring");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(ring.path())
+        .and_then(|f| f.set_len(100))
+        .expect("truncate");
+    assert!(hca.open_ring(qp, b).expect_err("truncated").to_string().contains("shorter"));
+    let err = hca.open_ring(a + 0x10_0000, b).expect_err("missing");
+    assert!(err.to_string().contains("hint"), "{err}");
+}
