@@ -14,6 +14,6 @@
 
 mod layout;
 
-
+pub mod dat;
 pub mod mlx5;
 pub mod uverbs;

@@ -11,6 +11,8 @@
 #[macro_use]
 mod probe;
 
+#[path = "c_layout/dat.rs"]
+mod dat;
 #[path = "c_layout/mlx5.rs"]
 mod mlx5;
 #[path = "c_layout/uverbs.rs"]
@@ -26,9 +28,11 @@ fn every_layout_and_constant_matches_the_system_headers() {
         "rdma/mlx5-abi.h",
         "infiniband/mlx5dv.h",
         "dat2/udat.h",
+        "dat2/dat_registry.h",
         "dat2/dat_ib_extensions.h",
     ]);
     uverbs::register(&mut probe);
     mlx5::register(&mut probe);
+    dat::register(&mut probe);
     probe.run_and_compare();
 }

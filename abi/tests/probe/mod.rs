@@ -88,9 +88,14 @@ impl Probe {
         for (item, c) in self.items.iter().zip(&c_values) {
             let c = mask(c.expect("the probe printed every item"), item.width);
             if c != item.rust_value {
+                let expr = if item.c_expr == item.name {
+                    String::new()
+                } else {
+                    format!("   [{}]", item.c_expr)
+                };
                 mismatches.push(format!(
-                    "  {}: C says {c} (0x{c:x}), Rust says {} (0x{:x})   [{}]",
-                    item.name, item.rust_value, item.rust_value, item.c_expr
+                    "  {}: C says {c} (0x{c:x}), Rust says {} (0x{:x}){expr}",
+                    item.name, item.rust_value, item.rust_value
                 ));
             }
         }
