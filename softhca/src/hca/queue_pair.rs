@@ -1,0 +1,1393 @@
+//! An RC queue pair as the HCA runs it.
+//!
+//! - The **requester** reads the send queue between what it has executed and the SQ
+//!   counter in doorbell record [1], checks each WQE's local keys, turns it into request
+//!   packets on the QP's outbound ring, and completes WQEs in order as responses arrive
+//!   (unsignalled ones without a CQE). RDMA READ data and atomic results land in the WQE's
+//!   local buffers. A NAK, an exhausted RNR or transport retry count, or a WQE it cannot
+//!   execute completes that WQE in error and moves the QP to ERR.
+//! - The **responder** reads the peer's packets: SEND takes the next receive entry (RQ or
+//!   SRQ) and scatters into it, RDMA WRITE and READ and atomics go through the rkey checks
+//!   of [`MemoryRegions`], and every message is answered in order (ACK, READ data, atomic
+//!   value, or NAK). With no receive entry it answers RNR NAK and drops what follows until
+//!   the requester retransmits, as an RC responder does.
+//! - In **ERR** every outstanding and newly posted WQE, send and receive, completes with
+//!   `WR_FLUSH_ERR`; RESET forgets everything without completions.
+
+use super::app_memory::AppSpan;
+use super::completion_queue::CompletionQueue;
+use super::cqe::{Completion, ErrorCompletion, error_cqe, success_cqe};
+use super::events::EventSink;
+use super::mr::{KeyError, MemoryRegions};
+use super::recv_wqe::scatter_list;
+use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
+use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
+use super::wire::{self, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
+use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer};
+use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
+use ferrodat_abi::uverbs::{access, event, qp_state};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// The largest message a port accepts (QUERY_PORT `max_msg_sz`).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+
+/// Responses queued but not yet on the ring before the responder stops reading requests.
+const MAX_QUEUED_RESPONSES: usize = 64;
+
+/// What CREATE_QP tells the HCA.
+#[derive(Clone, Copy, Debug)]
+pub struct QpSetup {
+    /// QP number.
+    pub qpn: u32,
+    /// The consumer's handle (async events carry it).
+    pub user_handle: u64,
+    /// User index reported in CQEs when `cqe_version` is 1.
+    pub uidx: u32,
+    /// The context's CQE version (0 or 1).
+    pub cqe_version: u8,
+    /// Its PD.
+    pub pdn: u32,
+    /// Completion queue of the send queue.
+    pub send_cqn: u32,
+    /// Completion queue of the receive queue.
+    pub recv_cqn: u32,
+    /// The SRQ receives come from, if any.
+    pub srqn: Option<u32>,
+    /// The send queue ring: `sq_wqebbs * 64` bytes.
+    pub sq: AppSpan,
+    /// Send queue size in 64-byte basic blocks (a power of two).
+    pub sq_wqebbs: u32,
+    /// The receive queue ring: `rq_wqe_count << rq_wqe_shift` bytes (empty with an SRQ).
+    pub rq: AppSpan,
+    /// Receive queue entries (a power of two, or 0).
+    pub rq_wqe_count: u32,
+    /// log2 of the receive entry size.
+    pub rq_wqe_shift: u32,
+    /// Bytes to skip at the start of each receive entry (a signature segment).
+    pub rq_skip: usize,
+    /// The 8-byte doorbell record: [0] RQ counter, [1] SQ counter.
+    pub dbrec: AppSpan,
+    /// Every send WQE is signalled.
+    pub sq_sig_all: bool,
+}
+
+/// The attributes MODIFY_QP set that the data path uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpAttributes {
+    /// `access::REMOTE_*` rights the QP grants its peer.
+    pub access_flags: u32,
+    /// The peer QP.
+    pub dest_qpn: u32,
+    /// The peer's GID.
+    pub dgid: [u8; 16],
+    /// First PSN the requester sends.
+    pub sq_psn: u32,
+    /// First PSN the responder expects.
+    pub rq_psn: u32,
+    /// Local ACK timeout exponent (0 = infinite).
+    pub timeout: u8,
+    /// Transport retries before RETRY_EXC_ERR.
+    pub retry_cnt: u8,
+    /// RNR retries before RNR_RETRY_EXC_ERR (7 = infinite).
+    pub rnr_retry: u8,
+    /// The RNR timer this responder advertises.
+    pub min_rnr_timer: u8,
+    /// RDMA READs and atomics in flight as requester.
+    pub max_rd_atomic: u8,
+}
+
+/// The objects a QP's data path touches besides itself.
+pub struct Hardware<'a> {
+    /// Registered memory of this process.
+    pub regions: &'a MemoryRegions,
+    /// CQs by number.
+    pub cqs: &'a mut HashMap<u32, CompletionQueue>,
+    /// SRQs by number.
+    pub srqs: &'a mut HashMap<u32, SharedReceiveQueue>,
+    /// Where asynchronous events go.
+    pub async_events: Option<&'a Arc<dyn EventSink>>,
+    /// A reusable buffer.
+    pub scratch: &'a mut Vec<u8>,
+    /// The time of this pass.
+    pub now: Instant,
+}
+
+/// The operation of an outstanding send WQE.
+#[derive(Clone, Debug)]
+enum Operation {
+    /// Completes without a packet (NOP).
+    Local,
+    /// SEND or RDMA WRITE (data goes out; done at ACK).
+    Transfer,
+    /// RDMA READ into these buffers.
+    Read { targets: Vec<AppSpan>, length: u64 },
+    /// Atomic; the original value lands in `target`.
+    Atomic { target: AppSpan },
+}
+
+/// A send WQE between execution and completion.
+#[derive(Clone, Debug)]
+struct Outstanding {
+    /// Position of the WQE in the SQ (WQEBB counter), to read it again for retransmission.
+    sq_pos: u16,
+    wqe_index: u16,
+    wqe_opcode: u8,
+    signaled: bool,
+    psn: u32,
+    operation: Operation,
+    /// Completed: `Ok(byte_cnt)` or `Err(syndrome)`.
+    outcome: Option<Result<u32, u8>>,
+    rnr_naks: u8,
+}
+
+impl Outstanding {
+    fn is_read_or_atomic(&self) -> bool {
+        matches!(self.operation, Operation::Read { .. } | Operation::Atomic { .. })
+    }
+}
+
+/// Where the requester's transmission stands: the next packet belongs to
+/// `outstanding[index]` at byte `offset`.
+#[derive(Clone, Copy, Debug, Default)]
+struct TransmitCursor {
+    index: usize,
+    offset: u64,
+}
+
+/// A message the responder is receiving.
+#[derive(Clone, Debug)]
+struct InboundMessage {
+    psn: u32,
+    kind: u8,
+    length: u64,
+    received: u64,
+    entry: Option<ReceiveEntry>,
+    /// Receive buffers (SEND) or the RDMA WRITE target.
+    targets: Vec<AppSpan>,
+    imm: Option<[u8; 4]>,
+    solicited: bool,
+}
+
+/// A response the responder owes the requester.
+#[derive(Clone, Copy, Debug)]
+enum Response {
+    Packet(PacketHeader),
+    ReadData { psn: u32, source: AppSpan, offset: u64 },
+}
+
+/// Both directions of the QP's connection through the fabric.
+pub struct Link {
+    /// Requests and responses this QP sends (its peer reads them).
+    pub outbound: RingProducer,
+    peer: Option<PeerEnd>,
+}
+
+struct PeerEnd {
+    registry: Registry,
+    qpn: u32,
+    inbound: Option<RingConsumer>,
+    notifier: Option<QpNotifier>,
+}
+
+impl Link {
+    /// A link with this QP's ring and no peer yet.
+    pub fn new(outbound: RingProducer) -> Self {
+        Link { outbound, peer: None }
+    }
+}
+
+/// The HCA's state of one RC QP.
+pub struct QueuePair {
+    /// What CREATE_QP said.
+    pub setup: QpSetup,
+    /// Current state (`qp_state::*`).
+    state: u8,
+    attrs: QpAttributes,
+    link: Link,
+    /// WQEBB counter of the next WQE to execute.
+    sq_head: u16,
+    /// Receive entries taken from the RQ.
+    rq_head: u16,
+    outstanding: VecDeque<Outstanding>,
+    cursor: TransmitCursor,
+    next_psn: u32,
+    /// Retransmit from the cursor no earlier than this (after an RNR NAK).
+    resume_at: Option<Instant>,
+    /// When a response last arrived while requests were in flight.
+    last_response: Instant,
+    timeouts: u8,
+    expected_psn: u32,
+    inbound: Option<InboundMessage>,
+    /// After an RNR NAK for this PSN, requests are dropped until it is retransmitted.
+    rnr_psn: Option<u32>,
+    responses: VecDeque<Response>,
+    /// An SRQ-attached QP reported its last WQE after entering ERR.
+    last_wqe_reported: bool,
+    /// Packets were pushed since the peer was last notified.
+    unannounced: bool,
+}
+
+impl std::fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.setup.qpn)
+            .field("state", &self.state)
+            .field("sq_head", &self.sq_head)
+            .field("outstanding", &self.outstanding.len())
+            .finish()
+    }
+}
+
+/// Maps a key failure on a local buffer to the CQE syndrome hardware reports.
+fn local_key_syndrome(_: KeyError) -> u8 {
+    cqe_syndrome::LOCAL_PROT_ERR
+}
+
+fn nak_syndrome(reason: u8) -> u8 {
+    match reason {
+        nak::REMOTE_ACCESS => cqe_syndrome::REMOTE_ACCESS_ERR,
+        nak::INVALID_REQUEST => cqe_syndrome::REMOTE_INVAL_REQ_ERR,
+        nak::RNR_RETRY_EXCEEDED => cqe_syndrome::RNR_RETRY_EXC_ERR,
+        _ => cqe_syndrome::REMOTE_OP_ERR,
+    }
+}
+
+impl QueuePair {
+    /// A QP in RESET.
+    pub fn new(setup: QpSetup, link: Link, now: Instant) -> Self {
+        QueuePair {
+            setup,
+            state: qp_state::RESET,
+            attrs: QpAttributes::default(),
+            link,
+            sq_head: 0,
+            rq_head: 0,
+            outstanding: VecDeque::new(),
+            cursor: TransmitCursor::default(),
+            next_psn: 0,
+            resume_at: None,
+            last_response: now,
+            timeouts: 0,
+            expected_psn: 0,
+            inbound: None,
+            rnr_psn: None,
+            responses: VecDeque::new(),
+            last_wqe_reported: false,
+            unannounced: false,
+        }
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.setup.qpn
+    }
+
+    /// The current state.
+    pub fn state(&self) -> u8 {
+        self.state
+    }
+
+    /// True while the QP has work that no doorbell or inbound packet will announce:
+    /// a transmission waiting for ring space or a timer, requests awaiting responses,
+    /// responses waiting for ring space, or a peer ring not yet attached.
+    pub fn needs_polling(&self) -> bool {
+        let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
+        let unattached = connected
+            && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
+        !self.responses.is_empty()
+            || self.cursor.index < self.outstanding.len()
+            || self.outstanding.iter().any(|o| o.outcome.is_none())
+            || unattached
+    }
+
+    /// The QP moved to `state` with `attrs` (MODIFY_QP already validated the transition).
+    /// `peer_registry` is the HCA that owns `attrs.dgid` (at RTR).
+    pub fn transition(
+        &mut self,
+        state: u8,
+        attrs: QpAttributes,
+        peer_registry: Option<Registry>,
+        hw: &mut Hardware<'_>,
+    ) {
+        let previous = self.state;
+        self.attrs = attrs;
+        self.state = state;
+        match state {
+            qp_state::RESET => self.forget_everything(),
+            qp_state::INIT if previous == qp_state::RESET => self.forget_everything(),
+            qp_state::RTR if previous == qp_state::INIT => {
+                self.expected_psn = attrs.rq_psn & wire::PSN_MASK;
+                self.link.outbound.reset(attrs.dest_qpn);
+                self.link.peer = peer_registry.map(|registry| PeerEnd {
+                    registry,
+                    qpn: attrs.dest_qpn,
+                    inbound: None,
+                    notifier: None,
+                });
+                self.attach();
+            }
+            qp_state::RTS if previous == qp_state::RTR => {
+                self.next_psn = attrs.sq_psn & wire::PSN_MASK;
+                self.last_response = hw.now;
+            }
+            qp_state::ERR => self.enter_error(hw),
+            _ => {}
+        }
+    }
+
+    fn forget_everything(&mut self) {
+        self.sq_head = 0;
+        self.rq_head = 0;
+        self.outstanding.clear();
+        self.cursor = TransmitCursor::default();
+        self.resume_at = None;
+        self.timeouts = 0;
+        self.inbound = None;
+        self.rnr_psn = None;
+        self.responses.clear();
+        self.last_wqe_reported = false;
+        if let Some(peer) = self.link.peer.take() {
+            drop(peer);
+            self.link.outbound.reset(0);
+        }
+    }
+
+    /// Opens the peer's ring and notifier once they exist (the peer may reach RTR later).
+    fn attach(&mut self) {
+        let my_qpn = self.setup.qpn;
+        if let Some(peer) = &mut self.link.peer {
+            if peer.inbound.is_none() {
+                peer.inbound = peer.registry.open_ring(peer.qpn, my_qpn).ok();
+            }
+            if peer.notifier.is_none() {
+                peer.notifier = peer.registry.notifier_for_qp(peer.qpn);
+            }
+        }
+    }
+
+    /// Tells the peer that packets wait for it (a syscall only if it sleeps).
+    fn notify_peer(&mut self) {
+        if !self.unannounced {
+            return;
+        }
+        if let Some(n) = self.link.peer.as_ref().and_then(|p| p.notifier.as_ref()) {
+            n.notify();
+            self.unannounced = false;
+        }
+    }
+
+    // ================================================================ completions
+
+    fn requester_cqe(&self, o: &Outstanding, result: Result<u32, u8>) -> [u8; 64] {
+        let uidx = if self.setup.cqe_version >= 1 { self.setup.uidx } else { 0 };
+        match result {
+            Ok(byte_cnt) => success_cqe(&Completion {
+                cqe_opcode: cqe_opcode::REQ,
+                wqe_opcode: o.wqe_opcode,
+                qpn: self.setup.qpn,
+                srqn_uidx: uidx,
+                wqe_counter: o.wqe_index,
+                byte_cnt,
+                ..Default::default()
+            }),
+            Err(syndrome) => error_cqe(&ErrorCompletion {
+                requester: true,
+                syndrome,
+                wqe_opcode: o.wqe_opcode,
+                qpn: self.setup.qpn,
+                srqn_uidx: uidx,
+                wqe_counter: o.wqe_index,
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn responder_srqn_uidx(&self) -> u32 {
+        match (self.setup.cqe_version, self.setup.srqn) {
+            (v, _) if v >= 1 => self.setup.uidx,
+            (_, Some(srqn)) => srqn,
+            _ => 0,
+        }
+    }
+
+    fn push_cqe(&self, cqn: u32, cqe: [u8; 64], hw: &mut Hardware<'_>) -> bool {
+        match hw.cqs.get_mut(&cqn) {
+            Some(cq) => cq.push(cqe).is_ok(),
+            None => false,
+        }
+    }
+
+    fn receive_error(&self, entry: ReceiveEntry, syndrome: u8, hw: &mut Hardware<'_>) {
+        let cqe = error_cqe(&ErrorCompletion {
+            requester: false,
+            syndrome,
+            qpn: self.setup.qpn,
+            srqn_uidx: self.responder_srqn_uidx(),
+            wqe_counter: entry.index,
+            ..Default::default()
+        });
+        self.push_cqe(self.setup.recv_cqn, cqe, hw);
+    }
+
+    /// Completes finished WQEs at the head of the send queue, in order. An error
+    /// completion moves the QP to ERR.
+    fn complete_in_order(&mut self, hw: &mut Hardware<'_>) {
+        while let Some(head) = self.outstanding.front() {
+            let Some(result) = head.outcome else { break };
+            let head = self.outstanding.pop_front().expect("front exists");
+            self.cursor.index = self.cursor.index.saturating_sub(1);
+            if head.signaled || self.setup.sq_sig_all || result.is_err() {
+                let cqe = self.requester_cqe(&head, result);
+                self.push_cqe(self.setup.send_cqn, cqe, hw);
+            }
+            if result.is_err() {
+                self.state = qp_state::ERR;
+                self.enter_error(hw);
+                return;
+            }
+        }
+    }
+
+    /// ERR: flush every WQE still owned by the HCA.
+    fn enter_error(&mut self, hw: &mut Hardware<'_>) {
+        let flush = Err(cqe_syndrome::WR_FLUSH_ERR);
+        while let Some(o) = self.outstanding.pop_front() {
+            let result = match o.outcome {
+                Some(Ok(n)) => Ok(n),
+                _ => flush,
+            };
+            if result.is_err() || o.signaled || self.setup.sq_sig_all {
+                let cqe = self.requester_cqe(&o, result);
+                self.push_cqe(self.setup.send_cqn, cqe, hw);
+            }
+        }
+        self.cursor = TransmitCursor::default();
+        self.flush_unexecuted_sends(hw);
+        if let Some(msg) = self.inbound.take()
+            && let Some(entry) = msg.entry
+        {
+            self.receive_error(entry, cqe_syndrome::WR_FLUSH_ERR, hw);
+        }
+        self.flush_receives(hw);
+        self.responses.clear();
+        self.rnr_psn = None;
+        if self.setup.srqn.is_some() && !self.last_wqe_reported {
+            self.last_wqe_reported = true;
+            if let Some(sink) = hw.async_events {
+                sink.async_event(self.setup.user_handle, event::QP_LAST_WQE_REACHED);
+            }
+        }
+    }
+
+    fn sq_tail(&self) -> u16 {
+        self.setup.dbrec.read_be32(4).map(|v| v as u16).unwrap_or(self.sq_head)
+    }
+
+    fn flush_unexecuted_sends(&mut self, hw: &mut Hardware<'_>) {
+        let tail = self.sq_tail();
+        while self.sq_head != tail {
+            let Some(ctrl) = self.read_ctrl(self.sq_head) else { break };
+            let (op, wqe_index, ds) = send_wqe::peek_ctrl(&ctrl);
+            let o = Outstanding {
+                sq_pos: self.sq_head,
+                wqe_index,
+                wqe_opcode: op,
+                signaled: true,
+                psn: 0,
+                operation: Operation::Local,
+                outcome: None,
+                rnr_naks: 0,
+            };
+            let cqe = self.requester_cqe(&o, Err(cqe_syndrome::WR_FLUSH_ERR));
+            self.push_cqe(self.setup.send_cqn, cqe, hw);
+            self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+        }
+    }
+
+    fn rq_tail(&self) -> u16 {
+        self.setup.dbrec.read_be32(0).map(|v| v as u16).unwrap_or(self.rq_head)
+    }
+
+    fn flush_receives(&mut self, hw: &mut Hardware<'_>) {
+        if self.setup.srqn.is_some() || self.setup.rq_wqe_count == 0 {
+            return;
+        }
+        let tail = self.rq_tail();
+        while self.rq_head != tail {
+            let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
+            let entry = ReceiveEntry { index, bytes: self.setup.rq };
+            self.receive_error(entry, cqe_syndrome::WR_FLUSH_ERR, hw);
+            self.rq_head = self.rq_head.wrapping_add(1);
+        }
+    }
+
+    // ================================================================ requester
+
+    fn read_ctrl(&self, pos: u16) -> Option<[u8; 16]> {
+        let at = (u32::from(pos) & (self.setup.sq_wqebbs - 1)) as usize * SEND_WQE_BB;
+        let mut ctrl = [0u8; 16];
+        self.setup.sq.read(at, &mut ctrl).ok()?;
+        Some(ctrl)
+    }
+
+    /// Copies the WQE at SQ position `pos` into `out` (unwrapping the ring).
+    fn read_wqe(&self, pos: u16, out: &mut Vec<u8>) -> Option<usize> {
+        let ctrl = self.read_ctrl(pos)?;
+        let (_, _, ds) = send_wqe::peek_ctrl(&ctrl);
+        let len = (ds.max(1) * SEND_WQE_DS).min(MAX_WQE_BYTES);
+        out.clear();
+        out.resize(len, 0);
+        let ring = self.setup.sq.len();
+        let start = (u32::from(pos) & (self.setup.sq_wqebbs - 1)) as usize * SEND_WQE_BB;
+        let first = len.min(ring - start);
+        self.setup.sq.read(start, &mut out[..first]).ok()?;
+        if first < len {
+            self.setup.sq.read(0, &mut out[first..]).ok()?;
+        }
+        Some(ds)
+    }
+
+    /// The SQ doorbell rang or the QP needs attention: execute and transmit.
+    pub fn run_requester(&mut self, hw: &mut Hardware<'_>) {
+        match self.state {
+            qp_state::ERR => {
+                self.flush_unexecuted_sends(hw);
+                self.flush_receives(hw);
+                return;
+            }
+            qp_state::RTS | qp_state::SQD => {}
+            _ => return,
+        }
+        self.attach();
+        self.check_ack_timeout(hw);
+        if self.state == qp_state::ERR {
+            return;
+        }
+        if self.state == qp_state::RTS {
+            self.fetch_new_wqes(hw);
+        }
+        self.transmit(hw);
+        self.complete_in_order(hw);
+    }
+
+    /// Decodes new WQEs into `outstanding`, checking their local keys. Stops after one that
+    /// fails (it will complete in error in order).
+    fn fetch_new_wqes(&mut self, hw: &mut Hardware<'_>) {
+        let tail = self.sq_tail();
+        let mut bytes = std::mem::take(hw.scratch);
+        while self.sq_head != tail {
+            if self.outstanding.back().is_some_and(|o| matches!(o.outcome, Some(Err(_)))) {
+                break;
+            }
+            let pos = self.sq_head;
+            let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
+            let entry = match send_wqe::decode(&bytes) {
+                Ok(wqe) => self.admit(pos, &wqe, hw.regions),
+                Err(syndrome) => {
+                    let (op, wqe_index, _) =
+                        send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
+                    Outstanding {
+                        sq_pos: pos,
+                        wqe_index,
+                        wqe_opcode: op,
+                        signaled: true,
+                        psn: self.next_psn,
+                        operation: Operation::Local,
+                        outcome: Some(Err(syndrome)),
+                        rnr_naks: 0,
+                    }
+                }
+            };
+            self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+            self.outstanding.push_back(entry);
+        }
+        *hw.scratch = bytes;
+    }
+
+    /// Turns a decoded WQE into an outstanding entry, with its local buffers checked.
+    fn admit(&mut self, pos: u16, wqe: &SendWqe<'_>, regions: &MemoryRegions) -> Outstanding {
+        let mut o = Outstanding {
+            sq_pos: pos,
+            wqe_index: wqe.wqe_index,
+            wqe_opcode: wqe.opcode,
+            signaled: wqe.signaled,
+            psn: 0,
+            operation: Operation::Local,
+            outcome: None,
+            rnr_naks: 0,
+        };
+        let pdn = self.setup.pdn;
+        let checked = match wqe.opcode {
+            opcode::NOP => Ok(Operation::Local),
+            opcode::SEND | opcode::SEND_IMM | opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => {
+                if wqe.local_length() > MAX_MESSAGE_BYTES {
+                    Err(cqe_syndrome::LOCAL_LENGTH_ERR)
+                } else {
+                    wqe.sges()
+                        .try_for_each(|s| {
+                            regions
+                                .translate(s.lkey, pdn, s.addr, u64::from(s.length), 0)
+                                .map(|_| ())
+                        })
+                        .map(|_| Operation::Transfer)
+                        .map_err(local_key_syndrome)
+                }
+            }
+            opcode::RDMA_READ => wqe
+                .sges()
+                .map(|s| {
+                    regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), access::LOCAL_WRITE)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(|targets| Operation::Read { targets, length: wqe.local_length() })
+                .map_err(local_key_syndrome),
+            _ => {
+                let s = wqe.sges().next().expect("decode checked one 8-byte segment");
+                regions
+                    .translate(s.lkey, pdn, s.addr, 8, access::LOCAL_WRITE)
+                    .map(|target| Operation::Atomic { target })
+                    .map_err(local_key_syndrome)
+            }
+        };
+        match checked {
+            Ok(Operation::Local) => o.outcome = Some(Ok(0)),
+            Ok(op) => {
+                o.operation = op;
+                o.psn = self.next_psn;
+                self.next_psn = wire::next_psn(self.next_psn);
+            }
+            Err(syndrome) => o.outcome = Some(Err(syndrome)),
+        }
+        o
+    }
+
+    /// Sends packets from the cursor on, until the ring is full, a fence or the RDMA READ
+    /// limit holds, or an RNR back-off is running.
+    fn transmit(&mut self, hw: &mut Hardware<'_>) {
+        if let Some(at) = self.resume_at {
+            if hw.now < at {
+                return;
+            }
+            self.resume_at = None;
+        }
+        if self.link.peer.is_none() {
+            return;
+        }
+        let mut bytes = std::mem::take(hw.scratch);
+        while self.cursor.index < self.outstanding.len() {
+            let o = &self.outstanding[self.cursor.index];
+            if o.outcome.is_some() || matches!(o.operation, Operation::Local) {
+                if matches!(o.outcome, Some(Err(_))) {
+                    break;
+                }
+                self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                continue;
+            }
+            let in_flight_reads = self
+                .outstanding
+                .iter()
+                .take(self.cursor.index)
+                .filter(|p| p.is_read_or_atomic() && p.outcome.is_none());
+            let reads = in_flight_reads.count();
+            let (pos, is_read) = (o.sq_pos, o.is_read_or_atomic());
+            if self.cursor.offset == 0 {
+                if self.read_wqe(pos, &mut bytes).is_none() {
+                    break;
+                }
+                let fenced = send_wqe::decode(&bytes).map(|w| w.fence).unwrap_or(false);
+                if fenced && reads > 0 {
+                    break;
+                }
+                if is_read && reads >= usize::from(self.attrs.max_rd_atomic.max(1)) {
+                    break;
+                }
+            } else if self.read_wqe(pos, &mut bytes).is_none() {
+                break;
+            }
+            match self.send_packets(&bytes, hw) {
+                Some(true) => {
+                    self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                }
+                _ => break,
+            }
+        }
+        *hw.scratch = bytes;
+        self.notify_peer();
+    }
+
+    /// Pushes the packets of the WQE in `bytes` for `outstanding[cursor.index]` from the
+    /// cursor's offset. `Some(true)`: all sent; `Some(false)`/`None`: ring full.
+    fn send_packets(&mut self, bytes: &[u8], hw: &mut Hardware<'_>) -> Option<bool> {
+        let wqe = send_wqe::decode(bytes).ok()?;
+        let o = &self.outstanding[self.cursor.index];
+        let mut header = PacketHeader {
+            src_qpn: self.setup.qpn,
+            psn: o.psn,
+            rnr_retry: self.attrs.rnr_retry,
+            imm: wqe.imm,
+            length: wqe.local_length(),
+            ..Default::default()
+        };
+        if wqe.solicited {
+            header.flags |= flag::SOLICITED;
+        }
+        if let Some(r) = wqe.remote {
+            header.remote_addr = r.addr;
+            header.rkey = r.rkey;
+        }
+        match wqe.opcode {
+            opcode::RDMA_READ => {
+                header.kind = kind::READ;
+                header.flags |= flag::FIRST | flag::LAST;
+                return self.push(&header, &[]).then_some(true);
+            }
+            opcode::ATOMIC_CS | opcode::ATOMIC_FA => {
+                let (operand, compare) = wqe.atomic.expect("atomic WQE has operands");
+                header.kind =
+                    if wqe.opcode == opcode::ATOMIC_CS { kind::ATOMIC_CS } else { kind::ATOMIC_FA };
+                header.flags |= flag::FIRST | flag::LAST;
+                header.operand = operand;
+                header.compare = compare;
+                header.length = 8;
+                return self.push(&header, &[]).then_some(true);
+            }
+            opcode::SEND | opcode::SEND_IMM => header.kind = kind::SEND,
+            _ => header.kind = kind::WRITE,
+        }
+        if matches!(wqe.opcode, opcode::SEND_IMM | opcode::RDMA_WRITE_IMM) {
+            header.flags |= flag::IMMEDIATE;
+        }
+        let total = header.length;
+        let base_addr = header.remote_addr;
+        let mut payload = vec![0u8; SEGMENT_BYTES.min(total as usize)];
+        loop {
+            let offset = self.cursor.offset;
+            let len = (total - offset).min(SEGMENT_BYTES as u64) as usize;
+            let mut h = header;
+            h.offset = offset;
+            h.remote_addr = base_addr.wrapping_add(offset);
+            if offset == 0 {
+                h.flags |= flag::FIRST;
+            }
+            if offset + len as u64 == total {
+                h.flags |= flag::LAST;
+            }
+            gather(&wqe, hw.regions, self.setup.pdn, offset, &mut payload[..len])?;
+            if !self.push(&h, &payload[..len]) {
+                return Some(false);
+            }
+            self.cursor.offset = offset + len as u64;
+            if self.cursor.offset >= total {
+                return Some(true);
+            }
+        }
+    }
+
+    fn push(&mut self, header: &PacketHeader, payload: &[u8]) -> bool {
+        let mut h = *header;
+        h.payload_len = payload.len() as u32;
+        let pushed =
+            self.link.outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]).is_ok();
+        self.unannounced |= pushed;
+        pushed
+    }
+
+    /// Transport timeout: no response for `timeout` while requests are in flight counts
+    /// one retry; past `retry_cnt` the oldest request fails with RETRY_EXC_ERR. (Nothing is
+    /// lost in shared memory, so only a dead or stuck peer gets here.)
+    fn check_ack_timeout(&mut self, hw: &mut Hardware<'_>) {
+        let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
+        if !waiting || self.resume_at.is_some() {
+            self.last_response = hw.now;
+            return;
+        }
+        let Some(timeout_us) = wire::ack_timeout_us(self.attrs.timeout) else { return };
+        if hw.now.duration_since(self.last_response) < Duration::from_micros(timeout_us) {
+            return;
+        }
+        self.last_response = hw.now;
+        self.timeouts += 1;
+        if self.timeouts > self.attrs.retry_cnt.min(7) {
+            if let Some(o) = self.outstanding.iter_mut().find(|o| o.outcome.is_none()) {
+                o.outcome = Some(Err(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
+            }
+            self.cursor.index = self.outstanding.len();
+            self.complete_in_order(hw);
+        }
+    }
+
+    /// The deadline of the QP's next timer, if one runs (for a sleeping progress thread).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if let Some(at) = self.resume_at {
+            return Some(at);
+        }
+        let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
+        let timeout = wire::ack_timeout_us(self.attrs.timeout)?;
+        waiting.then(|| self.last_response + Duration::from_micros(timeout))
+    }
+
+    // ================================================================ inbound packets
+
+    /// Reads the peer's packets: its requests (we respond) and its responses (to our
+    /// requests).
+    pub fn run_inbound(&mut self, hw: &mut Hardware<'_>) {
+        if !matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::ERR) {
+            return;
+        }
+        self.attach();
+        let mut payload = std::mem::take(hw.scratch);
+        loop {
+            if !self.send_responses(hw) || self.responses.len() >= MAX_QUEUED_RESPONSES {
+                break;
+            }
+            let Some(peer) = self.link.peer.as_mut() else { break };
+            let Some(inbound) = peer.inbound.as_mut() else { break };
+            let read = inbound.consume(|rec| {
+                let mut h = [0u8; size_of::<PacketHeader>()];
+                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
+                    return None;
+                }
+                let header = PacketHeader::read_from_bytes(&h).ok()?;
+                if header.payload_len as usize != rec.len() - h.len()
+                    || header.payload_len as usize > SEGMENT_BYTES
+                {
+                    return None;
+                }
+                payload.resize(header.payload_len as usize, 0);
+                rec.read(h.len(), &mut payload).ok()?;
+                Some(header)
+            });
+            match read {
+                Ok(Some(Some(header))) => {
+                    if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
+                        continue; // dropped, as a QP in ERR or a stranger's packet is
+                    }
+                    if header.kind >= kind::ACK {
+                        self.handle_response(&header, &payload, hw);
+                    } else if self.state != qp_state::ERR {
+                        self.handle_request(&header, &payload, hw);
+                    }
+                }
+                Ok(Some(None)) => continue, // malformed packet: dropped
+                Ok(None) => break,
+                Err(_) => {
+                    // A corrupt ring: nothing more can be trusted from this peer.
+                    if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut())
+                    {
+                        let _ = inbound.discard_all();
+                    }
+                    break;
+                }
+            }
+        }
+        *hw.scratch = payload;
+        self.complete_in_order(hw);
+        if self.state == qp_state::RTS {
+            self.transmit(hw);
+        }
+    }
+
+    // ---------------------------------------------------------------- responses
+
+    fn handle_response(&mut self, h: &PacketHeader, payload: &[u8], hw: &mut Hardware<'_>) {
+        self.last_response = hw.now;
+        self.timeouts = 0;
+        let sent = self.cursor.index.min(self.outstanding.len());
+        let Some(pos) = self.outstanding.iter().take(sent + 1).position(|o| {
+            o.outcome.is_none() && !matches!(o.operation, Operation::Local) && o.psn == h.psn
+        }) else {
+            if h.kind == kind::ACK {
+                self.ack_through(h.psn);
+            }
+            return;
+        };
+        match h.kind {
+            kind::ACK => self.ack_through(h.psn),
+            kind::READ_RESPONSE => {
+                let o = &mut self.outstanding[pos];
+                if let Operation::Read { targets, length } = &o.operation {
+                    if scatter(targets, h.offset, payload).is_err() {
+                        o.outcome = Some(Err(cqe_syndrome::LOCAL_LENGTH_ERR));
+                    } else if h.flags & flag::LAST != 0 {
+                        o.outcome = Some(Ok(*length as u32));
+                    }
+                }
+                self.ack_before(pos);
+            }
+            kind::ATOMIC_RESPONSE => {
+                let o = &mut self.outstanding[pos];
+                if let Operation::Atomic { target } = o.operation {
+                    o.outcome = Some(
+                        target
+                            .write(0, &h.operand.to_ne_bytes())
+                            .map(|_| 8)
+                            .map_err(|_| cqe_syndrome::LOCAL_PROT_ERR),
+                    );
+                }
+                self.ack_before(pos);
+            }
+            kind::NAK => {
+                self.ack_before(pos);
+                self.outstanding[pos].outcome = Some(Err(nak_syndrome(h.syndrome)));
+                self.cursor.index = self.outstanding.len();
+            }
+            kind::RNR_NAK => {
+                self.ack_before(pos);
+                let o = &mut self.outstanding[pos];
+                o.rnr_naks = o.rnr_naks.saturating_add(1);
+                if self.attrs.rnr_retry < 7 && o.rnr_naks > self.attrs.rnr_retry {
+                    o.outcome = Some(Err(cqe_syndrome::RNR_RETRY_EXC_ERR));
+                    self.cursor.index = self.outstanding.len();
+                } else {
+                    // Go back to the NAKed request after the responder's RNR timer.
+                    self.cursor = TransmitCursor { index: pos, offset: 0 };
+                    let wait = wire::rnr_timer_us(h.syndrome);
+                    self.resume_at = Some(hw.now + Duration::from_micros(wait));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every SEND/WRITE up to and including `psn` is acknowledged.
+    fn ack_through(&mut self, psn: u32) {
+        for o in self.outstanding.iter_mut().take(self.cursor.index) {
+            if o.outcome.is_none()
+                && matches!(o.operation, Operation::Transfer)
+                && wire::psn_at_or_before(o.psn, psn)
+            {
+                o.outcome = Some(Ok(0));
+            }
+        }
+    }
+
+    /// A response for entry `pos` implies that every SEND/WRITE before it completed.
+    fn ack_before(&mut self, pos: usize) {
+        for o in self.outstanding.iter_mut().take(pos) {
+            if o.outcome.is_none() && matches!(o.operation, Operation::Transfer) {
+                o.outcome = Some(Ok(0));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- requests
+
+    fn respond(&mut self, kind: u8, psn: u32, syndrome: u8, operand: u64) {
+        let h = PacketHeader {
+            kind,
+            flags: flag::FIRST | flag::LAST,
+            syndrome,
+            src_qpn: self.setup.qpn,
+            psn,
+            operand,
+            ..Default::default()
+        };
+        // Consecutive ACKs collapse into the newest.
+        if kind == kind::ACK
+            && let Some(Response::Packet(last)) = self.responses.back_mut()
+            && last.kind == kind::ACK
+        {
+            last.psn = psn;
+            return;
+        }
+        self.responses.push_back(Response::Packet(h));
+    }
+
+    /// Pushes owed responses; false if the ring filled up.
+    fn send_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
+        let mut chunk = Vec::new();
+        while let Some(r) = self.responses.front_mut() {
+            match r {
+                Response::Packet(h) => {
+                    let h = *h;
+                    if !self.push(&h, &[]) {
+                        break;
+                    }
+                }
+                Response::ReadData { psn, source, offset } => {
+                    let (psn, source, off) = (*psn, *source, *offset);
+                    let len = (source.len() as u64 - off).min(SEGMENT_BYTES as u64) as usize;
+                    chunk.resize(len, 0);
+                    if source.read(off as usize, &mut chunk).is_err() {
+                        chunk.fill(0);
+                    }
+                    let mut h = PacketHeader {
+                        kind: kind::READ_RESPONSE,
+                        src_qpn: self.setup.qpn,
+                        psn,
+                        offset: off,
+                        ..Default::default()
+                    };
+                    if off == 0 {
+                        h.flags |= flag::FIRST;
+                    }
+                    let last = off + len as u64 >= source.len() as u64;
+                    if last {
+                        h.flags |= flag::LAST;
+                    }
+                    if !self.push(&h, &chunk) {
+                        break;
+                    }
+                    if !last {
+                        if let Some(Response::ReadData { offset, .. }) = self.responses.front_mut()
+                        {
+                            *offset = off + len as u64;
+                        }
+                        continue;
+                    }
+                }
+            }
+            self.responses.pop_front();
+        }
+        self.notify_peer();
+        self.responses.is_empty()
+    }
+
+    /// Ends the connection from the responder side: NAK, QP to ERR, async event.
+    fn responder_fatal(&mut self, psn: u32, reason: u8, async_event: u32, hw: &mut Hardware<'_>) {
+        self.responses.clear();
+        self.respond(kind::NAK, psn, reason, 0);
+        self.send_responses(hw);
+        if let Some(sink) = hw.async_events {
+            sink.async_event(self.setup.user_handle, async_event);
+        }
+        self.state = qp_state::ERR;
+        self.enter_error(hw);
+    }
+
+    fn take_receive_entry(&mut self, hw: &mut Hardware<'_>) -> Option<(ReceiveEntry, u32)> {
+        if let Some(srqn) = self.setup.srqn {
+            let srq = hw.srqs.get_mut(&srqn)?;
+            let pdn = srq.pdn;
+            return srq.take().map(|e| (e, pdn));
+        }
+        if self.setup.rq_wqe_count == 0 || self.rq_head == self.rq_tail() {
+            return None;
+        }
+        let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
+        let stride = 1usize << self.setup.rq_wqe_shift;
+        let bytes = self.setup.rq.sub(usize::from(index) * stride, stride).ok()?;
+        self.rq_head = self.rq_head.wrapping_add(1);
+        Some((ReceiveEntry { index, bytes }, self.setup.pdn))
+    }
+
+    fn handle_request(&mut self, h: &PacketHeader, payload: &[u8], hw: &mut Hardware<'_>) {
+        let first = h.flags & flag::FIRST != 0;
+        if let Some(waiting) = self.rnr_psn {
+            if h.psn != waiting || !first {
+                return; // dropped until the requester retransmits the RNR-NAKed request
+            }
+            self.rnr_psn = None;
+        }
+        // A message in progress continues only with its own next segment.
+        if let Some(msg) = &self.inbound
+            && (first || h.psn != msg.psn || h.offset != msg.received)
+        {
+            return;
+        }
+        if self.inbound.is_none() {
+            if !first {
+                return;
+            }
+            if h.psn != self.expected_psn {
+                // A duplicate (already executed): acknowledge again; anything else is out
+                // of sequence and dropped.
+                if wire::psn_at_or_before(h.psn, self.expected_psn.wrapping_sub(1) & wire::PSN_MASK)
+                    && matches!(h.kind, kind::SEND | kind::WRITE)
+                    && h.flags & flag::LAST != 0
+                {
+                    self.respond(
+                        kind::ACK,
+                        self.expected_psn.wrapping_sub(1) & wire::PSN_MASK,
+                        0,
+                        0,
+                    );
+                }
+                return;
+            }
+            if !self.start_request(h, hw) {
+                return;
+            }
+        }
+        let Some(msg) = self.inbound.as_mut() else { return };
+        if scatter(&msg.targets, h.offset, payload).is_err() {
+            let entry = msg.entry;
+            let psn = msg.psn;
+            self.inbound = None;
+            if let Some(entry) = entry {
+                self.receive_error(entry, cqe_syndrome::LOCAL_LENGTH_ERR, hw);
+            }
+            self.responder_fatal(psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+            return;
+        }
+        msg.received += payload.len() as u64;
+        if h.flags & flag::LAST == 0 {
+            return;
+        }
+        let msg = self.inbound.take().expect("message in progress");
+        self.expected_psn = wire::next_psn(self.expected_psn);
+        if let Some(entry) = msg.entry {
+            let cqe_op = match (msg.kind, msg.imm.is_some()) {
+                (kind::WRITE, _) => cqe_opcode::RESP_WR_IMM,
+                (_, true) => cqe_opcode::RESP_SEND_IMM,
+                _ => cqe_opcode::RESP_SEND,
+            };
+            let cqe = success_cqe(&Completion {
+                cqe_opcode: cqe_op,
+                qpn: self.setup.qpn,
+                srqn_uidx: self.responder_srqn_uidx(),
+                wqe_counter: entry.index,
+                byte_cnt: msg.length as u32,
+                imm: msg.imm.unwrap_or_default(),
+                src_qpn: self.attrs.dest_qpn,
+                solicited: msg.solicited,
+                ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+                ..Default::default()
+            });
+            if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
+                self.responder_fatal(msg.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
+                return;
+            }
+        }
+        self.respond(kind::ACK, msg.psn, 0, 0);
+    }
+
+    /// Checks a new request and sets up its message. False: it was answered (NAK, RNR,
+    /// READ data, atomic value) or dropped.
+    fn start_request(&mut self, h: &PacketHeader, hw: &mut Hardware<'_>) -> bool {
+        let qp_allows = |bit: u32| self.attrs.access_flags & bit != 0;
+        let with_imm = h.flags & flag::IMMEDIATE != 0;
+        match h.kind {
+            kind::SEND => {
+                let Some((entry, pdn)) = self.take_receive_entry(hw) else {
+                    self.rnr(h.psn);
+                    return false;
+                };
+                let mut targets = Vec::new();
+                let mut capacity = 0u64;
+                for sge in scatter_list(&read_entry(entry), self.rq_skip_for(&entry)) {
+                    match hw.regions.translate(
+                        sge.lkey,
+                        pdn,
+                        sge.addr,
+                        u64::from(sge.length),
+                        access::LOCAL_WRITE,
+                    ) {
+                        Ok(span) => {
+                            capacity += u64::from(sge.length);
+                            targets.push(span);
+                        }
+                        Err(_) => {
+                            self.receive_error(entry, cqe_syndrome::LOCAL_PROT_ERR, hw);
+                            self.responder_fatal(h.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
+                            return false;
+                        }
+                    }
+                }
+                if h.length > capacity {
+                    self.receive_error(entry, cqe_syndrome::LOCAL_LENGTH_ERR, hw);
+                    self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                    return false;
+                }
+                self.inbound = Some(InboundMessage {
+                    psn: h.psn,
+                    kind: kind::SEND,
+                    length: h.length,
+                    received: 0,
+                    entry: Some(entry),
+                    targets,
+                    imm: with_imm.then_some(h.imm),
+                    solicited: h.flags & flag::SOLICITED != 0,
+                });
+                true
+            }
+            kind::WRITE => {
+                let target = if h.length == 0 {
+                    None
+                } else {
+                    match hw.regions.translate(
+                        h.rkey,
+                        self.setup.pdn,
+                        h.remote_addr,
+                        h.length,
+                        access::REMOTE_WRITE,
+                    ) {
+                        Ok(span) if qp_allows(access::REMOTE_WRITE) => Some(span),
+                        _ => {
+                            self.responder_fatal(
+                                h.psn,
+                                nak::REMOTE_ACCESS,
+                                event::QP_ACCESS_ERR,
+                                hw,
+                            );
+                            return false;
+                        }
+                    }
+                };
+                let entry = if with_imm {
+                    match self.take_receive_entry(hw) {
+                        Some((e, _)) => Some(e),
+                        None => {
+                            self.rnr(h.psn);
+                            return false;
+                        }
+                    }
+                } else {
+                    None
+                };
+                self.inbound = Some(InboundMessage {
+                    psn: h.psn,
+                    kind: kind::WRITE,
+                    length: h.length,
+                    received: 0,
+                    entry,
+                    targets: target.into_iter().collect(),
+                    imm: with_imm.then_some(h.imm),
+                    solicited: h.flags & flag::SOLICITED != 0,
+                });
+                true
+            }
+            kind::READ => {
+                let source = if h.length == 0 {
+                    // SAFETY: an empty span is never dereferenced.
+                    Ok(unsafe { AppSpan::new(0, 0) })
+                } else {
+                    hw.regions.translate(
+                        h.rkey,
+                        self.setup.pdn,
+                        h.remote_addr,
+                        h.length,
+                        access::REMOTE_READ,
+                    )
+                };
+                match source {
+                    Ok(source) if qp_allows(access::REMOTE_READ) => {
+                        self.expected_psn = wire::next_psn(self.expected_psn);
+                        self.responses.push_back(Response::ReadData {
+                            psn: h.psn,
+                            source,
+                            offset: 0,
+                        });
+                    }
+                    _ => self.responder_fatal(h.psn, nak::REMOTE_ACCESS, event::QP_ACCESS_ERR, hw),
+                }
+                false
+            }
+            kind::ATOMIC_CS | kind::ATOMIC_FA => {
+                if h.remote_addr % 8 != 0 {
+                    self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                    return false;
+                }
+                let target = hw.regions.translate(
+                    h.rkey,
+                    self.setup.pdn,
+                    h.remote_addr,
+                    8,
+                    access::REMOTE_ATOMIC,
+                );
+                let Some(span) = target.ok().filter(|_| qp_allows(access::REMOTE_ATOMIC)) else {
+                    self.responder_fatal(h.psn, nak::REMOTE_ACCESS, event::QP_ACCESS_ERR, hw);
+                    return false;
+                };
+                let Ok(word) = span.atomic_u64(0) else {
+                    self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                    return false;
+                };
+                use std::sync::atomic::Ordering::SeqCst;
+                let original = if h.kind == kind::ATOMIC_CS {
+                    match word.compare_exchange(h.compare, h.operand, SeqCst, SeqCst) {
+                        Ok(v) | Err(v) => v,
+                    }
+                } else {
+                    word.fetch_add(h.operand, SeqCst)
+                };
+                self.expected_psn = wire::next_psn(self.expected_psn);
+                self.respond(kind::ATOMIC_RESPONSE, h.psn, 0, original);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn rq_skip_for(&self, _entry: &ReceiveEntry) -> usize {
+        if self.setup.srqn.is_some() { SEND_WQE_DS } else { self.setup.rq_skip }
+    }
+
+    fn rnr(&mut self, psn: u32) {
+        self.rnr_psn = Some(psn);
+        self.respond(kind::RNR_NAK, psn, self.attrs.min_rnr_timer, 0);
+    }
+}
+
+/// WQEBBs a WQE of `ds` 16-byte units occupies.
+fn wqebbs(ds: usize) -> u16 {
+    (ds * SEND_WQE_DS).div_ceil(SEND_WQE_BB) as u16
+}
+
+/// Copies a receive entry's bytes out of the ring.
+fn read_entry(entry: ReceiveEntry) -> Vec<u8> {
+    let mut bytes = vec![0u8; entry.bytes.len()];
+    if entry.bytes.read(0, &mut bytes).is_err() {
+        bytes.clear();
+    }
+    bytes
+}
+
+/// Copies the WQE's local data from message offset `offset` into `out`.
+fn gather(
+    wqe: &SendWqe<'_>,
+    regions: &MemoryRegions,
+    pdn: u32,
+    offset: u64,
+    out: &mut [u8],
+) -> Option<()> {
+    if out.is_empty() {
+        return Some(());
+    }
+    let inline = wqe.inline_data();
+    if !inline.is_empty() {
+        out.copy_from_slice(inline.get(offset as usize..offset as usize + out.len())?);
+        return Some(());
+    }
+    let mut skip = offset;
+    let mut filled = 0;
+    for sge in wqe.sges() {
+        let len = u64::from(sge.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let span = regions.translate(sge.lkey, pdn, sge.addr, len, 0).ok()?;
+        let take = ((len - skip) as usize).min(out.len() - filled);
+        span.read(skip as usize, &mut out[filled..filled + take]).ok()?;
+        filled += take;
+        skip = 0;
+        if filled == out.len() {
+            return Some(());
+        }
+    }
+    (filled == out.len()).then_some(())
+}
+
+/// Copies `data` to message offset `offset` across `targets`. Err: it does not fit.
+fn scatter(targets: &[AppSpan], offset: u64, data: &[u8]) -> Result<(), ()> {
+    let mut skip = offset as usize;
+    let mut done = 0;
+    for t in targets {
+        if done == data.len() {
+            break;
+        }
+        if skip >= t.len() {
+            skip -= t.len();
+            continue;
+        }
+        let take = (t.len() - skip).min(data.len() - done);
+        t.write(skip, &data[done..done + take]).map_err(|_| ())?;
+        done += take;
+        skip = 0;
+    }
+    if done == data.len() { Ok(()) } else { Err(()) }
+}

@@ -1,0 +1,497 @@
+//! The HCA data path in one process: two RC QPs on one softhca, connected to each other,
+//! driven by the test's own minimal driver (WQEs and CQEs from `ferrodat_abi` types).
+
+mod support;
+
+use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
+use ferrodat_abi::uverbs::access;
+use std::time::Duration;
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+#[test]
+fn send_lands_in_the_posted_receive_with_both_completions() {
+    let mut p = pair("send", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let data: Vec<u8> = (0..100u8).collect();
+    src.buf.write(0, &data);
+    let ridx = p.b.post_recv(&[(dst.addr(), 4096, dst.key)]);
+    let sidx = p.a.post_send(&p.engine, &send(vec![(src.addr(), 100, src.key)]));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa.len(), 1, "requester completion");
+    assert_eq!(wa[0].opcode, cqe_opcode::REQ);
+    assert_eq!(wa[0].wqe_opcode, opcode::SEND);
+    assert_eq!(wa[0].wqe_counter, sidx);
+    assert_eq!(wa[0].qpn, p.a.qpn);
+    assert_eq!(wb.len(), 1, "responder completion");
+    assert_eq!(wb[0].opcode, cqe_opcode::RESP_SEND);
+    assert_eq!(wb[0].byte_cnt, 100);
+    assert_eq!(wb[0].wqe_counter, ridx);
+    assert_eq!(wb[0].qpn, p.b.qpn);
+    assert_eq!(wb[0].srqn_uidx, p.b.qpn & 0xffff, "cqe_version 1 reports the user index");
+    assert_eq!(dst.buf.read(0, 100), data);
+    assert_eq!(dst.buf.read(100, 4), vec![0; 4], "nothing written past the message");
+}
+
+#[test]
+fn send_with_immediate_and_solicited() {
+    let mut p = pair("sendimm", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+    let wr = SendWr {
+        opcode: opcode::SEND_IMM,
+        sges: vec![(src.addr(), 8, src.key)],
+        imm: 0xdead_beef,
+        solicited: true,
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &wr);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].opcode, cqe_opcode::RESP_SEND_IMM);
+    assert_eq!(wb[0].imm, 0xdead_beef);
+    assert!(wb[0].solicited);
+    assert_eq!(p.cq_a.wait(&p.engine, 1, WAIT).len(), 1);
+}
+
+#[test]
+fn rdma_write_read_and_write_with_immediate() {
+    let mut p = pair("rdma", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let pattern: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    local.buf.write(0, &pattern);
+    let wr = |op, sges, remote_at: (u64, u32)| SendWr {
+        opcode: op,
+        sges,
+        remote: Some(remote_at),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(
+        &p.engine,
+        &wr(
+            opcode::RDMA_WRITE,
+            vec![(local.addr(), 4096, local.key)],
+            (remote.addr() + 100, remote.key),
+        ),
+    );
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!((w[0].opcode, w[0].wqe_opcode), (cqe_opcode::REQ, opcode::RDMA_WRITE));
+    assert_eq!(remote.buf.read(100, 4096), pattern);
+    assert!(p.cq_b.poll_one().is_none(), "a plain RDMA WRITE is invisible to the target");
+
+    // Read it back into another place.
+    p.a.post_send(
+        &p.engine,
+        &wr(
+            opcode::RDMA_READ,
+            vec![(local.addr() + 4096, 4096, local.key)],
+            (remote.addr() + 100, remote.key),
+        ),
+    );
+    let r = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(r[0].wqe_opcode, opcode::RDMA_READ);
+    assert_eq!(r[0].byte_cnt, 4096);
+    assert_eq!(local.buf.read(4096, 4096), pattern);
+
+    // Write with immediate consumes a receive and reports the immediate.
+    let ridx = p.b.post_recv(&[(remote.addr(), 16, remote.key)]);
+    let mut wi = wr(
+        opcode::RDMA_WRITE_IMM,
+        vec![(local.addr(), 32, local.key)],
+        (remote.addr() + 5000, remote.key),
+    );
+    wi.imm = 0x7777;
+    p.a.post_send(&p.engine, &wi);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].opcode, cqe_opcode::RESP_WR_IMM);
+    assert_eq!(wb[0].imm, 0x7777);
+    assert_eq!(wb[0].byte_cnt, 32);
+    assert_eq!(wb[0].wqe_counter, ridx);
+    assert_eq!(remote.buf.read(5000, 32), pattern[..32]);
+    assert_eq!(p.cq_a.wait(&p.engine, 1, WAIT).len(), 1);
+}
+
+#[test]
+fn atomics_return_the_original_value() {
+    let mut p = pair("atomic", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    remote.buf.write(8, &100u64.to_ne_bytes());
+    let fa = SendWr {
+        opcode: opcode::ATOMIC_FA,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr() + 8, remote.key)),
+        atomic: Some((5, 0)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &fa);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!((w[0].wqe_opcode, w[0].byte_cnt), (opcode::ATOMIC_FA, 8));
+    assert_eq!(local.buf.read(0, 8), 100u64.to_ne_bytes());
+    assert_eq!(remote.buf.read(8, 8), 105u64.to_ne_bytes());
+
+    let cs = |compare, swap| SendWr {
+        opcode: opcode::ATOMIC_CS,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr() + 8, remote.key)),
+        atomic: Some((swap, compare)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &cs(1, 7)); // compare fails
+    p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(local.buf.read(0, 8), 105u64.to_ne_bytes());
+    assert_eq!(remote.buf.read(8, 8), 105u64.to_ne_bytes(), "failed compare leaves memory");
+    p.a.post_send(&p.engine, &cs(105, 7));
+    p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(remote.buf.read(8, 8), 7u64.to_ne_bytes());
+}
+
+#[test]
+fn nop_and_unsignalled_wqes() {
+    let mut p = pair("unsig", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let mut w = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(src.addr(), 8, src.key)],
+        remote: Some((dst.addr(), dst.key)),
+        ..Default::default()
+    };
+    for _ in 0..5 {
+        p.a.post_send(&p.engine, &w);
+    }
+    assert!(
+        p.cq_a.wait(&p.engine, 1, Duration::from_millis(200)).is_empty(),
+        "unsignalled: no CQE"
+    );
+    w.signaled = true;
+    let last = p.a.post_send(&p.engine, &w);
+    let got = p.cq_a.wait(&p.engine, 2, Duration::from_millis(500));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].wqe_counter, last);
+    let nop = SendWr { opcode: opcode::NOP, signaled: true, ..Default::default() };
+    let n = p.a.post_send(&p.engine, &nop);
+    let got = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!((got[0].wqe_opcode, got[0].wqe_counter), (opcode::NOP, n));
+}
+
+#[test]
+fn inline_data_at_the_size_limits_and_sixteen_sges() {
+    let mut p = pair("inline", rc_attrs());
+    let dst = Mr::new(&p.engine, p.pdn, 1 << 16, ALL_ACCESS);
+    for len in [0usize, 1, 12, 28, 60, 188, 444] {
+        let data: Vec<u8> = (0..len).map(|i| (i as u8) ^ 0x5a).collect();
+        p.b.post_recv(&[(dst.addr(), 1024, dst.key)]);
+        let wr = SendWr {
+            opcode: opcode::SEND,
+            inline: Some(data.clone()),
+            signaled: true,
+            ..Default::default()
+        };
+        p.a.post_send(&p.engine, &wr);
+        let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+        assert_eq!(wb[0].byte_cnt as usize, len, "inline {len}");
+        assert_eq!(dst.buf.read(0, len), data);
+        p.cq_a.wait(&p.engine, 1, WAIT);
+    }
+    // 16 gather segments into 16 scatter segments of different sizes.
+    let src = Mr::new(&p.engine, p.pdn, 1 << 16, ALL_ACCESS);
+    let pattern: Vec<u8> = (0..(1u32 << 16)).map(|i| (i % 251) as u8).collect();
+    src.buf.write(0, &pattern);
+    let gather: Vec<_> =
+        (0..16u64).map(|i| (src.addr() + i * 1000, 100 + i as u32, src.key)).collect();
+    let total: u32 = gather.iter().map(|g| g.1).sum();
+    let scatter: Vec<_> = (0..16u64).map(|i| (dst.addr() + i * 2000, 120, dst.key)).collect();
+    dst.buf.fill(0);
+    p.b.post_recv(&scatter);
+    p.a.post_send(&p.engine, &send(gather.clone()));
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].byte_cnt, total);
+    let sent: Vec<u8> = gather
+        .iter()
+        .flat_map(|&(a, l, _)| {
+            let off = (a - src.addr()) as usize;
+            pattern[off..off + l as usize].to_vec()
+        })
+        .collect();
+    let mut received = Vec::new();
+    let mut left = total as usize;
+    for &(a, l, _) in &scatter {
+        let take = left.min(l as usize);
+        received.extend(dst.buf.read((a - dst.addr()) as usize, take));
+        left -= take;
+    }
+    assert_eq!(received, sent);
+}
+
+#[test]
+fn large_messages_cross_in_segments() {
+    let mut p = pair("large", rc_attrs());
+    let len = 1 << 20;
+    let src = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    let back = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    let pattern: Vec<u8> =
+        (0..len as u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    src.buf.write(0, &pattern);
+    p.b.post_recv(&[(dst.addr(), len as u32, dst.key)]);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), len as u32, src.key)]));
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].byte_cnt as usize, len);
+    assert!(dst.buf.read(0, len) == pattern, "1 MiB SEND intact");
+    p.cq_a.wait(&p.engine, 1, WAIT);
+    let read = SendWr {
+        opcode: opcode::RDMA_READ,
+        sges: vec![(back.addr(), len as u32, back.key)],
+        remote: Some((dst.addr(), dst.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &read);
+    let r = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(r[0].byte_cnt as usize, len);
+    assert!(back.buf.read(0, len) == pattern, "1 MiB READ intact");
+}
+
+#[test]
+fn queues_wrap_many_times() {
+    // 8-WQEBB send queue, 4-entry receive queue, 16-entry CQs: 100 round trips wrap the SQ
+    // 12 times, the RQ 25 times and the CQs 6+ times.
+    let mut p = pair_with("wrap", rc_attrs(), 8, 4);
+    let src = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    for i in 0..100u32 {
+        let msg = i.to_be_bytes();
+        src.buf.write(0, &msg);
+        let ridx = p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        // Alternate an inline WQE (1 WQEBB) with a 2-WQEBB one to wrap mid-WQE.
+        let wr = if i % 2 == 0 {
+            SendWr {
+                opcode: opcode::SEND,
+                inline: Some(msg.to_vec()),
+                signaled: true,
+                ..Default::default()
+            }
+        } else {
+            let mut w = send(vec![(src.addr(), 4, src.key); 4]);
+            w.sges.truncate(4);
+            w
+        };
+        let sidx = p.a.post_send(&p.engine, &wr);
+        let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+        assert_eq!(wb.len(), 1, "round {i}");
+        assert_eq!(wb[0].wqe_counter, ridx, "round {i}");
+        assert_eq!(dst.buf.read(0, 4), msg, "round {i}");
+        let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(wa[0].wqe_counter, sidx, "round {i}");
+    }
+}
+
+#[test]
+fn local_protection_errors_then_flush() {
+    let mut p = pair("lprot", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let readonly = Mr::new(&p.engine, p.pdn, 64, access::REMOTE_READ);
+    let other_pd = Mr::new(&p.engine, p.pdn + 1, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    // A bad lkey fails with LOCAL_PROT; the WQE after it is flushed.
+    let bad = p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key ^ 0x100)]));
+    let next = p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+    let w = p.cq_a.wait(&p.engine, 2, WAIT);
+    assert_eq!(w.len(), 2);
+    assert_eq!(
+        (w[0].opcode, w[0].syndrome, w[0].wqe_counter),
+        (cqe_opcode::REQ_ERR, Some(cqe_syndrome::LOCAL_PROT_ERR), bad)
+    );
+    assert_eq!((w[1].syndrome, w[1].wqe_counter), (Some(cqe_syndrome::WR_FLUSH_ERR), next));
+    // Later posts flush at once.
+    let later = p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!((w[0].syndrome, w[0].wqe_counter), (Some(cqe_syndrome::WR_FLUSH_ERR), later));
+
+    // PD mismatch and RDMA READ into memory without LOCAL_WRITE: local protection too.
+    for (what, wr) in [
+        ("pd mismatch", send(vec![(other_pd.addr(), 8, other_pd.key)])),
+        (
+            "read without local write",
+            SendWr {
+                opcode: opcode::RDMA_READ,
+                sges: vec![(readonly.addr(), 8, readonly.key)],
+                remote: Some((remote.addr(), remote.key)),
+                signaled: true,
+                ..Default::default()
+            },
+        ),
+    ] {
+        let mut p = pair("lprot2", rc_attrs());
+        let _keep = (&src, &readonly, &other_pd, &remote);
+        // Re-register in this pair's engine with the same layout.
+        let s2 = Mr::new(
+            &p.engine,
+            p.pdn + if what == "pd mismatch" { 1 } else { 0 },
+            64,
+            if what == "pd mismatch" { ALL_ACCESS } else { access::REMOTE_READ },
+        );
+        let r2 = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+        let mut wr = wr.clone();
+        wr.sges = vec![(s2.addr(), 8, s2.key)];
+        if wr.remote.is_some() {
+            wr.remote = Some((r2.addr(), r2.key));
+        }
+        p.a.post_send(&p.engine, &wr);
+        let w = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(w[0].syndrome, Some(cqe_syndrome::LOCAL_PROT_ERR), "{what}");
+    }
+}
+
+fn remote_error(
+    tag: &str,
+    remote_access: u32,
+    qp_access: u32,
+    op: u8,
+    offset: u64,
+    len: u32,
+) -> Wc {
+    let mut attrs = rc_attrs();
+    attrs.access_flags = qp_access;
+    let mut p = pair(tag, attrs);
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, remote_access | access::LOCAL_WRITE);
+    let wr = SendWr {
+        opcode: op,
+        sges: vec![(local.addr(), len, local.key)],
+        remote: Some((remote.addr() + offset, remote.key)),
+        atomic: (op == opcode::ATOMIC_FA).then_some((1, 0)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &wr);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(w.len(), 1, "{tag}: a completion");
+    assert_eq!(remote.buf.read(0, 64), vec![0; 64], "{tag}: target memory untouched");
+    w[0]
+}
+
+#[test]
+fn remote_access_errors() {
+    let rw = access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let e = |w: Wc| (w.opcode, w.syndrome);
+    let rem = (cqe_opcode::REQ_ERR, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(e(remote_error("w-noperm", access::REMOTE_READ, rw, opcode::RDMA_WRITE, 0, 8)), rem);
+    assert_eq!(e(remote_error("r-noperm", access::REMOTE_WRITE, rw, opcode::RDMA_READ, 0, 8)), rem);
+    assert_eq!(e(remote_error("a-noperm", access::REMOTE_WRITE, rw, opcode::ATOMIC_FA, 0, 8)), rem);
+    assert_eq!(e(remote_error("w-range", rw, rw, opcode::RDMA_WRITE, 60, 8)), rem);
+    assert_eq!(e(remote_error("w-qp", rw, access::REMOTE_READ, opcode::RDMA_WRITE, 0, 8)), rem);
+    assert_eq!(
+        e(remote_error("a-misaligned", rw, rw, opcode::ATOMIC_FA, 4, 8)),
+        (cqe_opcode::REQ_ERR, Some(cqe_syndrome::REMOTE_INVAL_REQ_ERR))
+    );
+}
+
+#[test]
+fn bad_rkey_is_a_remote_access_error() {
+    let mut p = pair("rkey", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let wr = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr(), remote.key.wrapping_add(0x100))),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &wr);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(w[0].syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+}
+
+#[test]
+fn receive_too_small_fails_both_sides() {
+    let mut p = pair("loclen", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 256, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 256, ALL_ACCESS);
+    let ridx = p.b.post_recv(&[(dst.addr(), 16, dst.key)]);
+    let spare = p.b.post_recv(&[(dst.addr(), 16, dst.key)]);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 100, src.key)]));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa[0].syndrome, Some(cqe_syndrome::REMOTE_INVAL_REQ_ERR));
+    let wb = p.cq_b.wait(&p.engine, 2, WAIT);
+    assert_eq!(
+        (wb[0].opcode, wb[0].syndrome, wb[0].wqe_counter),
+        (cqe_opcode::RESP_ERR, Some(cqe_syndrome::LOCAL_LENGTH_ERR), ridx)
+    );
+    assert_eq!(
+        (wb[1].syndrome, wb[1].wqe_counter),
+        (Some(cqe_syndrome::WR_FLUSH_ERR), spare),
+        "the rest is flushed"
+    );
+}
+
+#[test]
+fn rnr_retry_exceeded_after_the_retry_count() {
+    let mut attrs = rc_attrs();
+    attrs.rnr_retry = 2;
+    attrs.min_rnr_timer = 1; // 10 µs
+    let mut p = pair("rnr", attrs);
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(w[0].syndrome, Some(cqe_syndrome::RNR_RETRY_EXC_ERR));
+}
+
+#[test]
+fn rnr_then_a_late_receive_succeeds() {
+    let mut p = pair("rnrlate", rc_attrs()); // rnr_retry 7 = forever
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    src.buf.write(0, b"late");
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 4, src.key)]));
+    assert!(p.cq_a.wait(&p.engine, 1, Duration::from_millis(50)).is_empty());
+    p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].byte_cnt, 4);
+    assert_eq!(dst.buf.read(0, 4), b"late");
+    assert_eq!(p.cq_a.wait(&p.engine, 1, WAIT)[0].syndrome, None);
+}
+
+#[test]
+fn moving_to_err_flushes_posted_receives_and_sends() {
+    let mut p = pair("flush", rc_attrs());
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let r: Vec<u16> = (0..3).map(|_| p.b.post_recv(&[(dst.addr(), 64, dst.key)])).collect();
+    p.engine.modify_qp(p.b.qpn, ferrodat_abi::uverbs::qp_state::ERR, rc_attrs());
+    let wb = p.cq_b.wait(&p.engine, 3, WAIT);
+    assert_eq!(wb.iter().map(|w| w.wqe_counter).collect::<Vec<_>>(), r);
+    assert!(wb.iter().all(
+        |w| w.opcode == cqe_opcode::RESP_ERR && w.syndrome == Some(cqe_syndrome::WR_FLUSH_ERR)
+    ));
+}
+
+#[test]
+fn dead_peer_ends_in_retry_exceeded() {
+    let mut attrs = rc_attrs();
+    attrs.timeout = 8; // ~1 ms
+    attrs.retry_cnt = 2;
+    let mut p = pair("retry", attrs);
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    p.engine.remove_qp(p.b.qpn); // the peer QP vanishes: nothing will answer
+    let wr = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(src.addr(), 8, src.key)],
+        remote: Some((remote.addr(), remote.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &wr);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(w[0].syndrome, Some(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
+}

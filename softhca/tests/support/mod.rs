@@ -1,0 +1,515 @@
+//! A minimal mlx5 "driver" for softhca's own tests: it owns queue buffers and doorbell
+//! records, writes WQEs built from `ferrodat_abi::mlx5` types, rings the model's doorbell
+//! entry point and polls CQE64s by the ownership rule — what a real driver does, written
+//! independently of ferrodat-driver so the model is tested against the format, not
+//! against our driver.
+#![allow(dead_code)]
+
+use ferrodat_abi::mlx5::{
+    CQE_OWNER_MASK, Cqe64, ErrCqe, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeAtomicSeg, WqeCtrlSeg,
+    WqeDataSeg, WqeRaddrSeg, cq_arm_word, cqe_opcode, opcode, wqe_ctrl,
+};
+use ferrodat_abi::uverbs::{access, qp_state};
+use ferrodat_softhca::fabric::FabricDir;
+use ferrodat_softhca::hca::app_memory::AppSpan;
+use ferrodat_softhca::hca::engine::{CqSetup, Engine};
+use ferrodat_softhca::hca::mr::MemoryRegion;
+use ferrodat_softhca::hca::queue_pair::{QpAttributes, QpSetup};
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zerocopy::byteorder::big_endian::{U32, U64};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Page-aligned zeroed memory the "application" owns.
+pub struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: plain memory; tests share it only through raw addresses like an application.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    pub fn new(len: usize) -> Self {
+        let layout = Layout::from_size_align(len.max(1), 4096).unwrap();
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        Buffer { ptr, len }
+    }
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn span(&self) -> AppSpan {
+        // SAFETY: the buffer outlives the engine objects in every test (dropped last).
+        unsafe { AppSpan::new(self.ptr as usize, self.len) }
+    }
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= self.len);
+        // SAFETY: in bounds.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) };
+    }
+    pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.len);
+        let mut v = vec![0u8; len];
+        // SAFETY: in bounds; volatile-free copy is fine in tests after a completion.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), v.as_mut_ptr(), len) };
+        v
+    }
+    pub fn fill(&self, byte: u8) {
+        // SAFETY: in bounds.
+        unsafe { std::ptr::write_bytes(self.ptr, byte, self.len) };
+    }
+    pub fn write_be32_volatile(&self, offset: usize, v: u32) {
+        // SAFETY: in bounds.
+        unsafe { std::ptr::write_volatile(self.ptr.add(offset) as *mut [u8; 4], v.to_be_bytes()) };
+    }
+    pub fn read_u8_volatile(&self, offset: usize) -> u8 {
+        // SAFETY: in bounds.
+        unsafe { std::ptr::read_volatile(self.ptr.add(offset)) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { dealloc(self.ptr, Layout::from_size_align(self.len.max(1), 4096).unwrap()) };
+    }
+}
+
+/// A private fabric directory per test, removed at the end.
+pub struct TestFabric {
+    pub dir: FabricDir,
+    path: std::path::PathBuf,
+}
+
+impl TestFabric {
+    pub fn new(tag: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::path::PathBuf::from(format!(
+            "/dev/shm/ferrodat-test-{tag}-{}-{n}",
+            std::process::id()
+        ));
+        TestFabric { dir: FabricDir::new(&path), path }
+    }
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for TestFabric {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+pub const LOCALHOST_GID: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1];
+
+/// A registered buffer.
+pub struct Mr {
+    pub buf: Buffer,
+    pub key: u32,
+}
+
+impl Mr {
+    pub fn new(engine: &Engine, pdn: u32, len: usize, access_flags: u32) -> Mr {
+        let buf = Buffer::new(len);
+        let key = engine.registry().alloc_mkey();
+        engine.add_memory_region(MemoryRegion {
+            key,
+            pdn,
+            iova: buf.addr(),
+            memory: buf.span(),
+            access: access_flags,
+        });
+        Mr { buf, key }
+    }
+    pub fn addr(&self) -> u64 {
+        self.buf.addr()
+    }
+}
+
+/// A completion read back from a CQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wc {
+    pub opcode: u8,
+    pub syndrome: Option<u8>,
+    pub wqe_counter: u16,
+    pub byte_cnt: u32,
+    pub qpn: u32,
+    pub wqe_opcode: u8,
+    pub imm: u32,
+    pub srqn_uidx: u32,
+    pub solicited: bool,
+}
+
+/// The consumer side of a CQ.
+pub struct Cq {
+    pub cqn: u32,
+    pub buf: Buffer,
+    pub dbrec: Buffer,
+    pub ncqe: u32,
+    pub ci: u32,
+    pub arm_sn: u32,
+}
+
+impl Cq {
+    pub fn new(engine: &Engine, ncqe: u32) -> Cq {
+        let buf = Buffer::new(64 * ncqe as usize);
+        for i in 0..ncqe as usize {
+            buf.write(i * 64 + 63, &[0xf0]); // INVALID, owner 0, as rdma-core initialises
+        }
+        let dbrec = Buffer::new(64);
+        let cqn = engine.registry().alloc_cqn();
+        engine.add_cq(CqSetup {
+            cqn,
+            user_handle: 0xc0ffee00 | u64::from(cqn),
+            buf: buf.span(),
+            dbrec: dbrec.span(),
+            ncqe,
+            cqe_size: 64,
+            channel: None,
+            async_events: None,
+        });
+        Cq { cqn, buf, dbrec, ncqe, ci: 0, arm_sn: 0 }
+    }
+
+    /// One CQE if software owns the next entry.
+    pub fn poll_one(&mut self) -> Option<Wc> {
+        let at = (self.ci & (self.ncqe - 1)) as usize * 64;
+        let op_own = self.buf.read_u8_volatile(at + 63);
+        let sw_owner = self.ci & self.ncqe != 0;
+        if op_own >> 4 == cqe_opcode::INVALID || (op_own & CQE_OWNER_MASK != 0) != sw_owner {
+            return None;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let bytes = self.buf.read(at, 64);
+        let cqe = Cqe64::read_from_bytes(&bytes).unwrap();
+        let op = op_own >> 4;
+        let wc = if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
+            let e = ErrCqe::read_from_bytes(&bytes).unwrap();
+            Wc {
+                opcode: op,
+                syndrome: Some(e.syndrome),
+                wqe_counter: e.wqe_counter.get(),
+                byte_cnt: 0,
+                qpn: e.s_wqe_opcode_qpn.get() & 0xffffff,
+                wqe_opcode: (e.s_wqe_opcode_qpn.get() >> 24) as u8,
+                imm: 0,
+                srqn_uidx: e.srqn.get() & 0xffffff,
+                solicited: false,
+            }
+        } else {
+            Wc {
+                opcode: op,
+                syndrome: None,
+                wqe_counter: cqe.wqe_counter.get(),
+                byte_cnt: cqe.byte_cnt.get(),
+                qpn: cqe.sop_drop_qpn.get() & 0xffffff,
+                wqe_opcode: (cqe.sop_drop_qpn.get() >> 24) as u8,
+                imm: cqe.imm_inval_pkey.get(),
+                srqn_uidx: cqe.srqn_uidx.get() & 0xffffff,
+                solicited: op_own & 2 != 0,
+            }
+        };
+        self.ci = self.ci.wrapping_add(1);
+        self.dbrec.write_be32_volatile(0, self.ci & 0xffffff);
+        Some(wc)
+    }
+
+    /// Polls, calling the engine's progress, until `n` CQEs arrived or `timeout` passed.
+    pub fn wait(&mut self, engine: &Engine, n: usize, timeout: Duration) -> Vec<Wc> {
+        let start = Instant::now();
+        let mut out = Vec::new();
+        while out.len() < n {
+            match self.poll_one() {
+                Some(wc) => out.push(wc),
+                None => {
+                    if start.elapsed() > timeout {
+                        break;
+                    }
+                    if !engine.progress() {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Arms for the next (or next solicited) completion, as mlx5_arm_cq does.
+    pub fn arm(&mut self, engine: &Engine, solicited: bool) {
+        let cmd = if solicited { 1 << 24 } else { 0 };
+        let word = cq_arm_word(self.arm_sn & 3, cmd, self.ci & 0xffffff);
+        self.dbrec.write_be32_volatile(4, word);
+        engine.arm_cq(self.cqn, word);
+    }
+}
+
+/// One WQE to post.
+#[derive(Clone, Debug, Default)]
+pub struct SendWr {
+    pub opcode: u8,
+    pub sges: Vec<(u64, u32, u32)>, // addr, len, lkey
+    pub inline: Option<Vec<u8>>,
+    pub remote: Option<(u64, u32)>,
+    pub atomic: Option<(u64, u64)>,
+    pub imm: u32,
+    pub signaled: bool,
+    pub solicited: bool,
+    pub fence: bool,
+}
+
+/// The driver side of a QP.
+pub struct Qp {
+    pub qpn: u32,
+    pub sq: Buffer,
+    pub sq_wqebbs: u32,
+    pub rq: Buffer,
+    pub rq_wqe_count: u32,
+    pub rq_stride: usize,
+    pub dbrec: Buffer,
+    pub sq_pi: u16,
+    pub rq_pi: u16,
+    pub pdn: u32,
+}
+
+pub struct QpSpec {
+    pub pdn: u32,
+    pub send_cqn: u32,
+    pub recv_cqn: u32,
+    pub srqn: Option<u32>,
+    pub sq_wqebbs: u32,
+    pub rq_wqe_count: u32,
+    pub max_recv_sge: u32,
+    pub sq_sig_all: bool,
+}
+
+impl Qp {
+    pub fn new(engine: &Engine, spec: QpSpec) -> Qp {
+        let alloc = engine.alloc_qpn().unwrap();
+        let rq_stride = (16 * spec.max_recv_sge.max(1) as usize).next_power_of_two();
+        let sq = Buffer::new(spec.sq_wqebbs as usize * SEND_WQE_BB);
+        let rq = Buffer::new((spec.rq_wqe_count as usize * rq_stride).max(64));
+        let dbrec = Buffer::new(64);
+        engine
+            .add_qp(
+                alloc,
+                QpSetup {
+                    qpn: alloc.qpn,
+                    user_handle: u64::from(alloc.qpn),
+                    uidx: alloc.qpn & 0xffff,
+                    cqe_version: 1,
+                    pdn: spec.pdn,
+                    send_cqn: spec.send_cqn,
+                    recv_cqn: spec.recv_cqn,
+                    srqn: spec.srqn,
+                    sq: sq.span(),
+                    sq_wqebbs: spec.sq_wqebbs,
+                    rq: rq.span(),
+                    rq_wqe_count: spec.rq_wqe_count,
+                    rq_wqe_shift: rq_stride.trailing_zeros(),
+                    rq_skip: 0,
+                    dbrec: dbrec.span(),
+                    sq_sig_all: spec.sq_sig_all,
+                },
+                None,
+            )
+            .unwrap();
+        Qp {
+            qpn: alloc.qpn,
+            sq,
+            sq_wqebbs: spec.sq_wqebbs,
+            rq,
+            rq_wqe_count: spec.rq_wqe_count,
+            rq_stride,
+            dbrec,
+            sq_pi: 0,
+            rq_pi: 0,
+            pdn: spec.pdn,
+        }
+    }
+
+    /// RESET -> INIT -> RTR -> RTS towards (gid, dest_qpn).
+    pub fn connect(&self, engine: &Engine, gid: [u8; 16], dest_qpn: u32, attrs: QpAttributes) {
+        let a = QpAttributes { dest_qpn, dgid: gid, ..attrs };
+        engine.modify_qp(self.qpn, qp_state::INIT, a);
+        engine.modify_qp(self.qpn, qp_state::RTR, a);
+        engine.modify_qp(self.qpn, qp_state::RTS, a);
+    }
+
+    /// Writes one WQE at the producer position; returns its WQE index.
+    pub fn write_wqe(&mut self, wr: &SendWr) -> u16 {
+        let idx = self.sq_pi;
+        let mut bytes = Vec::new();
+        let mut flags = 0;
+        if wr.signaled {
+            flags |= wqe_ctrl::CQ_UPDATE;
+        }
+        if wr.solicited {
+            flags |= wqe_ctrl::SOLICITED;
+        }
+        if wr.fence {
+            flags |= wqe_ctrl::FENCE;
+        }
+        bytes.extend_from_slice(&[0u8; 16]);
+        if let Some((addr, rkey)) = wr.remote {
+            bytes.extend_from_slice(
+                WqeRaddrSeg { raddr: U64::new(addr), rkey: U32::new(rkey), reserved: U32::new(0) }
+                    .as_bytes(),
+            );
+        }
+        if let Some((swap, cmp)) = wr.atomic {
+            bytes.extend_from_slice(
+                WqeAtomicSeg { swap_add: U64::new(swap), compare: U64::new(cmp) }.as_bytes(),
+            );
+        }
+        if let Some(data) = &wr.inline {
+            bytes.extend_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
+            bytes.extend_from_slice(data);
+            while bytes.len() % 16 != 0 {
+                bytes.push(0);
+            }
+        }
+        for &(addr, len, lkey) in &wr.sges {
+            bytes.extend_from_slice(
+                WqeDataSeg {
+                    byte_count: U32::new(len),
+                    lkey: U32::new(lkey),
+                    addr: U64::new(addr),
+                }
+                .as_bytes(),
+            );
+        }
+        let ds = bytes.len() / 16;
+        let ctrl = WqeCtrlSeg {
+            opmod_idx_opcode: U32::new(u32::from(idx) << 8 | u32::from(wr.opcode)),
+            qpn_ds: U32::new(self.qpn << 8 | ds as u32),
+            fm_ce_se: flags,
+            imm: U32::new(wr.imm),
+            ..Default::default()
+        };
+        bytes[..16].copy_from_slice(ctrl.as_bytes());
+        let wqebbs = bytes.len().div_ceil(64);
+        bytes.resize(wqebbs * 64, 0);
+        // Write WQEBB by WQEBB, wrapping at the ring end like mlx5.
+        for (i, chunk) in bytes.chunks(64).enumerate() {
+            let pos = (u32::from(idx) + i as u32) & (self.sq_wqebbs - 1);
+            self.sq.write(pos as usize * 64, chunk);
+        }
+        self.sq_pi = self.sq_pi.wrapping_add(wqebbs as u16);
+        idx
+    }
+
+    /// Publishes the SQ counter and rings the doorbell.
+    pub fn ring(&self, engine: &Engine) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        self.dbrec.write_be32_volatile(4, u32::from(self.sq_pi));
+        engine.sq_doorbell(self.qpn);
+    }
+
+    pub fn post_send(&mut self, engine: &Engine, wr: &SendWr) -> u16 {
+        let idx = self.write_wqe(wr);
+        self.ring(engine);
+        idx
+    }
+
+    /// Posts one receive with these (addr, len, lkey) segments.
+    pub fn post_recv(&mut self, sges: &[(u64, u32, u32)]) -> u16 {
+        let idx = self.rq_pi & (self.rq_wqe_count as u16 - 1);
+        let base = idx as usize * self.rq_stride;
+        let max = self.rq_stride / 16;
+        for (i, &(addr, len, lkey)) in sges.iter().enumerate() {
+            self.rq.write(
+                base + i * 16,
+                WqeDataSeg {
+                    byte_count: U32::new(len),
+                    lkey: U32::new(lkey),
+                    addr: U64::new(addr),
+                }
+                .as_bytes(),
+            );
+        }
+        if sges.len() < max {
+            self.rq.write(
+                base + sges.len() * 16,
+                WqeDataSeg {
+                    byte_count: U32::new(0),
+                    lkey: U32::new(INVALID_LKEY),
+                    addr: U64::new(0),
+                }
+                .as_bytes(),
+            );
+        }
+        self.rq_pi = self.rq_pi.wrapping_add(1);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        self.dbrec.write_be32_volatile(0, u32::from(self.rq_pi));
+        idx
+    }
+}
+
+/// Default RC attributes like ibv_rc_pingpong's, with every remote right.
+pub fn rc_attrs() -> QpAttributes {
+    QpAttributes {
+        access_flags: access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,
+        sq_psn: 0x1234,
+        rq_psn: 0x1234,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 1,
+        max_rd_atomic: 4,
+        ..Default::default()
+    }
+}
+
+pub fn send(sges: Vec<(u64, u32, u32)>) -> SendWr {
+    SendWr { opcode: opcode::SEND, sges, signaled: true, ..Default::default() }
+}
+
+/// A loopback pair on one engine: A and B connected to each other, each with its CQ.
+pub struct Pair {
+    pub engine: Arc<Engine>,
+    pub a: Qp,
+    pub b: Qp,
+    pub cq_a: Cq,
+    pub cq_b: Cq,
+    pub pdn: u32,
+    _fabric: TestFabric,
+}
+
+pub fn pair(tag: &str, attrs: QpAttributes) -> Pair {
+    pair_with(tag, attrs, 64, 64)
+}
+
+pub fn pair_with(tag: &str, attrs: QpAttributes, sq_wqebbs: u32, rq: u32) -> Pair {
+    let fabric = TestFabric::new(tag);
+    let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
+    let pdn = engine.registry().alloc_pdn();
+    let cq_a = Cq::new(&engine, 256);
+    let cq_b = Cq::new(&engine, 256);
+    let spec = |cq: &Cq| QpSpec {
+        pdn,
+        send_cqn: cq.cqn,
+        recv_cqn: cq.cqn,
+        srqn: None,
+        sq_wqebbs,
+        rq_wqe_count: rq,
+        max_recv_sge: 16,
+        sq_sig_all: false,
+    };
+    let a = Qp::new(&engine, spec(&cq_a));
+    let b = Qp::new(&engine, spec(&cq_b));
+    a.connect(&engine, LOCALHOST_GID, b.qpn, attrs);
+    b.connect(&engine, LOCALHOST_GID, a.qpn, attrs);
+    Pair { engine, a, b, cq_a, cq_b, pdn, _fabric: fabric }
+}
+
+pub const ALL_ACCESS: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
