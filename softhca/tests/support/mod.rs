@@ -5,6 +5,8 @@
 //! against our driver.
 #![allow(dead_code)]
 
+pub mod child;
+
 use ferrodat_abi::mlx5::{
     CQE_OWNER_MASK, Cqe64, ErrCqe, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeAtomicSeg, WqeCtrlSeg,
     WqeDataSeg, WqeRaddrSeg, cq_arm_word, cqe_opcode, opcode, wqe_ctrl,
