@@ -18,12 +18,13 @@ use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
 use super::cqe::CqProducer;
 use super::events::EventSink;
+use super::id_map::IdMap;
 use super::mr::{MemoryRegion, MemoryRegions};
-use super::queue_pair::{Hardware, Link, QpAttributes, QpSetup, QueuePair};
+use super::queue_pair::{Attention, Hardware, Link, QpAttributes, QpSetup, QueuePair};
 use super::shared_receive_queue::{SharedReceiveQueue, SrqSetup};
 use crate::fabric::{FabricDir, FabricError, Gid, Instance, QpAllocation, Registry};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -56,21 +57,26 @@ pub struct CqSetup {
 
 struct Tables {
     regions: MemoryRegions,
-    cqs: HashMap<u32, CompletionQueue>,
-    srqs: HashMap<u32, SharedReceiveQueue>,
-    qps: HashMap<u32, QueuePair>,
-    qp_events: HashMap<u32, Arc<dyn EventSink>>,
+    cqs: IdMap<u32, CompletionQueue>,
+    srqs: IdMap<u32, SharedReceiveQueue>,
+    qps: IdMap<u32, QueuePair>,
+    qp_events: IdMap<u32, Arc<dyn EventSink>>,
     /// Pending slot -> QPN.
-    slots: HashMap<u16, u32>,
-    /// QPs with work no notification will announce (timers, full rings, unattached peers).
-    busy: BTreeSet<u32>,
+    slots: IdMap<u16, u32>,
+    /// QPs to run on every pass (waiting for ring space or a peer's ring).
+    always: Vec<u32>,
+    /// QPs with a timer, and when it falls due.
+    timers: IdMap<u32, Instant>,
     /// Registries of the HCAs our peers are on, by GID.
     peers: HashMap<Gid, Registry>,
     scratch: Vec<u8>,
+    /// Reused list of the QPs one pass visits.
+    work: Vec<u32>,
 }
 
 impl Tables {
-    /// Runs `f` on QP `qpn` with the rest of the hardware, then files it as busy or not.
+    /// Runs `f` on QP `qpn` with the rest of the hardware, then files what attention it
+    /// needs next.
     fn with_qp(&mut self, qpn: u32, f: impl FnOnce(&mut QueuePair, &mut Hardware<'_>)) {
         let Some(qp) = self.qps.get_mut(&qpn) else { return };
         let events = self.qp_events.get(&qpn);
@@ -80,14 +86,81 @@ impl Tables {
             srqs: &mut self.srqs,
             async_events: events,
             scratch: &mut self.scratch,
-            now: Instant::now(),
+            now: None,
         };
         f(qp, &mut hw);
-        if qp.needs_polling() {
-            self.busy.insert(qpn);
-        } else {
-            self.busy.remove(&qpn);
+        let attention = qp.attention();
+        let listed = self.always.iter().position(|&q| q == qpn);
+        match (attention, listed) {
+            (Attention::Always, None) => self.always.push(qpn),
+            (Attention::Always, Some(_)) => {}
+            (_, Some(at)) => {
+                self.always.swap_remove(at);
+            }
+            (_, None) => {}
         }
+        match attention {
+            Attention::At(at) => {
+                self.timers.insert(qpn, at);
+            }
+            _ => {
+                self.timers.remove(&qpn);
+            }
+        }
+    }
+
+    fn forget_qp(&mut self, qpn: u32) {
+        self.qps.remove(&qpn);
+        self.qp_events.remove(&qpn);
+        self.slots.retain(|_, q| *q != qpn);
+        self.always.retain(|&q| q != qpn);
+        self.timers.remove(&qpn);
+    }
+
+    /// The earliest timer, if any.
+    fn earliest_timer(&self) -> Option<Instant> {
+        self.timers.values().min().copied()
+    }
+}
+
+/// Summary of the tables' background work, readable without the lock, so that an idle
+/// poll costs an atomic load or two rather than a lock.
+struct Background {
+    /// Some QP needs every pass.
+    always: AtomicBool,
+    /// Nanoseconds since `epoch` of the earliest timer; `u64::MAX` for none.
+    earliest_ns: AtomicU64,
+    epoch: Instant,
+    /// Idle polls since the clock was last read for timers.
+    idle_polls: AtomicU32,
+}
+
+/// Idle polls between two clock reads for timers: a clock read costs as much as the rest
+/// of an idle poll, and the shortest timer (an RNR back-off of 10 µs) tolerates the delay.
+const POLLS_PER_CLOCK_READ: u32 = 32;
+
+impl Background {
+    fn publish(&self, t: &Tables) {
+        self.always.store(!t.always.is_empty(), Ordering::Release);
+        let ns = t
+            .earliest_timer()
+            .map(|at| at.saturating_duration_since(self.epoch).as_nanos() as u64)
+            .unwrap_or(u64::MAX);
+        self.earliest_ns.store(ns, Ordering::Release);
+    }
+
+    /// True if a pass might have something to do besides pending packets.
+    fn due(&self) -> bool {
+        if self.always.load(Ordering::Acquire) {
+            return true;
+        }
+        let ns = self.earliest_ns.load(Ordering::Acquire);
+        if ns == u64::MAX
+            || self.idle_polls.fetch_add(1, Ordering::Relaxed) % POLLS_PER_CLOCK_READ != 0
+        {
+            return false;
+        }
+        self.epoch.elapsed().as_nanos() as u64 >= ns
     }
 }
 
@@ -97,6 +170,7 @@ pub struct Engine {
     registry: Registry,
     instance: Instance,
     tables: Mutex<Tables>,
+    background: Background,
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
 }
 
@@ -123,15 +197,23 @@ impl Engine {
             instance,
             tables: Mutex::new(Tables {
                 regions: MemoryRegions::default(),
-                cqs: HashMap::new(),
-                srqs: HashMap::new(),
-                qps: HashMap::new(),
-                qp_events: HashMap::new(),
-                slots: HashMap::new(),
-                busy: BTreeSet::new(),
+                cqs: IdMap::default(),
+                srqs: IdMap::default(),
+                qps: IdMap::default(),
+                qp_events: IdMap::default(),
+                slots: IdMap::default(),
+                always: Vec::new(),
+                timers: IdMap::default(),
                 peers: HashMap::new(),
                 scratch: Vec::new(),
+                work: Vec::new(),
             }),
+            background: Background {
+                always: AtomicBool::new(false),
+                earliest_ns: AtomicU64::new(u64::MAX),
+                epoch: Instant::now(),
+                idle_polls: AtomicU32::new(0),
+            },
             progress_thread: Mutex::new(None),
         }))
     }
@@ -231,16 +313,16 @@ impl Engine {
             None
         };
         let _ = self.instance.publish_qp_state(qpn, u32::from(state));
-        self.tables().with_qp(qpn, |qp, hw| qp.transition(state, attrs, peer, hw));
+        let mut t = self.tables();
+        t.with_qp(qpn, |qp, hw| qp.transition(state, attrs, peer, hw));
+        self.background.publish(&t);
     }
 
     /// DESTROY_QP: drops the QP and its ring, frees the QPN.
     pub fn remove_qp(&self, qpn: u32) {
         let mut t = self.tables();
-        t.qps.remove(&qpn);
-        t.qp_events.remove(&qpn);
-        t.slots.retain(|_, q| *q != qpn);
-        t.busy.remove(&qpn);
+        t.forget_qp(qpn);
+        self.background.publish(&t);
         drop(t);
         let _ = self.instance.free_qpn(qpn);
     }
@@ -261,38 +343,50 @@ impl Engine {
 
     /// The send doorbell of QP `qpn` rang: execute its new WQEs now.
     pub fn sq_doorbell(&self, qpn: u32) {
-        self.tables().with_qp(qpn, |qp, hw| qp.run_requester(hw));
+        let mut t = self.tables();
+        t.with_qp(qpn, |qp, hw| qp.run_requester(hw));
+        self.background.publish(&t);
     }
 
     /// Does whatever work is waiting: packets from peers, full rings, timers. Returns
-    /// true if peers had sent packets. Cheap when idle: an atomic read and an empty set.
+    /// true if peers had sent packets. Cheap when idle: a few atomic loads, no lock.
     pub fn progress(&self) -> bool {
-        let pending: Vec<u16> = if self.instance.has_pending() {
-            self.instance.take_pending().collect()
-        } else {
-            Vec::new()
-        };
-        let mut t = self.tables();
-        if pending.is_empty() && t.busy.is_empty() {
+        let pending = self.instance.has_pending();
+        if !pending && !self.background.due() {
             return false;
         }
-        // Only packets from peers count as work: busy QPs merely waiting for a response,
-        // ring space or a timer must not keep a progress thread spinning.
-        let mut qpns: BTreeSet<u32> = t.busy.clone();
-        qpns.extend(pending.iter().filter_map(|s| t.slots.get(s).copied()));
-        for qpn in qpns {
+        let mut t = self.tables();
+        let mut work = std::mem::take(&mut t.work);
+        work.clear();
+        if pending {
+            for slot in self.instance.take_pending() {
+                if let Some(&qpn) = t.slots.get(&slot) {
+                    work.push(qpn);
+                }
+            }
+        }
+        let had_packets = !work.is_empty();
+        work.extend_from_slice(&t.always);
+        if !t.timers.is_empty() {
+            let now = Instant::now();
+            work.extend(t.timers.iter().filter(|(_, at)| **at <= now).map(|(q, _)| *q));
+        }
+        work.sort_unstable();
+        work.dedup();
+        for &qpn in &work {
             t.with_qp(qpn, |qp, hw| {
                 qp.run_inbound(hw);
                 qp.run_requester(hw);
             });
         }
-        !pending.is_empty()
+        t.work = work;
+        self.background.publish(&t);
+        had_packets
     }
 
     /// The earliest timer of any QP.
     fn next_deadline(&self) -> Option<Instant> {
-        let t = self.tables();
-        t.busy.iter().filter_map(|q| t.qps.get(q)).filter_map(|qp| qp.next_deadline()).min()
+        self.tables().earliest_timer()
     }
 
     /// Starts the progress thread (idempotent). It holds the engine only while it works,
@@ -325,7 +419,9 @@ impl Engine {
                     idle = 0;
                     let timeout = match engine.next_deadline() {
                         Some(at) => at.saturating_duration_since(Instant::now()),
-                        None if engine.tables().busy.is_empty() => Duration::from_secs(1),
+                        None if !engine.background.always.load(Ordering::Acquire) => {
+                            Duration::from_secs(1)
+                        }
                         None => Duration::from_millis(1),
                     };
                     let stop_flag = &stop_flag;

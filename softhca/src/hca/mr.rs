@@ -7,7 +7,7 @@
 //! and the region grants the access. A failed check touches no memory.
 
 use super::app_memory::AppSpan;
-use std::collections::HashMap;
+use super::id_map::IdMap;
 
 /// One registered memory region as the HCA sees it.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +40,7 @@ pub enum KeyError {
 /// The regions of one process, by key index.
 #[derive(Default, Debug)]
 pub struct MemoryRegions {
-    by_index: HashMap<u32, MemoryRegion>,
+    by_index: IdMap<u32, MemoryRegion>,
 }
 
 impl MemoryRegions {

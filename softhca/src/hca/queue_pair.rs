@@ -18,6 +18,7 @@ use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
 use super::cqe::{Completion, ErrorCompletion, error_cqe, success_cqe};
 use super::events::EventSink;
+use super::id_map::IdMap;
 use super::mr::{KeyError, MemoryRegions};
 use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
@@ -26,13 +27,16 @@ use super::wire::{self, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer};
 use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
 use ferrodat_abi::uverbs::{access, event, qp_state};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The largest message a port accepts (QUERY_PORT `max_msg_sz`).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+
+/// The largest receive entry (`max_rq_desc_sz` of GET_CONTEXT is 512).
+const MAX_RECEIVE_ENTRY_BYTES: usize = 1024;
 
 /// Responses queued but not yet on the ring before the responder stops reading requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -104,15 +108,33 @@ pub struct Hardware<'a> {
     /// Registered memory of this process.
     pub regions: &'a MemoryRegions,
     /// CQs by number.
-    pub cqs: &'a mut HashMap<u32, CompletionQueue>,
+    pub cqs: &'a mut IdMap<u32, CompletionQueue>,
     /// SRQs by number.
-    pub srqs: &'a mut HashMap<u32, SharedReceiveQueue>,
+    pub srqs: &'a mut IdMap<u32, SharedReceiveQueue>,
     /// Where asynchronous events go.
     pub async_events: Option<&'a Arc<dyn EventSink>>,
     /// A reusable buffer.
     pub scratch: &'a mut Vec<u8>,
-    /// The time of this pass.
-    pub now: Instant,
+    /// The time of this pass, read from the clock on first use.
+    pub now: Option<Instant>,
+}
+
+impl Hardware<'_> {
+    /// The time of this pass (one clock read per pass, and none if no timer is involved).
+    pub fn now(&mut self) -> Instant {
+        *self.now.get_or_insert_with(Instant::now)
+    }
+}
+
+/// When the engine must look at a QP again without being told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attention {
+    /// Only a doorbell or a packet from the peer gives it work.
+    None,
+    /// On every pass: it waits for ring space or for the peer's ring to appear.
+    Always,
+    /// When a timer falls due (RNR back-off, transport timeout).
+    At(Instant),
 }
 
 /// The operation of an outstanding send WQE.
@@ -218,6 +240,8 @@ pub struct QueuePair {
     resume_at: Option<Instant>,
     /// When a response last arrived while requests were in flight.
     last_response: Instant,
+    /// `last_response` counts: requests are in flight.
+    ack_timer_running: bool,
     timeouts: u8,
     expected_psn: u32,
     inbound: Option<InboundMessage>,
@@ -228,6 +252,8 @@ pub struct QueuePair {
     last_wqe_reported: bool,
     /// Packets were pushed since the peer was last notified.
     unannounced: bool,
+    /// Reused buffer for outgoing segments.
+    segment: Vec<u8>,
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -270,6 +296,7 @@ impl QueuePair {
             next_psn: 0,
             resume_at: None,
             last_response: now,
+            ack_timer_running: false,
             timeouts: 0,
             expected_psn: 0,
             inbound: None,
@@ -277,6 +304,7 @@ impl QueuePair {
             responses: VecDeque::new(),
             last_wqe_reported: false,
             unannounced: false,
+            segment: Vec::new(),
         }
     }
 
@@ -290,17 +318,20 @@ impl QueuePair {
         self.state
     }
 
-    /// True while the QP has work that no doorbell or inbound packet will announce:
-    /// a transmission waiting for ring space or a timer, requests awaiting responses,
-    /// responses waiting for ring space, or a peer ring not yet attached.
-    pub fn needs_polling(&self) -> bool {
+    /// What the engine must do for this QP besides reacting to doorbells and packets.
+    pub fn attention(&self) -> Attention {
         let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
         let unattached = connected
             && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
-        !self.responses.is_empty()
-            || self.cursor.index < self.outstanding.len()
-            || self.outstanding.iter().any(|o| o.outcome.is_none())
-            || unattached
+        let blocked_transmit = self.resume_at.is_none()
+            && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
+        if unattached || !self.responses.is_empty() || blocked_transmit {
+            return Attention::Always;
+        }
+        match self.next_deadline() {
+            Some(at) => Attention::At(at),
+            None => Attention::None,
+        }
     }
 
     /// The QP moved to `state` with `attrs` (MODIFY_QP already validated the transition).
@@ -331,7 +362,7 @@ impl QueuePair {
             }
             qp_state::RTS if previous == qp_state::RTR => {
                 self.next_psn = attrs.sq_psn & wire::PSN_MASK;
-                self.last_response = hw.now;
+                self.ack_timer_running = false;
             }
             qp_state::ERR => self.enter_error(hw),
             _ => {}
@@ -668,7 +699,7 @@ impl QueuePair {
     /// limit holds, or an RNR back-off is running.
     fn transmit(&mut self, hw: &mut Hardware<'_>) {
         if let Some(at) = self.resume_at {
-            if hw.now < at {
+            if hw.now() < at {
                 return;
             }
             self.resume_at = None;
@@ -762,7 +793,22 @@ impl QueuePair {
         }
         let total = header.length;
         let base_addr = header.remote_addr;
-        let mut payload = vec![0u8; SEGMENT_BYTES.min(total as usize)];
+        let mut payload = std::mem::take(&mut self.segment);
+        payload.resize(SEGMENT_BYTES.min(total as usize), 0);
+        let outcome = self.send_segments(&wqe, header, total, base_addr, &mut payload, hw);
+        self.segment = payload;
+        outcome
+    }
+
+    fn send_segments(
+        &mut self,
+        wqe: &SendWqe<'_>,
+        header: PacketHeader,
+        total: u64,
+        base_addr: u64,
+        payload: &mut [u8],
+        hw: &mut Hardware<'_>,
+    ) -> Option<bool> {
         loop {
             let offset = self.cursor.offset;
             let len = (total - offset).min(SEGMENT_BYTES as u64) as usize;
@@ -775,7 +821,7 @@ impl QueuePair {
             if offset + len as u64 == total {
                 h.flags |= flag::LAST;
             }
-            gather(&wqe, hw.regions, self.setup.pdn, offset, &mut payload[..len])?;
+            gather(wqe, hw.regions, self.setup.pdn, offset, &mut payload[..len])?;
             if !self.push(&h, &payload[..len]) {
                 return Some(false);
             }
@@ -801,14 +847,21 @@ impl QueuePair {
     fn check_ack_timeout(&mut self, hw: &mut Hardware<'_>) {
         let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
         if !waiting || self.resume_at.is_some() {
-            self.last_response = hw.now;
+            self.ack_timer_running = false;
+            return;
+        }
+        if !self.ack_timer_running {
+            // Requests just went out: the timeout counts from here.
+            self.ack_timer_running = true;
+            self.last_response = hw.now();
             return;
         }
         let Some(timeout_us) = wire::ack_timeout_us(self.attrs.timeout) else { return };
-        if hw.now.duration_since(self.last_response) < Duration::from_micros(timeout_us) {
+        let now = hw.now();
+        if now.duration_since(self.last_response) < Duration::from_micros(timeout_us) {
             return;
         }
-        self.last_response = hw.now;
+        self.last_response = now;
         self.timeouts += 1;
         if self.timeouts > self.attrs.retry_cnt.min(7) {
             if let Some(o) = self.outstanding.iter_mut().find(|o| o.outcome.is_none()) {
@@ -825,8 +878,14 @@ impl QueuePair {
             return Some(at);
         }
         let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
+        if !waiting {
+            return None;
+        }
+        if !self.ack_timer_running {
+            return Some(self.last_response); // due now: starts the timer
+        }
         let timeout = wire::ack_timeout_us(self.attrs.timeout)?;
-        waiting.then(|| self.last_response + Duration::from_micros(timeout))
+        Some(self.last_response + Duration::from_micros(timeout))
     }
 
     // ================================================================ inbound packets
@@ -893,8 +952,10 @@ impl QueuePair {
     // ---------------------------------------------------------------- responses
 
     fn handle_response(&mut self, h: &PacketHeader, payload: &[u8], hw: &mut Hardware<'_>) {
-        self.last_response = hw.now;
+        // The transport timer restarts at the next check (no clock read per packet).
+        self.ack_timer_running = false;
         self.timeouts = 0;
+        let _ = &hw;
         let sent = self.cursor.index.min(self.outstanding.len());
         let Some(pos) = self.outstanding.iter().take(sent + 1).position(|o| {
             o.outcome.is_none() && !matches!(o.operation, Operation::Local) && o.psn == h.psn
@@ -945,7 +1006,7 @@ impl QueuePair {
                     // Go back to the NAKed request after the responder's RNR timer.
                     self.cursor = TransmitCursor { index: pos, offset: 0 };
                     let wait = wire::rnr_timer_us(h.syndrome);
-                    self.resume_at = Some(hw.now + Duration::from_micros(wait));
+                    self.resume_at = Some(hw.now() + Duration::from_micros(wait));
                 }
             }
             _ => {}
@@ -1168,7 +1229,12 @@ impl QueuePair {
                 };
                 let mut targets = Vec::new();
                 let mut capacity = 0u64;
-                for sge in scatter_list(&read_entry(entry), self.rq_skip_for(&entry)) {
+                let mut raw = [0u8; MAX_RECEIVE_ENTRY_BYTES];
+                let stride = entry.bytes.len().min(raw.len());
+                if entry.bytes.read(0, &mut raw[..stride]).is_err() {
+                    return false;
+                }
+                for sge in scatter_list(&raw[..stride], self.rq_skip_for(&entry)) {
                     match hw.regions.translate(
                         sge.lkey,
                         pdn,
@@ -1325,15 +1391,6 @@ impl QueuePair {
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
 fn wqebbs(ds: usize) -> u16 {
     (ds * SEND_WQE_DS).div_ceil(SEND_WQE_BB) as u16
-}
-
-/// Copies a receive entry's bytes out of the ring.
-fn read_entry(entry: ReceiveEntry) -> Vec<u8> {
-    let mut bytes = vec![0u8; entry.bytes.len()];
-    if entry.bytes.read(0, &mut bytes).is_err() {
-        bytes.clear();
-    }
-    bytes
 }
 
 /// Copies the WQE's local data from message offset `offset` into `out`.
