@@ -7,7 +7,7 @@
 //! work for its own QP on its own thread, as a polling application would.
 
 #[path = "../../softhca/tests/support/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, opcode};
