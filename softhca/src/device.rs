@@ -5,19 +5,21 @@
 //! [`Uverbs`](crate::kernel::Uverbs) opened on it shares its number spaces, while handles
 //! stay per file. The hardware side looks objects up by number in [`DeviceState`].
 //!
-//! The number allocators are process-local for now (`alloc_qpn` & co. below); the fabric
-//! registry will replace them so that numbers are unique among all processes using the HCA.
+//! Numbers come from the HCA's registry in the fabric, so they are unique among all the
+//! processes using the HCA, and every object a command creates is also handed to the
+//! device's [`Engine`], the hardware side.
 
 use crate::config::{self, ConfigError, DeviceConfig};
 use crate::errno::Errno;
+use crate::fabric::{FabricDir, FabricError, QpAllocation};
+use crate::hca::engine::Engine;
 use crate::objects::{Cq, Mr, Pd, Qp, QpAttrs, QpState, Srq};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// Why [`Device::open`] failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum OpenError {
     /// No HCA of that name is configured.
     NoSuchDevice {
@@ -28,6 +30,8 @@ pub enum OpenError {
     },
     /// The device list (`FERRODAT_SOFTHCA`) does not parse.
     Config(ConfigError),
+    /// The shared-memory fabric could not be joined.
+    Fabric(FabricError),
 }
 
 impl fmt::Display for OpenError {
@@ -41,11 +45,16 @@ impl fmt::Display for OpenError {
                 name
             ),
             OpenError::Config(e) => e.fmt(f),
+            OpenError::Fabric(e) => write!(f, "cannot join the softhca fabric: {e}"),
         }
     }
 }
 
 impl std::error::Error for OpenError {}
+
+/// Set to `1` to run each device's progress thread, so that one-sided operations aimed at
+/// this process complete even while it never polls (as on hardware).
+pub const ENV_PROGRESS_THREAD: &str = "FERRODAT_SOFTHCA_PROGRESS_THREAD";
 
 /// The objects of all files open on a device, by device number. Lock it with
 /// [`Device::state`]; every change to an object happens under that lock.
@@ -91,12 +100,7 @@ pub struct Device {
     config: DeviceConfig,
     node_guid: u64,
     state: Mutex<DeviceState>,
-    qpns: IdPool,
-    cqns: IdPool,
-    pdns: IdPool,
-    srqns: IdPool,
-    mkey_indices: IdPool,
-    mkey_variant: AtomicU8,
+    engine: Arc<Engine>,
 }
 
 impl fmt::Debug for Device {
@@ -129,27 +133,39 @@ impl Device {
                 configured: devices.into_iter().map(|d| d.name).collect(),
             });
         };
-        let dev = Device::new(cfg);
+        let dev = Device::new(cfg)?;
         reg.retain(|_, w| w.strong_count() > 0);
         reg.insert(name.to_string(), Arc::downgrade(&dev));
         Ok(dev)
     }
 
-    /// A device for `config`, outside the registry (tests, embedding).
-    pub fn new(config: DeviceConfig) -> Arc<Device> {
+    /// A device for `config`, outside the registry (tests, embedding), on the fabric of
+    /// `$FERRODAT_SOFTHCA_SHM_DIR` or `/dev/shm/ferrodat-softhca`.
+    pub fn new(config: DeviceConfig) -> Result<Arc<Device>, OpenError> {
+        Self::new_in(config, FabricDir::from_env())
+    }
+
+    /// A device for `config` on the fabric in `fabric`.
+    pub fn new_in(config: DeviceConfig, fabric: FabricDir) -> Result<Arc<Device>, OpenError> {
         let node_guid = node_guid_of(&config.gid());
-        Arc::new(Device {
+        let engine =
+            Engine::open_in(fabric, &config.name, config.gid()).map_err(OpenError::Fabric)?;
+        if std::env::var(ENV_PROGRESS_THREAD).is_ok_and(|v| v == "1") {
+            engine.start_progress_thread().map_err(|e| {
+                OpenError::Fabric(FabricError::Os {
+                    op: "spawn the progress thread",
+                    path: Default::default(),
+                    source: e,
+                    hint: "the process may have hit its thread limit",
+                })
+            })?;
+        }
+        Ok(Arc::new(Device {
             config,
             node_guid,
             state: Mutex::new(DeviceState::default()),
-            qpns: IdPool::new(0x100, MAX_24BIT),
-            cqns: IdPool::new(0x40, MAX_24BIT),
-            pdns: IdPool::new(0x10, MAX_24BIT),
-            srqns: IdPool::new(0x40, MAX_24BIT),
-            // Index 1 with variant 0 would be key 0x100, MLX5_INVALID_LKEY.
-            mkey_indices: IdPool::new(0x10, MAX_24BIT),
-            mkey_variant: AtomicU8::new(0),
-        })
+            engine,
+        }))
     }
 
     /// The device name.
@@ -178,51 +194,62 @@ impl Device {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A free QP number (24 bits). Process-local for now.
-    pub fn alloc_qpn(&self) -> Result<u32, Errno> {
-        self.qpns.alloc()
+    /// The HCA engine (the hardware side) of this device in this process.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
-    /// Returns a QP number.
-    pub fn free_qpn(&self, qpn: u32) {
-        self.qpns.free(qpn)
+
+    /// A QP number unique among all processes using the HCA, with the fabric slot that
+    /// announces its inbound packets.
+    pub fn alloc_qpn(&self) -> Result<QpAllocation, Errno> {
+        self.engine.alloc_qpn().map_err(|e| Errno(e.errno()))
     }
-    /// A free CQ number (24 bits). Process-local for now.
+
+    /// The QP is gone (or was never created): the hardware forgets it, the number is free.
+    /// Returns the asynchronous events the hardware reported for it.
+    pub fn free_qpn(&self, qpn: u32) -> u32 {
+        self.engine.remove_qp(qpn)
+    }
+
+    /// A CQ number from the HCA's shared counter.
     pub fn alloc_cqn(&self) -> Result<u32, Errno> {
-        self.cqns.alloc()
+        Ok(self.engine.registry().alloc_cqn())
     }
-    /// Returns a CQ number.
-    pub fn free_cqn(&self, cqn: u32) {
-        self.cqns.free(cqn)
+
+    /// The CQ is gone: the hardware forgets it. Returns the completion and asynchronous
+    /// events the hardware reported for it.
+    pub fn free_cqn(&self, cqn: u32) -> (u32, u32) {
+        self.engine.remove_cq(cqn)
     }
-    /// A free PD number (24 bits). Process-local for now.
+
+    /// A PD number from the HCA's shared counter (PDs need nothing freed: the hardware keeps
+    /// no state for them besides the number stamped on MRs, QPs and SRQs).
     pub fn alloc_pdn(&self) -> Result<u32, Errno> {
-        self.pdns.alloc()
+        Ok(self.engine.registry().alloc_pdn())
     }
-    /// Returns a PD number.
-    pub fn free_pdn(&self, pdn: u32) {
-        self.pdns.free(pdn)
-    }
-    /// A free SRQ number (24 bits). Process-local for now.
+
+    /// An SRQ number from the HCA's shared counter.
     pub fn alloc_srqn(&self) -> Result<u32, Errno> {
-        self.srqns.alloc()
+        Ok(self.engine.registry().alloc_srqn())
     }
-    /// Returns an SRQ number.
-    pub fn free_srqn(&self, srqn: u32) {
-        self.srqns.free(srqn)
+
+    /// The SRQ is gone: the hardware forgets it. Returns the asynchronous events it reported.
+    pub fn free_srqn(&self, srqn: u32) -> u32 {
+        self.engine.remove_srq(srqn)
     }
-    /// A free mkey index (24 bits) and the variant byte for its key. Process-local for now.
+
+    /// A memory key index and variant byte (`key = index << 8 | variant`), unique on the HCA
+    /// until its counter wraps.
     pub fn alloc_mkey_index(&self) -> Result<(u32, u8), Errno> {
-        let index = self.mkey_indices.alloc()?;
-        // Like mlx5's per-device key counter: a re-used index gets a new key.
-        Ok((index, self.mkey_variant.fetch_add(1, Ordering::Relaxed)))
+        let key = self.engine.registry().alloc_mkey();
+        Ok((key >> 8, key as u8))
     }
-    /// Returns an mkey index.
+
+    /// The MR is gone: the hardware no longer translates its key.
     pub fn free_mkey_index(&self, index: u32) {
-        self.mkey_indices.free(index)
+        self.engine.remove_memory_region(index)
     }
 }
-
-const MAX_24BIT: u32 = 0xff_ffff;
 
 /// The node GUID: EUI-64 of a MAC made of Mellanox-style bytes and the GID's low 32 bits
 /// (the IPv4 address for a v4-mapped GID), as mlx5 derives GUIDs from the port MAC.
@@ -231,53 +258,9 @@ fn node_guid_of(gid: &[u8; 16]) -> u64 {
     u64::from_be_bytes([mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]])
 }
 
-/// Numbers `first..=last`, handed out round-robin so a freed number is not reused at once
-/// (a late packet for a destroyed QP should not hit its successor).
-#[derive(Debug)]
-struct IdPool {
-    first: u32,
-    last: u32,
-    next: AtomicU32,
-    live: Mutex<HashSet<u32>>,
-}
-
-impl IdPool {
-    fn new(first: u32, last: u32) -> IdPool {
-        IdPool { first, last, next: AtomicU32::new(first), live: Mutex::new(HashSet::new()) }
-    }
-
-    fn alloc(&self) -> Result<u32, Errno> {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        let span = self.last - self.first + 1;
-        if live.len() as u64 >= u64::from(span) {
-            return Err(Errno::ENOMEM);
-        }
-        loop {
-            let n = self.next.fetch_add(1, Ordering::Relaxed);
-            let id = self.first + (n.wrapping_sub(self.first)) % span;
-            if live.insert(id) {
-                return Ok(id);
-            }
-        }
-    }
-
-    fn free(&self, id: u32) {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pools_skip_live_numbers_and_wrap() {
-        let pool = IdPool::new(5, 7);
-        assert_eq!((pool.alloc(), pool.alloc(), pool.alloc()), (Ok(5), Ok(6), Ok(7)));
-        assert_eq!(pool.alloc(), Err(Errno::ENOMEM));
-        pool.free(6);
-        assert_eq!(pool.alloc(), Ok(6));
-    }
 
     #[test]
     fn unknown_names_say_what_is_configured() {

@@ -155,6 +155,7 @@ struct Fx {
 
 fn device() -> Arc<Device> {
     Device::new(DeviceConfig { name: "softhca-test".into(), addr: "192.0.2.7".parse().unwrap() })
+        .expect("join the softhca fabric")
 }
 
 /// A file with no context.

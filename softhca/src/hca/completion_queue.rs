@@ -31,6 +31,7 @@ pub struct CompletionQueue {
     /// it is stale and ignored, as the device does.
     fired_sn: Option<u32>,
     events_reported: u32,
+    async_events_reported: u32,
     broken: bool,
 }
 
@@ -63,6 +64,7 @@ impl CompletionQueue {
             armed: Armed::No,
             fired_sn: None,
             events_reported: 0,
+            async_events_reported: 0,
             broken: false,
         }
     }
@@ -70,6 +72,11 @@ impl CompletionQueue {
     /// Completion events delivered so far (DESTROY_CQ reports it).
     pub fn events_reported(&self) -> u32 {
         self.events_reported
+    }
+
+    /// Asynchronous events (CQ error) delivered so far.
+    pub fn async_events_reported(&self) -> u32 {
+        self.async_events_reported
     }
 
     /// True once the CQ overran: it accepts no more entries, as the device stops it.
@@ -88,6 +95,7 @@ impl CompletionQueue {
                 self.broken = true;
                 if let Some(sink) = &self.async_events {
                     sink.async_event(self.user_handle, event::CQ_ERR);
+                    self.async_events_reported += 1;
                 }
                 return Err(CqError::Overrun);
             }

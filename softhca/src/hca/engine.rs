@@ -236,9 +236,9 @@ impl Engine {
         self.tables().regions.insert(mr);
     }
 
-    /// DEREG_MR.
-    pub fn remove_memory_region(&self, key: u32) {
-        self.tables().regions.remove(key);
+    /// DEREG_MR of the region with key index `index`.
+    pub fn remove_memory_region(&self, index: u32) {
+        self.tables().regions.remove(index);
     }
 
     /// CREATE_CQ.
@@ -248,9 +248,13 @@ impl Engine {
         self.tables().cqs.insert(s.cqn, cq);
     }
 
-    /// DESTROY_CQ: returns the completion events it reported.
-    pub fn remove_cq(&self, cqn: u32) -> u32 {
-        self.tables().cqs.remove(&cqn).map(|cq| cq.events_reported()).unwrap_or(0)
+    /// DESTROY_CQ: returns the completion and asynchronous events it reported.
+    pub fn remove_cq(&self, cqn: u32) -> (u32, u32) {
+        self.tables()
+            .cqs
+            .remove(&cqn)
+            .map(|cq| (cq.events_reported(), cq.async_events_reported()))
+            .unwrap_or((0, 0))
     }
 
     /// The consumer rang the CQ doorbell with `arm_word` (UAR offset 0x20).
@@ -272,9 +276,9 @@ impl Engine {
         }
     }
 
-    /// DESTROY_SRQ.
-    pub fn remove_srq(&self, srqn: u32) {
-        self.tables().srqs.remove(&srqn);
+    /// DESTROY_SRQ: returns the asynchronous events it reported.
+    pub fn remove_srq(&self, srqn: u32) -> u32 {
+        self.tables().srqs.remove(&srqn).map(|s| s.async_events_reported()).unwrap_or(0)
     }
 
     /// Allocates a QPN for CREATE_QP.
@@ -318,13 +322,21 @@ impl Engine {
         self.background.publish(&t);
     }
 
-    /// DESTROY_QP: drops the QP and its ring, frees the QPN.
-    pub fn remove_qp(&self, qpn: u32) {
+    /// DESTROY_QP (or a failed CREATE_QP): drops the QP and its ring, frees the QPN.
+    /// Returns the asynchronous events reported for it.
+    pub fn remove_qp(&self, qpn: u32) -> u32 {
         let mut t = self.tables();
+        let events = t.qps.get(&qpn).map(|qp| qp.async_events_reported()).unwrap_or(0);
         t.forget_qp(qpn);
         self.background.publish(&t);
         drop(t);
         let _ = self.instance.free_qpn(qpn);
+        events
+    }
+
+    /// The QP's state as the hardware has it (an error may have moved it to ERR).
+    pub fn qp_state(&self, qpn: u32) -> Option<u8> {
+        self.tables().qps.get(&qpn).map(|qp| qp.state())
     }
 
     fn peer_registry(&self, gid: Gid) -> Option<Registry> {

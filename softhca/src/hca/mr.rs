@@ -49,12 +49,9 @@ impl MemoryRegions {
         self.by_index.insert(mr.key >> 8, mr);
     }
 
-    /// Removes a region (DEREG_MR).
-    pub fn remove(&mut self, key: u32) -> Option<MemoryRegion> {
-        match self.by_index.get(&(key >> 8)) {
-            Some(mr) if mr.key == key => self.by_index.remove(&(key >> 8)),
-            _ => None,
-        }
+    /// Removes the region with key index `index` (DEREG_MR).
+    pub fn remove(&mut self, index: u32) -> Option<MemoryRegion> {
+        self.by_index.remove(&index)
     }
 
     /// Number of regions.
@@ -135,11 +132,12 @@ mod tests {
     }
 
     #[test]
-    fn remove_requires_the_exact_key() {
+    fn removed_regions_translate_no_more() {
         let mut buf = vec![0u8; 16];
         let mut t = regions(&mut buf);
-        assert!(t.remove(0x0306).is_none());
-        assert!(t.remove(0x0305).is_some());
+        assert!(t.remove(0x04).is_none());
+        assert!(t.remove(0x03).is_some());
         assert!(t.is_empty());
+        assert_eq!(t.translate(0x0305, 1, 0x1000, 1, 0), Err(KeyError::UnknownKey));
     }
 }

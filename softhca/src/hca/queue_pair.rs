@@ -254,6 +254,8 @@ pub struct QueuePair {
     unannounced: bool,
     /// Reused buffer for outgoing segments.
     segment: Vec<u8>,
+    /// Asynchronous events delivered for this QP (DESTROY_QP reports them).
+    async_events_reported: u32,
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -305,6 +307,7 @@ impl QueuePair {
             last_wqe_reported: false,
             unannounced: false,
             segment: Vec::new(),
+            async_events_reported: 0,
         }
     }
 
@@ -316,6 +319,18 @@ impl QueuePair {
     /// The current state.
     pub fn state(&self) -> u8 {
         self.state
+    }
+
+    /// Asynchronous events delivered for this QP.
+    pub fn async_events_reported(&self) -> u32 {
+        self.async_events_reported
+    }
+
+    fn post_async(&mut self, event_type: u32, hw: &Hardware<'_>) {
+        if let Some(sink) = hw.async_events {
+            sink.async_event(self.setup.user_handle, event_type);
+            self.async_events_reported += 1;
+        }
     }
 
     /// What the engine must do for this QP besides reacting to doorbells and packets.
@@ -507,9 +522,7 @@ impl QueuePair {
         self.rnr_psn = None;
         if self.setup.srqn.is_some() && !self.last_wqe_reported {
             self.last_wqe_reported = true;
-            if let Some(sink) = hw.async_events {
-                sink.async_event(self.setup.user_handle, event::QP_LAST_WQE_REACHED);
-            }
+            self.post_async(event::QP_LAST_WQE_REACHED, hw);
         }
     }
 
@@ -1112,9 +1125,7 @@ impl QueuePair {
         self.responses.clear();
         self.respond(kind::NAK, psn, reason, 0);
         self.send_responses(hw);
-        if let Some(sink) = hw.async_events {
-            sink.async_event(self.setup.user_handle, async_event);
-        }
+        self.post_async(async_event, hw);
         self.state = qp_state::ERR;
         self.enter_error(hw);
     }

@@ -26,6 +26,7 @@ pub struct SharedReceiveQueue {
     taken: u16,
     limit: u32,
     async_events: Option<Arc<dyn EventSink>>,
+    async_events_reported: u32,
 }
 
 /// What CREATE_SRQ tells the HCA.
@@ -72,6 +73,7 @@ impl SharedReceiveQueue {
             taken: 0,
             limit: 0,
             async_events,
+            async_events_reported: 0,
         }
     }
 
@@ -79,6 +81,11 @@ impl SharedReceiveQueue {
     pub fn available(&self) -> u16 {
         let posted = self.dbrec.read_be32(0).map(|c| c as u16).unwrap_or(self.taken);
         posted.wrapping_sub(self.taken)
+    }
+
+    /// Asynchronous events (limit reached) delivered so far.
+    pub fn async_events_reported(&self) -> u32 {
+        self.async_events_reported
     }
 
     /// Arms the limit event (MODIFY_SRQ with a limit; 0 disarms).
@@ -108,6 +115,7 @@ impl SharedReceiveQueue {
             self.limit = 0;
             if let Some(sink) = &self.async_events {
                 sink.async_event(self.user_handle, event::SRQ_LIMIT_REACHED);
+                self.async_events_reported += 1;
             }
         }
         Some(ReceiveEntry { index, bytes })

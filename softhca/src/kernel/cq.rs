@@ -15,6 +15,9 @@ use super::call::{Call, read_extended};
 use super::caps::{MAX_CQ_ENTRIES, NUM_COMP_VECTORS};
 use super::handles::{Kind, Object};
 use crate::errno::Errno;
+use crate::hca::app_memory::AppSpan;
+use crate::hca::engine::CqSetup;
+use crate::hca::events::EventSink;
 use crate::objects::{CompChannel, Cq};
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
@@ -117,11 +120,26 @@ fn create(
     let written = c
         .driver_write(cq.cqn.as_bytes()) // mlx5 copies just the cqn
         .and_then(|()| respond(handle, entries - 1));
-    if let Err(e) = written {
-        s.dev.free_cqn(cq.cqn);
-        return Err(e);
-    }
+    written?;
     let cqn = cq.cqn;
+    // SAFETY: check_cq_buffer and check_mapped verified both ranges; the application keeps
+    // them mapped until DESTROY_CQ (the Uverbs memory contract).
+    let (buf, dbrec) = unsafe {
+        (
+            AppSpan::new(cq.buf_addr as usize, cq.ncqe as usize * cq.cqe_size as usize),
+            AppSpan::new(cq.db_addr as usize, 8),
+        )
+    };
+    s.dev.engine().add_cq(CqSetup {
+        cqn,
+        user_handle: cq.user_handle,
+        buf,
+        dbrec,
+        ncqe: cq.ncqe,
+        cqe_size: cq.cqe_size as usize,
+        channel: cq.channel.clone().map(|c| c as Arc<dyn EventSink>),
+        async_events: Some(cq.async_file.clone() as Arc<dyn EventSink>),
+    });
     s.dev.state().cqs.insert(cqn, cq);
     s.file.handles.insert(Object::Cq(cqn));
     Ok(())
@@ -215,11 +233,11 @@ pub(crate) fn destroy_cq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     }
     let cq = st.cqs.remove(&cqn).ok_or(Errno::ENOENT)?;
     drop(st);
-    s.dev.free_cqn(cqn);
+    let (hw_comp, hw_async) = s.dev.free_cqn(cqn);
     s.file.handles.remove(cmd.cq_handle);
     let resp = uverbs::DestroyCqResp {
-        comp_events_reported: cq.comp_events_reported,
-        async_events_reported: cq.async_events_reported,
+        comp_events_reported: cq.comp_events_reported.wrapping_add(hw_comp),
+        async_events_reported: cq.async_events_reported.wrapping_add(hw_async),
     };
     c.respond(resp.as_bytes())
 }

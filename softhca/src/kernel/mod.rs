@@ -30,6 +30,7 @@ use crate::objects::CompChannel;
 use crate::user_memory;
 use call::{Call, UserBuf};
 use context::Context;
+use ferrodat_abi::mlx5;
 use ferrodat_abi::uverbs::{self, CmdHdr, ExCmdHdr, cmd, ex_cmd};
 use handles::{HandleTable, Object};
 use std::borrow::Cow;
@@ -248,6 +249,42 @@ impl Uverbs {
         mmap::mmap(self.lock().context.as_ref(), pgoff, len)
     }
 
+    /// Model entry point (a no-op on hardware): the driver wrote to UAR page `uar_page` at
+    /// byte `offset`. At the CQ doorbell (0x20) softhca reads the 64-bit arm word and arms
+    /// that CQ; in a BlueFlame register (0x800 and up) it reads the control segment's QPN
+    /// and executes that QP's new WQEs, up to the SQ counter in its doorbell record. Writes
+    /// elsewhere are ignored, as the device ignores them.
+    pub fn doorbell_rung(&self, uar_page: u32, offset: u32) {
+        let Some(page) =
+            self.lock().context.as_ref().and_then(|ctx| ctx.uar.page(uar_page as usize))
+        else {
+            return;
+        };
+        let offset = offset as usize;
+        if offset + 8 > mlx5::ADAPTER_PAGE_SIZE {
+            return;
+        }
+        // SAFETY: the page is softhca's own mapping of the context's UAR memory, alive while
+        // the context is; 8 bytes at `offset` are inside it (checked above). Volatile: the
+        // driver writes it through its own mapping of the same memory.
+        let word = unsafe { std::ptr::read_volatile(page.as_ptr().add(offset) as *const [u8; 8]) };
+        let engine = self.device.engine();
+        if offset == mlx5::CQ_DOORBELL {
+            let arm = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+            let cqn = u32::from_be_bytes([word[4], word[5], word[6], word[7]]) & 0x00ff_ffff;
+            engine.arm_cq(cqn, arm);
+        } else if offset >= mlx5::BF_OFFSET {
+            let qpn_ds = u32::from_be_bytes([word[4], word[5], word[6], word[7]]);
+            engine.sq_doorbell(qpn_ds >> 8);
+        }
+    }
+
+    /// Model entry point (a no-op on hardware): the driver polled a CQ and found it empty.
+    /// softhca reads the peers' packets and runs its timers. True if packets arrived.
+    pub fn progress(&self) -> bool {
+        self.device.engine().progress()
+    }
+
     fn lock(&self) -> MutexGuard<'_, File> {
         self.file.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -382,7 +419,6 @@ impl Drop for Uverbs {
         for obj in &objects {
             if let Object::Pd(n) = *obj {
                 st.pds.remove(&n);
-                dev.free_pdn(n);
             }
         }
         file.handles.clear();

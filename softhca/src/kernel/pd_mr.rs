@@ -10,6 +10,8 @@ use super::Session;
 use super::call::Call;
 use super::handles::{Kind, Object};
 use crate::errno::Errno;
+use crate::hca::app_memory::AppSpan;
+use crate::hca::mr::MemoryRegion;
 use crate::objects::{Mr, Pd};
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
@@ -36,10 +38,7 @@ pub(crate) fn alloc_pd(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         let pd_handle = s.next_handle();
         c.respond(uverbs::AllocPdResp { pd_handle }.as_bytes())
     });
-    if let Err(e) = written {
-        s.dev.free_pdn(pdn);
-        return Err(e);
-    }
+    written?;
     s.dev.state().pds.insert(pdn, Pd { pdn });
     s.file.handles.insert(Object::Pd(pdn));
     Ok(())
@@ -58,7 +57,6 @@ pub(crate) fn dealloc_pd(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     }
     st.pds.remove(&pdn);
     drop(st);
-    s.dev.free_pdn(pdn);
     s.file.handles.remove(cmd.pd_handle);
     Ok(())
 }
@@ -92,6 +90,16 @@ pub(crate) fn reg_mr(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         access: cmd.access_flags,
         pdn,
     };
+    // SAFETY: check_mapped verified the range above; like a pinned umem, the application
+    // keeps it mapped until DEREG_MR (the Uverbs memory contract).
+    let memory = unsafe { AppSpan::new(cmd.start as usize, cmd.length as usize) };
+    s.dev.engine().add_memory_region(MemoryRegion {
+        key,
+        pdn,
+        iova: cmd.hca_va,
+        memory,
+        access: cmd.access_flags,
+    });
     s.dev.state().mrs.insert(index, mr);
     s.file.handles.insert(Object::Mr(index));
     Ok(())

@@ -15,11 +15,16 @@ use super::caps::*;
 use super::handles::{Kind, Object};
 use super::qp_state::{mlx5_has_command, modify_is_ok};
 use crate::errno::Errno;
+use crate::hca::app_memory::AppSpan;
+use crate::hca::events::EventSink;
+use crate::hca::queue_pair::{QpAttributes, QpSetup};
+use crate::objects::QpAttrs;
 use crate::objects::{AddressVector, Qp, QpCaps, QpState};
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5::{self, qp_flag};
 use ferrodat_abi::uverbs::{self, access, create_qp_mask, qp_attr, qp_create_flags, qp_type};
 use std::mem::offset_of;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// Kernel-only create flags the core accepts (`IB_QP_CREATE_CROSS_CHANNEL`,
@@ -163,13 +168,50 @@ fn create(
     let ctx = s.file.context.as_mut().ok_or(Errno::EINVAL)?;
     let bfreg = ctx.bfregs.alloc();
     let (uar, async_file) = (ctx.uar.clone(), ctx.async_file.clone());
-    let qpn = match s.dev.alloc_qpn() {
-        Ok(n) => n,
+    let async_sink: Arc<dyn EventSink> = async_file.clone();
+    let allocation = match s.dev.alloc_qpn() {
+        Ok(a) => a,
         Err(e) => {
             ctx.bfregs.free(bfreg.kernel_index);
             return Err(e);
         }
     };
+    let qpn = allocation.qpn;
+    let rq_bytes = u64::from(rq.hw_count) << rq.shift;
+    // SAFETY: check_qp_buffer and check_mapped verified the ranges above; the application
+    // keeps them mapped until DESTROY_QP (the Uverbs memory contract).
+    let (sq, rq_span, dbrec) = unsafe {
+        (
+            AppSpan::new((ucmd.buf_addr + rq_bytes) as usize, ucmd.sq_wqe_count as usize * 64),
+            AppSpan::new(ucmd.buf_addr as usize, rq_bytes as usize),
+            AppSpan::new(ucmd.db_addr as usize, 8),
+        )
+    };
+    let setup = QpSetup {
+        qpn,
+        user_handle: cmd.user_handle,
+        uidx: uidx.unwrap_or(0),
+        cqe_version,
+        pdn: parents.pdn,
+        send_cqn: parents.send_cqn,
+        recv_cqn: parents.recv_cqn,
+        srqn: parents.srqn,
+        sq,
+        sq_wqebbs: ucmd.sq_wqe_count,
+        rq: rq_span,
+        rq_wqe_count: if parents.srqn.is_some() { 0 } else { rq.hw_count },
+        rq_wqe_shift: rq.shift,
+        rq_skip: if signature { 16 } else { 0 },
+        dbrec,
+        sq_sig_all: cmd.sq_sig_all != 0,
+    };
+    if let Err(e) = s.dev.engine().add_qp(allocation, setup, Some(async_sink)) {
+        s.dev.free_qpn(qpn);
+        if let Some(ctx) = s.file.context.as_mut() {
+            ctx.bfregs.free(bfreg.kernel_index);
+        }
+        return Err(Errno(e.errno()));
+    }
     let handle = s.next_handle();
     let driver_resp = mlx5::CreateQpResp { bfreg_index: bfreg.user_index, ..Default::default() };
     let outlen = c.driver_out.len.min(size_of::<mlx5::CreateQpResp>());
@@ -365,11 +407,16 @@ fn check_qp_buffer(addr: u64, size: u64) -> Result<(), Errno> {
 pub(crate) fn query_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
     let cmd = c.request::<uverbs::QueryQp>()?;
     let qpn = s.file.handles.get(cmd.qp_handle, Kind::Qp)?;
-    let resp = {
+    let mut resp = {
         let st = s.dev.state();
         let qp = st.qps.get(&qpn).ok_or(Errno::ENOENT)?;
         query_response(qp)
     };
+    // Like mlx5_ib_query_qp, which reads the state back from the QP context: the hardware
+    // may have moved the QP to ERR on its own.
+    if let Some(state) = s.dev.engine().qp_state(qpn) {
+        resp.qp_state = state;
+    }
     c.respond(resp.as_bytes())
 }
 
@@ -546,7 +593,26 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
         apply(&mut qp.attrs, &cmd, mask, av);
     }
     st.set_qp_state(qpn, new);
+    let attrs = st.qps.get(&qpn).map(|qp| hardware_attributes(&qp.attrs)).unwrap_or_default();
+    drop(st);
+    s.dev.engine().modify_qp(qpn, new as u8, attrs);
     Ok(())
+}
+
+/// What the data path needs of the QP context.
+fn hardware_attributes(a: &QpAttrs) -> QpAttributes {
+    QpAttributes {
+        access_flags: a.remote_access,
+        dest_qpn: a.dest_qp_num,
+        dgid: a.av.as_ref().map(|av| av.dgid).unwrap_or_default(),
+        sq_psn: a.sq_psn,
+        rq_psn: a.rq_psn,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        min_rnr_timer: a.min_rnr_timer,
+        max_rd_atomic: a.max_rd_atomic,
+    }
 }
 
 fn state_of(v: u8) -> Result<QpState, Errno> {
@@ -666,7 +732,8 @@ pub(crate) fn destroy_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     if let Some(ctx) = s.file.context.as_mut() {
         ctx.bfregs.free(qp.bfreg.kernel_index);
     }
-    s.dev.free_qpn(qpn);
+    let hw_events = s.dev.free_qpn(qpn);
     s.file.handles.remove(cmd.qp_handle);
-    c.respond(uverbs::DestroyQpResp { events_reported: qp.events_reported }.as_bytes())
+    let events_reported = qp.events_reported.wrapping_add(hw_events);
+    c.respond(uverbs::DestroyQpResp { events_reported }.as_bytes())
 }

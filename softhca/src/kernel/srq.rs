@@ -8,10 +8,14 @@ use super::call::{Call, read_extended};
 use super::caps::{LOG_MAX_SRQ_SZ, MAX_RECV_SGE};
 use super::handles::{Kind, Object};
 use crate::errno::Errno;
+use crate::hca::app_memory::AppSpan;
+use crate::hca::events::EventSink;
+use crate::hca::shared_receive_queue::SrqSetup;
 use crate::objects::Srq;
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
 use ferrodat_abi::uverbs::{self, srq_attr};
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// `sizeof(struct mlx5_wqe_srq_next_seg)`: the link at the head of every SRQ WQE.
@@ -62,10 +66,7 @@ pub(crate) fn create_srq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
         };
         c.respond(resp.as_bytes())
     });
-    if let Err(e) = written {
-        s.dev.free_srqn(srqn);
-        return Err(e);
-    }
+    written?;
     let srq = Srq {
         srqn,
         user_handle: cmd.user_handle,
@@ -80,6 +81,26 @@ pub(crate) fn create_srq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
         async_file,
         events_reported: 0,
     };
+    // SAFETY: the buffer and doorbell record were checked mapped above; the application
+    // keeps them until DESTROY_SRQ (the Uverbs memory contract).
+    let (buf, dbrec) = unsafe {
+        (
+            AppSpan::new(srq.buf_addr as usize, buf_size as usize),
+            AppSpan::new(srq.db_addr as usize, 8),
+        )
+    };
+    s.dev.engine().add_srq(
+        SrqSetup {
+            srqn,
+            user_handle: srq.user_handle,
+            pdn,
+            buf,
+            wqe_count: srq.wqe_cnt,
+            wqe_shift: srq.wqe_shift,
+            dbrec,
+        },
+        Some(srq.async_file.clone() as Arc<dyn EventSink>),
+    );
     s.dev.state().srqs.insert(srqn, srq);
     s.file.handles.insert(Object::Srq(srqn));
     Ok(())
@@ -98,6 +119,8 @@ pub(crate) fn modify_srq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
             return Err(Errno::EINVAL);
         }
         srq.limit = cmd.srq_limit;
+        drop(st);
+        s.dev.engine().set_srq_limit(srqn, cmd.srq_limit);
     }
     Ok(())
 }
@@ -112,7 +135,8 @@ pub(crate) fn destroy_srq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno
     }
     let srq = st.srqs.remove(&srqn).ok_or(Errno::ENOENT)?;
     drop(st);
-    s.dev.free_srqn(srqn);
+    let hw_events = s.dev.free_srqn(srqn);
     s.file.handles.remove(cmd.srq_handle);
-    c.respond(uverbs::DestroySrqResp { events_reported: srq.events_reported }.as_bytes())
+    let events_reported = srq.events_reported.wrapping_add(hw_events);
+    c.respond(uverbs::DestroySrqResp { events_reported }.as_bytes())
 }
