@@ -57,6 +57,8 @@ fn echo_child() {
     }
     say("GO");
     let mut echoed = 0u64;
+    let mut wr =
+        SendWr { opcode: opcode::SEND, inline: Some(vec![0x5a; MESSAGE]), ..Default::default() };
     while echoed < rounds {
         let Some(wc) = cq.poll_one() else {
             engine.progress();
@@ -67,12 +69,7 @@ fn echo_child() {
         }
         qp.post_recv(&[(mr.addr(), 64, mr.key)]);
         echoed += 1;
-        let wr = SendWr {
-            opcode: opcode::SEND,
-            inline: Some(vec![0x5a; MESSAGE]),
-            signaled: echoed % 64 == 0,
-            ..Default::default()
-        };
+        wr.signaled = echoed % 64 == 0;
         qp.post_send(&engine, &wr);
     }
     // Answer until the parent is done reading its completions.
@@ -132,14 +129,11 @@ fn measure_softhca(samples: usize, rounds: u32) -> Summary {
         qp.post_recv(&[(mr.addr(), 64, mr.key)]);
     }
     let mut sent = 0u64;
+    let mut wr =
+        SendWr { opcode: opcode::SEND, inline: Some(vec![0xa5; MESSAGE]), ..Default::default() };
     let mut round_trip = || {
         sent += 1;
-        let wr = SendWr {
-            opcode: opcode::SEND,
-            inline: Some(vec![0xa5; MESSAGE]),
-            signaled: sent % 64 == 0,
-            ..Default::default()
-        };
+        wr.signaled = sent % 64 == 0;
         qp.post_send(&engine, &wr);
         loop {
             let Some(wc) = cq.poll_one() else {

@@ -38,6 +38,9 @@ pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
 /// The largest receive entry (`max_rq_desc_sz` of GET_CONTEXT is 512).
 const MAX_RECEIVE_ENTRY_BYTES: usize = 1024;
 
+/// A requester asks for an immediate ACK at least this often, so unsignalled WQEs retire.
+const ACK_REQUEST_EVERY: usize = 16;
+
 /// Responses queued but not yet on the ring before the responder stops reading requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
 
@@ -158,6 +161,7 @@ struct Outstanding {
     wqe_index: u16,
     wqe_opcode: u8,
     signaled: bool,
+    fence: bool,
     psn: u32,
     operation: Operation,
     /// Completed: `Ok(byte_cnt)` or `Err(syndrome)`.
@@ -191,6 +195,7 @@ struct InboundMessage {
     targets: Vec<AppSpan>,
     imm: Option<[u8; 4]>,
     solicited: bool,
+    ack_request: bool,
 }
 
 /// A response the responder owes the requester.
@@ -256,6 +261,11 @@ pub struct QueuePair {
     segment: Vec<u8>,
     /// Asynchronous events delivered for this QP (DESTROY_QP reports them).
     async_events_reported: u32,
+    /// An ACK owed but held back for a piggyback: the PSN, and whether a whole responder
+    /// pass has gone by since (then it goes out on its own).
+    deferred_ack: Option<(u32, bool)>,
+    /// The scatter list of the last message, kept for its allocation.
+    spare_targets: Vec<AppSpan>,
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -308,6 +318,8 @@ impl QueuePair {
             unannounced: false,
             segment: Vec::new(),
             async_events_reported: 0,
+            deferred_ack: None,
+            spare_targets: Vec::new(),
         }
     }
 
@@ -340,7 +352,11 @@ impl QueuePair {
             && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
         let blocked_transmit = self.resume_at.is_none()
             && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
-        if unattached || !self.responses.is_empty() || blocked_transmit {
+        if unattached
+            || !self.responses.is_empty()
+            || blocked_transmit
+            || self.deferred_ack.is_some()
+        {
             return Attention::Always;
         }
         match self.next_deadline() {
@@ -394,6 +410,7 @@ impl QueuePair {
         self.inbound = None;
         self.rnr_psn = None;
         self.responses.clear();
+        self.deferred_ack = None;
         self.last_wqe_reported = false;
         if let Some(peer) = self.link.peer.take() {
             drop(peer);
@@ -519,6 +536,7 @@ impl QueuePair {
         }
         self.flush_receives(hw);
         self.responses.clear();
+        self.deferred_ack = None;
         self.rnr_psn = None;
         if self.setup.srqn.is_some() && !self.last_wqe_reported {
             self.last_wqe_reported = true;
@@ -540,6 +558,7 @@ impl QueuePair {
                 wqe_index,
                 wqe_opcode: op,
                 signaled: true,
+                fence: false,
                 psn: 0,
                 operation: Operation::Local,
                 outcome: None,
@@ -638,6 +657,7 @@ impl QueuePair {
                         wqe_index,
                         wqe_opcode: op,
                         signaled: true,
+                        fence: false,
                         psn: self.next_psn,
                         operation: Operation::Local,
                         outcome: Some(Err(syndrome)),
@@ -658,6 +678,7 @@ impl QueuePair {
             wqe_index: wqe.wqe_index,
             wqe_opcode: wqe.opcode,
             signaled: wqe.signaled,
+            fence: wqe.fence,
             psn: 0,
             operation: Operation::Local,
             outcome: None,
@@ -730,25 +751,22 @@ impl QueuePair {
                 self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
                 continue;
             }
-            let in_flight_reads = self
-                .outstanding
-                .iter()
-                .take(self.cursor.index)
-                .filter(|p| p.is_read_or_atomic() && p.outcome.is_none());
-            let reads = in_flight_reads.count();
-            let (pos, is_read) = (o.sq_pos, o.is_read_or_atomic());
-            if self.cursor.offset == 0 {
-                if self.read_wqe(pos, &mut bytes).is_none() {
-                    break;
-                }
-                let fenced = send_wqe::decode(&bytes).map(|w| w.fence).unwrap_or(false);
-                if fenced && reads > 0 {
+            let (pos, is_read, fence) = (o.sq_pos, o.is_read_or_atomic(), o.fence);
+            if self.cursor.offset == 0 && (fence || is_read) {
+                let reads = self
+                    .outstanding
+                    .iter()
+                    .take(self.cursor.index)
+                    .filter(|p| p.is_read_or_atomic() && p.outcome.is_none())
+                    .count();
+                if fence && reads > 0 {
                     break;
                 }
                 if is_read && reads >= usize::from(self.attrs.max_rd_atomic.max(1)) {
                     break;
                 }
-            } else if self.read_wqe(pos, &mut bytes).is_none() {
+            }
+            if self.read_wqe(pos, &mut bytes).is_none() {
                 break;
             }
             match self.send_packets(&bytes, hw) {
@@ -777,6 +795,9 @@ impl QueuePair {
         };
         if wqe.solicited {
             header.flags |= flag::SOLICITED;
+        }
+        if wqe.signaled || self.setup.sq_sig_all || self.unacknowledged() >= ACK_REQUEST_EVERY {
+            header.flags |= flag::ACK_REQUEST;
         }
         if let Some(r) = wqe.remote {
             header.remote_addr = r.addr;
@@ -845,12 +866,30 @@ impl QueuePair {
         }
     }
 
+    /// SEND/WRITE messages sent and not yet acknowledged.
+    fn unacknowledged(&self) -> usize {
+        self.outstanding
+            .iter()
+            .take(self.cursor.index)
+            .filter(|o| o.outcome.is_none() && matches!(o.operation, Operation::Transfer))
+            .count()
+    }
+
     fn push(&mut self, header: &PacketHeader, payload: &[u8]) -> bool {
         let mut h = *header;
         h.payload_len = payload.len() as u32;
+        // A request carries the ACK the responder side owes, saving a packet.
+        let piggyback = h.kind < kind::ACK && self.deferred_ack.is_some();
+        if piggyback {
+            h.flags |= flag::ACK_PIGGYBACK;
+            h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
+        }
         let pushed =
             self.link.outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]).is_ok();
         self.unannounced |= pushed;
+        if pushed && piggyback {
+            self.deferred_ack = None;
+        }
         pushed
     }
 
@@ -939,7 +978,12 @@ impl QueuePair {
                     }
                     if header.kind >= kind::ACK {
                         self.handle_response(&header, &payload, hw);
-                    } else if self.state != qp_state::ERR {
+                    } else {
+                        if header.flags & flag::ACK_PIGGYBACK != 0 {
+                            self.ack_timer_running = false;
+                            self.timeouts = 0;
+                            self.ack_through(header.ack_psn);
+                        }
                         self.handle_request(&header, &payload, hw);
                     }
                 }
@@ -959,6 +1003,16 @@ impl QueuePair {
         self.complete_in_order(hw);
         if self.state == qp_state::RTS {
             self.transmit(hw);
+        }
+        // An ACK held back for a whole pass with no request to ride on goes out alone.
+        match self.deferred_ack {
+            Some((psn, true)) => {
+                self.deferred_ack = None;
+                self.respond(kind::ACK, psn, 0, 0);
+                self.send_responses(hw);
+            }
+            Some((psn, false)) => self.deferred_ack = Some((psn, true)),
+            None => {}
         }
     }
 
@@ -1199,7 +1253,9 @@ impl QueuePair {
         if h.flags & flag::LAST == 0 {
             return;
         }
-        let msg = self.inbound.take().expect("message in progress");
+        msg.ack_request = h.flags & flag::ACK_REQUEST != 0;
+        let mut msg = self.inbound.take().expect("message in progress");
+        self.spare_targets = std::mem::take(&mut msg.targets);
         self.expected_psn = wire::next_psn(self.expected_psn);
         if let Some(entry) = msg.entry {
             let cqe_op = match (msg.kind, msg.imm.is_some()) {
@@ -1224,7 +1280,12 @@ impl QueuePair {
                 return;
             }
         }
-        self.respond(kind::ACK, msg.psn, 0, 0);
+        if msg.ack_request {
+            self.deferred_ack = None;
+            self.respond(kind::ACK, msg.psn, 0, 0);
+        } else {
+            self.deferred_ack = Some((msg.psn, false));
+        }
     }
 
     /// Checks a new request and sets up its message. False: it was answered (NAK, RNR,
@@ -1238,7 +1299,8 @@ impl QueuePair {
                     self.rnr(h.psn);
                     return false;
                 };
-                let mut targets = Vec::new();
+                let mut targets = std::mem::take(&mut self.spare_targets);
+                targets.clear();
                 let mut capacity = 0u64;
                 let mut raw = [0u8; MAX_RECEIVE_ENTRY_BYTES];
                 let stride = entry.bytes.len().min(raw.len());
@@ -1278,6 +1340,7 @@ impl QueuePair {
                     targets,
                     imm: with_imm.then_some(h.imm),
                     solicited: h.flags & flag::SOLICITED != 0,
+                    ack_request: false,
                 });
                 true
             }
@@ -1324,6 +1387,7 @@ impl QueuePair {
                     targets: target.into_iter().collect(),
                     imm: with_imm.then_some(h.imm),
                     solicited: h.flags & flag::SOLICITED != 0,
+                    ack_request: false,
                 });
                 true
             }

@@ -53,6 +53,13 @@ pub mod flag {
     pub const SOLICITED: u8 = 4;
     /// The message carries immediate data (`imm`).
     pub const IMMEDIATE: u8 = 8;
+    /// The requester wants an ACK for this message at once (a signalled WQE, or enough
+    /// unacknowledged ones), like the AckReq bit of an RC packet. Other messages are
+    /// acknowledged late: piggybacked on the responder's next request, or after one more
+    /// pass of the responder.
+    pub const ACK_REQUEST: u8 = 16;
+    /// `ack_psn` acknowledges every request of the receiver up to it (a piggybacked ACK).
+    pub const ACK_PIGGYBACK: u8 = 32;
 }
 
 /// NAK reasons (the requester turns them into the matching CQE syndrome).
@@ -103,9 +110,14 @@ pub struct PacketHeader {
     pub operand: u64,
     /// Compare-and-swap: the compare value.
     pub compare: u64,
+    /// With [`flag::ACK_PIGGYBACK`]: the sender's responder has completed every request
+    /// up to this PSN.
+    pub ack_psn: u32,
+    /// Zero.
+    pub reserved: u32,
 }
 
-const _: () = assert!(size_of::<PacketHeader>() == 64);
+const _: () = assert!(size_of::<PacketHeader>() == 72);
 
 /// PSNs are 24-bit and wrap.
 pub const PSN_MASK: u32 = 0x00ff_ffff;

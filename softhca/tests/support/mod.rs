@@ -349,7 +349,12 @@ impl Qp {
     /// Writes one WQE at the producer position; returns its WQE index.
     pub fn write_wqe(&mut self, wr: &SendWr) -> u16 {
         let idx = self.sq_pi;
-        let mut bytes = Vec::new();
+        let mut bytes = [0u8; 1024];
+        let mut len = 16;
+        let put = |bytes: &mut [u8; 1024], len: &mut usize, seg: &[u8]| {
+            bytes[*len..*len + seg.len()].copy_from_slice(seg);
+            *len += seg.len();
+        };
         let mut flags = 0;
         if wr.signaled {
             flags |= wqe_ctrl::CQ_UPDATE;
@@ -360,36 +365,26 @@ impl Qp {
         if wr.fence {
             flags |= wqe_ctrl::FENCE;
         }
-        bytes.extend_from_slice(&[0u8; 16]);
         if let Some((addr, rkey)) = wr.remote {
-            bytes.extend_from_slice(
-                WqeRaddrSeg { raddr: U64::new(addr), rkey: U32::new(rkey), reserved: U32::new(0) }
-                    .as_bytes(),
-            );
+            let seg =
+                WqeRaddrSeg { raddr: U64::new(addr), rkey: U32::new(rkey), reserved: U32::new(0) };
+            put(&mut bytes, &mut len, seg.as_bytes());
         }
         if let Some((swap, cmp)) = wr.atomic {
-            bytes.extend_from_slice(
-                WqeAtomicSeg { swap_add: U64::new(swap), compare: U64::new(cmp) }.as_bytes(),
-            );
+            let seg = WqeAtomicSeg { swap_add: U64::new(swap), compare: U64::new(cmp) };
+            put(&mut bytes, &mut len, seg.as_bytes());
         }
         if let Some(data) = &wr.inline {
-            bytes.extend_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
-            bytes.extend_from_slice(data);
-            while bytes.len() % 16 != 0 {
-                bytes.push(0);
-            }
+            put(&mut bytes, &mut len, &(INLINE_SEG | data.len() as u32).to_be_bytes());
+            put(&mut bytes, &mut len, data);
+            len = len.next_multiple_of(16);
         }
-        for &(addr, len, lkey) in &wr.sges {
-            bytes.extend_from_slice(
-                WqeDataSeg {
-                    byte_count: U32::new(len),
-                    lkey: U32::new(lkey),
-                    addr: U64::new(addr),
-                }
-                .as_bytes(),
-            );
+        for &(addr, l, lkey) in &wr.sges {
+            let seg =
+                WqeDataSeg { byte_count: U32::new(l), lkey: U32::new(lkey), addr: U64::new(addr) };
+            put(&mut bytes, &mut len, seg.as_bytes());
         }
-        let ds = bytes.len() / 16;
+        let ds = len / 16;
         let ctrl = WqeCtrlSeg {
             opmod_idx_opcode: U32::new(u32::from(idx) << 8 | u32::from(wr.opcode)),
             qpn_ds: U32::new(self.qpn << 8 | ds as u32),
@@ -398,10 +393,9 @@ impl Qp {
             ..Default::default()
         };
         bytes[..16].copy_from_slice(ctrl.as_bytes());
-        let wqebbs = bytes.len().div_ceil(64);
-        bytes.resize(wqebbs * 64, 0);
+        let wqebbs = len.div_ceil(64);
         // Write WQEBB by WQEBB, wrapping at the ring end like mlx5.
-        for (i, chunk) in bytes.chunks(64).enumerate() {
+        for (i, chunk) in bytes[..wqebbs * 64].chunks(64).enumerate() {
             let pos = (u32::from(idx) + i as u32) & (self.sq_wqebbs - 1);
             self.sq.write(pos as usize * 64, chunk);
         }
