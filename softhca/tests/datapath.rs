@@ -495,3 +495,55 @@ fn dead_peer_ends_in_retry_exceeded() {
     let w = p.cq_a.wait(&p.engine, 1, WAIT);
     assert_eq!(w[0].syndrome, Some(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
 }
+
+#[test]
+fn a_wqe_the_hca_cannot_execute_is_a_local_qp_operation_error() {
+    let mut p = pair("badop", rc_attrs());
+    let wr = SendWr { opcode: 0x3e, signaled: true, ..Default::default() };
+    let bad = p.a.post_send(&p.engine, &wr);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(
+        (w[0].opcode, w[0].syndrome, w[0].wqe_counter),
+        (cqe_opcode::REQ_ERR, Some(cqe_syndrome::LOCAL_QP_OP_ERR), bad)
+    );
+}
+
+#[test]
+fn a_receive_buffer_with_a_bad_key_fails_both_sides() {
+    let mut p = pair("remop", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let ridx = p.b.post_recv(&[(dst.addr(), 64, dst.key ^ 0x100)]);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(
+        wa[0].syndrome,
+        Some(cqe_syndrome::REMOTE_OP_ERR),
+        "requester: remote operational error"
+    );
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(
+        (wb[0].opcode, wb[0].syndrome, wb[0].wqe_counter),
+        (cqe_opcode::RESP_ERR, Some(cqe_syndrome::LOCAL_PROT_ERR), ridx)
+    );
+    assert_eq!(dst.buf.read(0, 64), vec![0; 64], "nothing written");
+}
+
+#[test]
+fn the_largest_inline_wqe() {
+    // ds is 6 bits: 63 units of 16 bytes = ctrl (16) + inline header (4) + 988 bytes.
+    let mut p = pair_with("maxinline", rc_attrs(), 64, 64);
+    let dst = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let data: Vec<u8> = (0..988u32).map(|i| (i * 13) as u8).collect();
+    p.b.post_recv(&[(dst.addr(), 4096, dst.key)]);
+    let wr = SendWr {
+        opcode: opcode::SEND,
+        inline: Some(data.clone()),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &wr);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].byte_cnt, 988);
+    assert_eq!(dst.buf.read(0, 988), data);
+}
