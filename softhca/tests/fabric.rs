@@ -1,24 +1,23 @@
 //! Tests of the softhca fabric: registry, instances, wake-ups, rings — across processes.
 //!
 //! Multi-process tests re-execute this test binary (`current_exe() --exact child_role`)
-//! with `FABRIC_TEST_ROLE` selecting what the child does and `FERRODAT_SOFTHCA_SHM_DIR`
+//! with `SOFTHCA_TEST_ROLE` selecting what the child does and `FERRODAT_SOFTHCA_SHM_DIR`
 //! pointing at the test's private directory under /dev/shm. Children talk to the parent
 //! with `@@ ...` lines on stdout and read commands from stdin. Synchronisation is always
 //! on observed state (lines, counters, thread states), never on fixed sleeps.
 
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
+
+mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
     FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, WaitOutcome,
 };
+use support::child::{ChildProc, ROLE_ENV, read_command};
 
-const ROLE_ENV: &str = "FABRIC_TEST_ROLE";
 const ARG_ENV: &str = "FABRIC_TEST_ARG";
 const CHILD_DEADLINE: Duration = Duration::from_secs(20);
 
@@ -58,98 +57,16 @@ fn gid(n: u8) -> Gid {
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, n]
 }
 
-/// A re-executed copy of this test binary playing `role`.
-struct ChildProc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-}
-
-impl ChildProc {
-    fn spawn(role: &str, dir: &Path, arg: &str) -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-            .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-            .env(ROLE_ENV, role)
-            .env(ARG_ENV, arg)
-            .env(SHM_DIR_ENV, dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn child test process");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stdin = child.stdin.take();
-        let (sender, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // libtest may print "test child_role ... " before our first line.
-                if let Some(at) = line.find("@@ ")
-                    && sender.send(line[at + 3..].to_string()).is_err()
-                {
-                    break;
-                }
-            }
-        });
-        Self { child, stdin, lines }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The next message starting with `word`, or panic after the deadline / child exit.
-    fn expect(&mut self, word: &str) -> String {
-        let deadline = Instant::now() + CHILD_DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(rest) = line.strip_prefix(word) {
-                        return rest.trim().to_string();
-                    }
-                    assert!(!line.starts_with("FAIL"), "child failed: {line}");
-                }
-                Err(RecvTimeoutError::Timeout) => panic!("child: no {word} within the deadline"),
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait().map(|s| s.to_string());
-                    panic!("child exited ({status:?}) before sending {word}")
-                }
-            }
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write to child");
-        stdin.flush().expect("flush to child");
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin.take());
-        let status = self.child.wait().expect("wait for child");
-        assert!(status.success(), "child failed: {status}");
-    }
-}
-
-impl Drop for ChildProc {
-    fn drop(&mut self) {
-        // Only reached on a failing test: do not leave the child running.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// A re-executed copy of this test binary playing `role` in the fabric at `dir`.
+fn spawn_child(role: &str, dir: &Path, arg: &str) -> ChildProc {
+    let dir = dir.to_str().expect("utf-8 test dir");
+    ChildProc::spawn("child_role", role, &[(SHM_DIR_ENV, dir), (ARG_ENV, arg)])
 }
 
 fn parse_hex_list(text: &str) -> Vec<u32> {
     text.split_whitespace()
         .map(|word| u32::from_str_radix(word.trim_start_matches("0x"), 16).expect("hex"))
         .collect()
-}
-
-fn read_stdin_line() -> String {
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).expect("read stdin");
-    line.trim().to_string()
 }
 
 /// Deterministic record contents: record `i` has `i` bytes (0..=4200).
@@ -181,7 +98,7 @@ fn child_role() {
 
 fn child_alloc(fabric: &FabricDir, count: usize) {
     println!("@@ STARTED");
-    assert_eq!(read_stdin_line(), "go");
+    assert_eq!(read_command(), "go");
     let hca = fabric.open_hca("hca0", gid(1)).expect("open hca0");
     let me = hca.register_instance().expect("register");
     let qpns: Vec<String> =
@@ -189,7 +106,7 @@ fn child_alloc(fabric: &FabricDir, count: usize) {
     println!("@@ UID {:x}", hca.uid());
     println!("@@ QPNS {}", qpns.join(" "));
     // Keep the QPNs until the parent has both lists.
-    assert_eq!(read_stdin_line(), "exit");
+    assert_eq!(read_command(), "exit");
 }
 
 fn child_hold(fabric: &FabricDir) {
@@ -204,7 +121,7 @@ fn child_hold(fabric: &FabricDir) {
     }
     println!("@@ HELD {}", qpns.join(" "));
     // Block until killed (or the parent closes stdin).
-    let _ = read_stdin_line();
+    let _ = read_command();
 }
 
 /// Creates a QP on hca1, then consumes the parent's ring from hca0 and verifies it.
@@ -213,7 +130,7 @@ fn child_consume(fabric: &FabricDir) {
     let me = hca1.register_instance().expect("register");
     let qp = me.alloc_qpn().expect("alloc");
     println!("@@ QPN {:x}", qp.qpn);
-    let producer_qpn = u32::from_str_radix(&read_stdin_line(), 16).expect("producer qpn");
+    let producer_qpn = u32::from_str_radix(&read_command(), 16).expect("producer qpn");
     let hca0 = fabric.find_hca_by_gid(gid(1)).expect("scan").expect("hca0 by GID");
     let mut inbound = hca0.open_ring(producer_qpn, qp.qpn).expect("open ring");
     let producer_waker = hca0.waker_for_qp(producer_qpn).expect("producer is live");
@@ -302,7 +219,7 @@ fn two_processes_allocate_qpns_concurrently_without_duplicates() {
     let dir = TestDir::new("alloc");
     const PER_CHILD: usize = 3000;
     let mut children: Vec<ChildProc> =
-        (0..2).map(|_| ChildProc::spawn("alloc", &dir.path, &PER_CHILD.to_string())).collect();
+        (0..2).map(|_| spawn_child("alloc", &dir.path, &PER_CHILD.to_string())).collect();
     // Both open the (not yet existing) registry at the same moment: also races creation.
     for child in &mut children {
         child.expect("STARTED");
@@ -339,7 +256,7 @@ fn two_processes_allocate_qpns_concurrently_without_duplicates() {
 #[test]
 fn killed_process_is_reclaimed_by_the_next_opener() {
     let dir = TestDir::new("killed");
-    let mut child = ChildProc::spawn("hold", &dir.path, "");
+    let mut child = spawn_child("hold", &dir.path, "");
     let qpns = parse_hex_list(&child.expect("HELD"));
     let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
     for &qpn in &qpns {
@@ -536,7 +453,7 @@ fn futex_sleep_is_woken_by_another_process() {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     let arg = format!("{} {tid} {}", std::process::id(), qp.qpn);
-    let mut child = ChildProc::spawn("waker", &dir.path, &arg);
+    let mut child = spawn_child("waker", &dir.path, &arg);
     let started = Instant::now();
     let outcome = me.wait_for_work(Some(CHILD_DEADLINE), || false);
     let slept = started.elapsed();
@@ -608,7 +525,7 @@ fn ring_round_trips_records_across_processes_and_wraps() {
     let hca0 = fabric.open_hca("hca0", gid(1)).expect("open hca0");
     let me = hca0.register_instance().expect("register");
     let qp = me.alloc_qpn().expect("alloc");
-    let mut child = ChildProc::spawn("consume", &dir.path, "");
+    let mut child = spawn_child("consume", &dir.path, "");
     let peer_qpn = u32::from_str_radix(&child.expect("QPN"), 16).expect("peer qpn");
     let hca1 = fabric.find_hca_by_gid(gid(2)).expect("scan").expect("hca1 by GID");
     let notifier = hca1.notifier_for_qp(peer_qpn).expect("peer QP live");

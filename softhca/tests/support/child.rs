@@ -75,6 +75,17 @@ impl ChildProc {
         stdin.flush().expect("flush child stdin");
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Closes the child's stdin and requires a successful exit.
+    pub fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait for child");
+        assert!(status.success(), "child failed: {status}");
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
