@@ -547,3 +547,33 @@ fn the_largest_inline_wqe() {
     assert_eq!(wb[0].byte_cnt, 988);
     assert_eq!(dst.buf.read(0, 988), data);
 }
+
+/// CPU time (user + system) this process has used.
+fn process_cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct it is given.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    // SAFETY: initialised by the successful call above.
+    let u = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+#[test]
+fn an_idle_progress_thread_costs_no_cpu() {
+    let p = pair("idle", rc_attrs());
+    p.engine.start_progress_thread().unwrap();
+    // Let it pass its spinning phase, then measure a quiet half second.
+    std::thread::sleep(Duration::from_millis(100));
+    let before = process_cpu_time();
+    std::thread::sleep(Duration::from_millis(500));
+    let used = process_cpu_time() - before;
+    assert!(
+        used < Duration::from_millis(25),
+        "idle progress thread used {used:?} of CPU in 500 ms"
+    );
+    p.engine.stop_progress_thread();
+}
