@@ -17,6 +17,53 @@
 //!
 //! User addresses in commands are checked as the kernel's `copy_to_user` and pinning would
 //! check them ([`user_memory`]): a bad one gives EFAULT, never a crash.
+//!
+//! # The hardware side
+//!
+//! Each device owns an [`hca::engine::Engine`]: the CQs, QPs, SRQs and memory regions the
+//! commands created, as a ConnectX would hold them. It reads send WQEs from the queue
+//! buffers (up to the SQ counter in the doorbell record), checks every local and remote key
+//! ([`hca::mr`]), moves the data, and writes CQE64s owner-byte-last into the CQ buffers
+//! ([`hca::cqe`]). RC semantics ([`hca::queue_pair`]): in-order completion, unsignalled
+//! WQEs completing silently, NAKs mapped to the syndromes hardware reports, RNR NAK and
+//! retry, the transport timeout (`4.096 µs × 2^timeout`, `retry_cnt` times), and ERR
+//! flushing every WQE.
+//!
+//! # Driving model
+//!
+//! softhca works on the threads that call it; nothing runs behind the driver's back unless
+//! asked. Two entry points stand in for what the silicon does by itself, and are no-ops on
+//! hardware:
+//!
+//! - [`Uverbs::doorbell_rung`] after the driver wrote a UAR: a send doorbell executes the
+//!   QP's new WQEs right away, on the caller's thread; the CQ doorbell arms the CQ (one
+//!   completion event per arm, at once if completions already wait).
+//! - [`Uverbs::progress`] when a poll finds the CQ empty: read the peers' packets (answer
+//!   their requests, complete ours) and run timers. An idle call is a few atomic loads.
+//!
+//! A process that must answer one-sided operations (RDMA READ/WRITE, atomics) or SENDs
+//! while it does not poll — a server blocked elsewhere, as hardware would serve it — runs
+//! the progress thread: [`hca::engine::Engine::start_progress_thread`], or
+//! `FERRODAT_SOFTHCA_PROGRESS_THREAD=1` for every device. It spins briefly after work, then
+//! sleeps on a futex until a peer sends a packet or a timer falls due: idle, it costs no
+//! CPU. All hardware-side work of one device in one process is serialised by one mutex.
+//!
+//! # Between processes
+//!
+//! HCAs on one host meet in a directory under `/dev/shm` ([`fabric`]): a registry per HCA
+//! name hands out QPNs, CQNs, keys unique across processes and records which process owns
+//! each QP; each QP writes its packets ([`hca::wire`]) into a shared-memory ring its peer
+//! reads. A process that dies leaves nothing the next one trips over (its entries and
+//! files are swept by pid and start time), and its peers' requests time out into
+//! `RETRY_EXC_ERR` rather than hanging.
+//!
+//! # Limits
+//!
+//! RC only (UC, UD, XRC, raw packet: EOPNOTSUPP); one port; static UARs; 64-byte CQEs;
+//! one host (no UDP between hosts yet); registered memory is not pinned or charged to
+//! RLIMIT_MEMLOCK, and the application must keep queues and registered buffers mapped while
+//! the HCA may use them, as with pinned memory. Messages travel in 16 KiB segments whatever
+//! the path MTU.
 
 pub mod config;
 pub mod device;

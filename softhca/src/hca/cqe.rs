@@ -166,7 +166,7 @@ impl CqProducer {
         Ok(())
     }
 
-    /// The arm word the consumer last wrote into doorbell record [1]:
+    /// The arm word the consumer last wrote into doorbell record word 1:
     /// `sn << 28 | cmd << 24 | ci`.
     pub fn arm_word(&self) -> Result<u32, OutOfSpan> {
         self.dbrec.read_be32(4)

@@ -1,7 +1,7 @@
 //! An RC queue pair as the HCA runs it.
 //!
 //! - The **requester** reads the send queue between what it has executed and the SQ
-//!   counter in doorbell record [1], checks each WQE's local keys, turns it into request
+//!   counter in doorbell record word 1, checks each WQE's local keys, turns it into request
 //!   packets on the QP's outbound ring, and completes WQEs in order as responses arrive
 //!   (unsignalled ones without a CQE). RDMA READ data and atomic results land in the WQE's
 //!   local buffers. A NAK, an exhausted RNR or transport retry count, or a WQE it cannot
@@ -75,7 +75,7 @@ pub struct QpSetup {
     pub rq_wqe_shift: u32,
     /// Bytes to skip at the start of each receive entry (a signature segment).
     pub rq_skip: usize,
-    /// The 8-byte doorbell record: [0] RQ counter, [1] SQ counter.
+    /// The 8-byte doorbell record: word 0 the RQ counter, word 1 the SQ counter.
     pub dbrec: AppSpan,
     /// Every send WQE is signalled.
     pub sq_sig_all: bool,

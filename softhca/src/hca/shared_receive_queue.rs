@@ -44,7 +44,7 @@ pub struct SrqSetup {
     pub wqe_count: u32,
     /// log2 of the entry size.
     pub wqe_shift: u32,
-    /// The doorbell record: [0] = entries posted (16-bit counter).
+    /// The doorbell record: word 0 counts the entries posted (16 bits).
     pub dbrec: AppSpan,
 }
 
