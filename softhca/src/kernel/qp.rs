@@ -413,9 +413,10 @@ pub(crate) fn query_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         query_response(qp)
     };
     // Like mlx5_ib_query_qp, which reads the state back from the QP context: the hardware
-    // may have moved the QP to ERR on its own.
+    // may have moved the QP to ERR on its own. It reports it as the current state too.
     if let Some(state) = s.dev.engine().qp_state(qpn) {
         resp.qp_state = state;
+        resp.cur_qp_state = state;
     }
     c.respond(resp.as_bytes())
 }
@@ -495,6 +496,8 @@ fn port_valid(port: u8) -> bool {
 /// driver data of the extended command (ECE, out-of-order placement) is not modelled.
 fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> Result<(), Errno> {
     let qpn = s.file.handles.get(cmd.qp_handle, Kind::Qp)?;
+    // The QP context's real state: the hardware may have moved the QP to ERR on its own.
+    let hw_in_error = s.dev.engine().qp_state(qpn) == Some(QpState::Err as u8);
     let mut st = s.dev.state();
     let qp = st.qps.get(&qpn).ok_or(Errno::ENOENT)?;
     let mut mask = cmd.attr_mask;
@@ -586,6 +589,12 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
     // The firmware runs e.g. RTS2RTS only on a QP that is in RTS: a CUR_STATE that is not the
     // QP's state fails there.
     if cur != qp.state {
+        return Err(Errno::EINVAL);
+    }
+    // The firmware also checks the QP context, which an error completion may have moved to
+    // ERR behind the kernel's back: from there only 2RST and 2ERR succeed, anything else
+    // fails with a bad resource state (EINVAL).
+    if hw_in_error && !matches!(new, QpState::Reset | QpState::Err) {
         return Err(Errno::EINVAL);
     }
 
