@@ -63,6 +63,12 @@ impl Buffer {
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), v.as_mut_ptr(), len) };
         v
     }
+    /// Copies `out.len()` bytes from `offset` into `out` (no allocation).
+    pub fn read_into(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset + out.len() <= self.len);
+        // SAFETY: in bounds.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), out.as_mut_ptr(), out.len()) };
+    }
     pub fn fill(&self, byte: u8) {
         // SAFETY: in bounds.
         unsafe { std::ptr::write_bytes(self.ptr, byte, self.len) };
@@ -182,7 +188,8 @@ impl Cq {
         Cq { cqn, buf, dbrec, ncqe, ci: 0, arm_sn: 0 }
     }
 
-    /// One CQE if software owns the next entry.
+    /// One CQE if software owns the next entry (as mlx5's poll: check the owner byte,
+    /// read the entry after an acquire fence, release it through the doorbell record).
     pub fn poll_one(&mut self) -> Option<Wc> {
         let at = (self.ci & (self.ncqe - 1)) as usize * 64;
         let op_own = self.buf.read_u8_volatile(at + 63);
@@ -191,11 +198,11 @@ impl Cq {
             return None;
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        let bytes = self.buf.read(at, 64);
-        let cqe = Cqe64::read_from_bytes(&bytes).unwrap();
+        let mut bytes = [0u8; 64];
+        self.buf.read_into(at, &mut bytes);
         let op = op_own >> 4;
         let wc = if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
-            let e = ErrCqe::read_from_bytes(&bytes).unwrap();
+            let e = ErrCqe::ref_from_bytes(&bytes).unwrap();
             Wc {
                 opcode: op,
                 syndrome: Some(e.syndrome),
@@ -208,6 +215,7 @@ impl Cq {
                 solicited: false,
             }
         } else {
+            let cqe = Cqe64::ref_from_bytes(&bytes).unwrap();
             Wc {
                 opcode: op,
                 syndrome: None,
@@ -346,13 +354,19 @@ impl Qp {
         engine.modify_qp(self.qpn, qp_state::RTS, a);
     }
 
-    /// Writes one WQE at the producer position; returns its WQE index.
+    /// Writes one WQE at the producer position, segment by segment straight into the send
+    /// queue (wrapping at the ring end like mlx5); returns its WQE index.
     pub fn write_wqe(&mut self, wr: &SendWr) -> u16 {
         let idx = self.sq_pi;
-        let mut bytes = [0u8; 1024];
+        let ring_bytes = self.sq_wqebbs as usize * SEND_WQE_BB;
+        let base = usize::from(idx) * SEND_WQE_BB;
+        let sq = &self.sq;
         let mut len = 16;
-        let put = |bytes: &mut [u8; 1024], len: &mut usize, seg: &[u8]| {
-            bytes[*len..*len + seg.len()].copy_from_slice(seg);
+        let mut put = |len: &mut usize, seg: &[u8]| {
+            for (i, chunk) in seg.chunks(16).enumerate() {
+                let at = (base + *len + i * 16) & (ring_bytes - 1);
+                sq.write(at, chunk);
+            }
             *len += seg.len();
         };
         let mut flags = 0;
@@ -368,21 +382,29 @@ impl Qp {
         if let Some((addr, rkey)) = wr.remote {
             let seg =
                 WqeRaddrSeg { raddr: U64::new(addr), rkey: U32::new(rkey), reserved: U32::new(0) };
-            put(&mut bytes, &mut len, seg.as_bytes());
+            put(&mut len, seg.as_bytes());
         }
         if let Some((swap, cmp)) = wr.atomic {
             let seg = WqeAtomicSeg { swap_add: U64::new(swap), compare: U64::new(cmp) };
-            put(&mut bytes, &mut len, seg.as_bytes());
+            put(&mut len, seg.as_bytes());
         }
         if let Some(data) = &wr.inline {
-            put(&mut bytes, &mut len, &(INLINE_SEG | data.len() as u32).to_be_bytes());
-            put(&mut bytes, &mut len, data);
-            len = len.next_multiple_of(16);
+            // The inline segment: its byte count, then the data, padded to 16 bytes.
+            let mut seg = [0u8; 16];
+            seg[..4].copy_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
+            let first = data.len().min(12);
+            seg[4..4 + first].copy_from_slice(&data[..first]);
+            put(&mut len, &seg);
+            for chunk in data[first..].chunks(16) {
+                let mut seg = [0u8; 16];
+                seg[..chunk.len()].copy_from_slice(chunk);
+                put(&mut len, &seg);
+            }
         }
         for &(addr, l, lkey) in &wr.sges {
             let seg =
                 WqeDataSeg { byte_count: U32::new(l), lkey: U32::new(lkey), addr: U64::new(addr) };
-            put(&mut bytes, &mut len, seg.as_bytes());
+            put(&mut len, seg.as_bytes());
         }
         let ds = len / 16;
         let ctrl = WqeCtrlSeg {
@@ -392,14 +414,8 @@ impl Qp {
             imm: U32::new(wr.imm),
             ..Default::default()
         };
-        bytes[..16].copy_from_slice(ctrl.as_bytes());
-        let wqebbs = len.div_ceil(64);
-        // Write WQEBB by WQEBB, wrapping at the ring end like mlx5.
-        for (i, chunk) in bytes[..wqebbs * 64].chunks(64).enumerate() {
-            let pos = (u32::from(idx) + i as u32) & (self.sq_wqebbs - 1);
-            self.sq.write(pos as usize * 64, chunk);
-        }
-        self.sq_pi = self.sq_pi.wrapping_add(wqebbs as u16);
+        self.sq.write(base & (ring_bytes - 1), ctrl.as_bytes());
+        self.sq_pi = self.sq_pi.wrapping_add(len.div_ceil(64) as u16);
         idx
     }
 
