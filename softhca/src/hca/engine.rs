@@ -65,13 +65,22 @@ struct Tables {
     slots: IdMap<u16, u32>,
     /// QPs to run on every pass (waiting for ring space or a peer's ring).
     always: Vec<u32>,
-    /// QPs with a timer, and when it falls due.
-    timers: IdMap<u32, Instant>,
+    /// QPs that had a timer when last run: a superset of those with one now, pruned when
+    /// the earliest timer falls due (so filing a timer costs a flag check, not a map
+    /// update).
+    timers: Vec<u32>,
+    /// No timer of a QP on `timers` falls due before this (it may be early: a timer that
+    /// was stopped or moved leaves it in place until the next pruning). `None`: no timer.
+    earliest: Option<Instant>,
+    /// The last clock reading of any pass: never later than the time, possibly earlier.
+    last_clock: Instant,
     /// Registries of the HCAs our peers are on, by GID.
     peers: HashMap<Gid, Registry>,
     scratch: Vec<u8>,
     /// Reused list of the QPs one pass visits.
     work: Vec<u32>,
+    /// `earliest` as last published in [`Background::earliest_ns`].
+    published_earliest: Option<Instant>,
 }
 
 impl Tables {
@@ -87,24 +96,35 @@ impl Tables {
             async_events: events,
             scratch: &mut self.scratch,
             now: None,
+            coarse_now: self.last_clock,
         };
         f(qp, &mut hw);
-        let attention = qp.attention();
-        let listed = self.always.iter().position(|&q| q == qpn);
-        match (attention, listed) {
-            (Attention::Always, None) => self.always.push(qpn),
-            (Attention::Always, Some(_)) => {}
-            (_, Some(at)) => {
-                self.always.swap_remove(at);
-            }
-            (_, None) => {}
+        if let Some(now) = hw.now {
+            self.last_clock = now;
         }
-        match attention {
-            Attention::At(at) => {
-                self.timers.insert(qpn, at);
+        match qp.attention() {
+            Attention::Always => {
+                if !qp.on_always_list {
+                    qp.on_always_list = true;
+                    self.always.push(qpn);
+                }
+                return;
             }
-            _ => {
-                self.timers.remove(&qpn);
+            Attention::At(at) => {
+                if !qp.on_timer_list {
+                    qp.on_timer_list = true;
+                    self.timers.push(qpn);
+                }
+                if self.earliest.is_none_or(|e| at < e) {
+                    self.earliest = Some(at);
+                }
+            }
+            Attention::None => {}
+        }
+        if qp.on_always_list {
+            qp.on_always_list = false;
+            if let Some(at) = self.always.iter().position(|&q| q == qpn) {
+                self.always.swap_remove(at);
             }
         }
     }
@@ -114,12 +134,43 @@ impl Tables {
         self.qp_events.remove(&qpn);
         self.slots.retain(|_, q| *q != qpn);
         self.always.retain(|&q| q != qpn);
-        self.timers.remove(&qpn);
+        self.timers.retain(|&q| q != qpn);
     }
 
-    /// The earliest timer, if any.
+    /// Adds the QPs whose timer is due at `now` to `work`, prunes the QPs without a
+    /// timer from the list and recomputes the earliest timer.
+    fn due_timers(&mut self, now: Instant, work: &mut Vec<u32>) {
+        if self.earliest.is_none_or(|e| e > now) {
+            return;
+        }
+        self.earliest = None;
+        let mut i = 0;
+        while i < self.timers.len() {
+            let qpn = self.timers[i];
+            let deadline = self.qps.get(&qpn).and_then(QueuePair::next_deadline);
+            match deadline {
+                Some(at) => {
+                    if at <= now {
+                        work.push(qpn);
+                    }
+                    if self.earliest.is_none_or(|e| at < e) {
+                        self.earliest = Some(at);
+                    }
+                    i += 1;
+                }
+                None => {
+                    if let Some(qp) = self.qps.get_mut(&qpn) {
+                        qp.on_timer_list = false;
+                    }
+                    self.timers.swap_remove(i);
+                }
+            }
+        }
+    }
+
+    /// The earliest timer, if any (exact: asks every QP on the list).
     fn earliest_timer(&self) -> Option<Instant> {
-        self.timers.values().min().copied()
+        self.timers.iter().filter_map(|q| self.qps.get(q).and_then(QueuePair::next_deadline)).min()
     }
 }
 
@@ -140,27 +191,39 @@ struct Background {
 const POLLS_PER_CLOCK_READ: u32 = 32;
 
 impl Background {
-    fn publish(&self, t: &Tables) {
-        self.always.store(!t.always.is_empty(), Ordering::Release);
-        let ns = t
-            .earliest_timer()
-            .map(|at| at.saturating_duration_since(self.epoch).as_nanos() as u64)
-            .unwrap_or(u64::MAX);
+    fn publish(&self, t: &mut Tables) {
+        let always = !t.always.is_empty();
+        if self.always.load(Ordering::Relaxed) != always {
+            self.always.store(always, Ordering::Release);
+        }
+        let ns = match t.earliest {
+            Some(at) if Some(at) != t.published_earliest => {
+                at.saturating_duration_since(self.epoch).as_nanos() as u64
+            }
+            Some(_) => return,
+            None if t.published_earliest.is_none() => return,
+            None => u64::MAX,
+        };
+        t.published_earliest = t.earliest;
         self.earliest_ns.store(ns, Ordering::Release);
     }
 
-    /// True if a pass might have something to do besides pending packets.
-    fn due(&self) -> bool {
-        if self.always.load(Ordering::Acquire) {
-            return true;
-        }
+    /// Some QP needs every pass.
+    fn always(&self) -> bool {
+        self.always.load(Ordering::Acquire)
+    }
+
+    /// The time, if a timer may be due: the clock is read only every
+    /// [`POLLS_PER_CLOCK_READ`] calls, and only while some timer runs.
+    fn timer_clock(&self) -> Option<Instant> {
         let ns = self.earliest_ns.load(Ordering::Acquire);
         if ns == u64::MAX
             || self.idle_polls.fetch_add(1, Ordering::Relaxed) % POLLS_PER_CLOCK_READ != 0
         {
-            return false;
+            return None;
         }
-        self.epoch.elapsed().as_nanos() as u64 >= ns
+        let now = Instant::now();
+        (now.saturating_duration_since(self.epoch).as_nanos() as u64 >= ns).then_some(now)
     }
 }
 
@@ -203,7 +266,10 @@ impl Engine {
                 qp_events: IdMap::default(),
                 slots: IdMap::default(),
                 always: Vec::new(),
-                timers: IdMap::default(),
+                timers: Vec::new(),
+                earliest: None,
+                last_clock: Instant::now(),
+                published_earliest: None,
                 peers: HashMap::new(),
                 scratch: Vec::new(),
                 work: Vec::new(),
@@ -319,7 +385,7 @@ impl Engine {
         let _ = self.instance.publish_qp_state(qpn, u32::from(state));
         let mut t = self.tables();
         t.with_qp(qpn, |qp, hw| qp.transition(state, attrs, peer, hw));
-        self.background.publish(&t);
+        self.background.publish(&mut t);
     }
 
     /// DESTROY_QP (or a failed CREATE_QP): drops the QP and its ring, frees the QPN.
@@ -328,7 +394,7 @@ impl Engine {
         let mut t = self.tables();
         let events = t.qps.get(&qpn).map(|qp| qp.async_events_reported()).unwrap_or(0);
         t.forget_qp(qpn);
-        self.background.publish(&t);
+        self.background.publish(&mut t);
         drop(t);
         let _ = self.instance.free_qpn(qpn);
         events
@@ -357,14 +423,15 @@ impl Engine {
     pub fn sq_doorbell(&self, qpn: u32) {
         let mut t = self.tables();
         t.with_qp(qpn, |qp, hw| qp.run_requester(hw));
-        self.background.publish(&t);
+        self.background.publish(&mut t);
     }
 
     /// Does whatever work is waiting: packets from peers, full rings, timers. Returns
     /// true if peers had sent packets. Cheap when idle: a few atomic loads, no lock.
     pub fn progress(&self) -> bool {
         let pending = self.instance.has_pending();
-        if !pending && !self.background.due() {
+        let clock = self.background.timer_clock();
+        if !pending && clock.is_none() && !self.background.always() {
             return false;
         }
         let mut t = self.tables();
@@ -379,12 +446,14 @@ impl Engine {
         }
         let had_packets = !work.is_empty();
         work.extend_from_slice(&t.always);
-        if !t.timers.is_empty() {
-            let now = Instant::now();
-            work.extend(t.timers.iter().filter(|(_, at)| **at <= now).map(|(q, _)| *q));
+        if let Some(now) = clock {
+            t.last_clock = now;
+            t.due_timers(now, &mut work);
         }
-        work.sort_unstable();
-        work.dedup();
+        if work.len() > 1 {
+            work.sort_unstable();
+            work.dedup();
+        }
         for &qpn in &work {
             t.with_qp(qpn, |qp, hw| {
                 qp.run_inbound(hw);
@@ -392,7 +461,7 @@ impl Engine {
             });
         }
         t.work = work;
-        self.background.publish(&t);
+        self.background.publish(&mut t);
         had_packets
     }
 

@@ -120,12 +120,20 @@ pub struct Hardware<'a> {
     pub scratch: &'a mut Vec<u8>,
     /// The time of this pass, read from the clock on first use.
     pub now: Option<Instant>,
+    /// The engine's last clock reading: never later than the true time, possibly earlier.
+    pub coarse_now: Instant,
 }
 
 impl Hardware<'_> {
     /// The time of this pass (one clock read per pass, and none if no timer is involved).
     pub fn now(&mut self) -> Instant {
         *self.now.get_or_insert_with(Instant::now)
+    }
+
+    /// The time of this pass if the clock was read, else the engine's last reading (no
+    /// clock read: for starting timers whose expiry is re-checked against the clock).
+    pub fn coarse_now(&self) -> Instant {
+        self.now.unwrap_or(self.coarse_now)
     }
 }
 
@@ -247,6 +255,14 @@ pub struct QueuePair {
     last_response: Instant,
     /// `last_response` counts: requests are in flight.
     ack_timer_running: bool,
+    /// `last_response` was taken from the engine's last clock reading rather than the
+    /// clock, so it may be early: when the timer expires it is restarted from the clock
+    /// once without counting a retry.
+    ack_timer_coarse: bool,
+    /// The engine keeps this QP on its list of QPs with timers (lazily pruned).
+    pub(crate) on_timer_list: bool,
+    /// The engine keeps this QP on its list of QPs to run on every pass.
+    pub(crate) on_always_list: bool,
     timeouts: u8,
     expected_psn: u32,
     inbound: Option<InboundMessage>,
@@ -309,6 +325,9 @@ impl QueuePair {
             resume_at: None,
             last_response: now,
             ack_timer_running: false,
+            ack_timer_coarse: false,
+            on_timer_list: false,
+            on_always_list: false,
             timeouts: 0,
             expected_psn: 0,
             inbound: None,
@@ -634,6 +653,7 @@ impl QueuePair {
         }
         self.transmit(hw);
         self.complete_in_order(hw);
+        self.arm_ack_timer(hw);
     }
 
     /// Decodes new WQEs into `outstanding`, checking their local keys. Stops after one that
@@ -904,8 +924,7 @@ impl QueuePair {
         }
         if !self.ack_timer_running {
             // Requests just went out: the timeout counts from here.
-            self.ack_timer_running = true;
-            self.last_response = hw.now();
+            self.start_ack_timer(hw);
             return;
         }
         let Some(timeout_us) = wire::ack_timeout_us(self.attrs.timeout) else { return };
@@ -914,6 +933,10 @@ impl QueuePair {
             return;
         }
         self.last_response = now;
+        if std::mem::take(&mut self.ack_timer_coarse) {
+            // Started from a stale reading: count from a real one instead.
+            return;
+        }
         self.timeouts += 1;
         if self.timeouts > self.attrs.retry_cnt.min(7) {
             if let Some(o) = self.outstanding.iter_mut().find(|o| o.outcome.is_none()) {
@@ -921,6 +944,24 @@ impl QueuePair {
             }
             self.cursor.index = self.outstanding.len();
             self.complete_in_order(hw);
+        }
+    }
+
+    /// Starts the transport timer without reading the clock: from the pass's clock
+    /// reading if there was one, else from the engine's last one (then marked coarse).
+    fn start_ack_timer(&mut self, hw: &Hardware<'_>) {
+        self.ack_timer_running = true;
+        self.ack_timer_coarse = hw.now.is_none();
+        self.last_response = hw.coarse_now();
+    }
+
+    /// Requests went out: start the transport timer if it does not run.
+    fn arm_ack_timer(&mut self, hw: &Hardware<'_>) {
+        if !self.ack_timer_running
+            && self.resume_at.is_none()
+            && self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none())
+        {
+            self.start_ack_timer(hw);
         }
     }
 
@@ -1013,6 +1054,9 @@ impl QueuePair {
             }
             Some((psn, false)) => self.deferred_ack = Some((psn, true)),
             None => {}
+        }
+        if self.state == qp_state::RTS {
+            self.arm_ack_timer(hw);
         }
     }
 
