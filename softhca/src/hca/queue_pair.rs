@@ -668,7 +668,20 @@ impl QueuePair {
             let pos = self.sq_head;
             let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
             let entry = match send_wqe::decode(&bytes) {
-                Ok(wqe) => self.admit(pos, &wqe, hw.regions),
+                Ok(wqe) => {
+                    let entry = self.admit(pos, &wqe, hw.regions);
+                    if self.can_transmit_at_once(&entry) {
+                        // The common case: the new WQE is next in line and nothing holds
+                        // it back; send it now, from the bytes just decoded.
+                        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+                        self.outstanding.push_back(entry);
+                        if self.send_packets(&wqe, hw) == Some(true) {
+                            self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                        }
+                        continue;
+                    }
+                    entry
+                }
                 Err(syndrome) => {
                     let (op, wqe_index, _) =
                         send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
@@ -689,6 +702,21 @@ impl QueuePair {
             self.outstanding.push_back(entry);
         }
         *hw.scratch = bytes;
+    }
+
+    /// Whether `entry`, about to be appended, can be transmitted right away: transmission
+    /// has caught up (the cursor is at the end), no RNR back-off runs, there is a peer,
+    /// and it is a SEND or WRITE without a fence (READs and atomics go through
+    /// [`QueuePair::transmit`] for the outstanding-READ limit).
+    fn can_transmit_at_once(&self, entry: &Outstanding) -> bool {
+        self.state == qp_state::RTS
+            && self.cursor.index == self.outstanding.len()
+            && self.cursor.offset == 0
+            && self.resume_at.is_none()
+            && entry.outcome.is_none()
+            && !entry.fence
+            && matches!(entry.operation, Operation::Transfer)
+            && self.link.peer.is_some()
     }
 
     /// Turns a decoded WQE into an outstanding entry, with its local buffers checked.
@@ -789,7 +817,8 @@ impl QueuePair {
             if self.read_wqe(pos, &mut bytes).is_none() {
                 break;
             }
-            match self.send_packets(&bytes, hw) {
+            let Ok(wqe) = send_wqe::decode(&bytes) else { break };
+            match self.send_packets(&wqe, hw) {
                 Some(true) => {
                     self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
                 }
@@ -802,8 +831,7 @@ impl QueuePair {
 
     /// Pushes the packets of the WQE in `bytes` for `outstanding[cursor.index]` from the
     /// cursor's offset. `Some(true)`: all sent; `Some(false)`/`None`: ring full.
-    fn send_packets(&mut self, bytes: &[u8], hw: &mut Hardware<'_>) -> Option<bool> {
-        let wqe = send_wqe::decode(bytes).ok()?;
+    fn send_packets(&mut self, wqe: &SendWqe<'_>, hw: &mut Hardware<'_>) -> Option<bool> {
         let o = &self.outstanding[self.cursor.index];
         let mut header = PacketHeader {
             src_qpn: self.setup.qpn,
@@ -849,7 +877,7 @@ impl QueuePair {
         let base_addr = header.remote_addr;
         let mut payload = std::mem::take(&mut self.segment);
         payload.resize(SEGMENT_BYTES.min(total as usize), 0);
-        let outcome = self.send_segments(&wqe, header, total, base_addr, &mut payload, hw);
+        let outcome = self.send_segments(wqe, header, total, base_addr, &mut payload, hw);
         self.segment = payload;
         outcome
     }
