@@ -581,3 +581,37 @@ fn an_idle_progress_thread_costs_no_cpu() {
     assert!(used * 1000 / ticks_per_s < 20, "idle progress thread used {used} ticks in 500 ms");
     p.engine.stop_progress_thread();
 }
+
+/// Rings polled directly while the application polls go back to notifications before the
+/// progress thread sleeps: a SEND posted while it sleeps still wakes it and completes.
+#[test]
+fn a_sleeping_progress_thread_is_notified_after_rings_were_polled() {
+    let mut p = pair("polled-then-sleep", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    // Ping-pong driven by this thread: both inbound rings become polled.
+    for i in 0..20u32 {
+        p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+        let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+        assert_eq!(wb.len(), 1, "message {i}");
+        let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(wa.len(), 1, "send completion {i}");
+    }
+    // Now only the progress thread moves packets; let it reach its futex sleep.
+    p.engine.start_progress_thread().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 8, src.key)]));
+    // Well within the sleeping thread's 1 s timeout: it must be woken, not time out.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    let (mut got_b, mut got_a) = (None, None);
+    while (got_b.is_none() || got_a.is_none()) && std::time::Instant::now() < deadline {
+        got_b = got_b.or_else(|| p.cq_b.poll_one());
+        got_a = got_a.or_else(|| p.cq_a.poll_one());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(got_b.map(|w| w.opcode), Some(cqe_opcode::RESP_SEND), "the receive completed");
+    assert_eq!(got_a.map(|w| w.syndrome), Some(None), "the send completed");
+    p.engine.stop_progress_thread();
+}

@@ -122,7 +122,7 @@ pub mod ring {
     /// `"FDRING\0\x01"`.
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FDRING\0\x01");
     /// Layout version.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
     /// `u64`: [`MAGIC`].
@@ -150,6 +150,11 @@ pub mod ring {
     pub const OFF_TAIL: usize = LINE;
     /// `u64`: `epoch << 32 | head position` (bytes consumed, wrapping), consumer line.
     pub const OFF_HEAD: usize = 2 * LINE;
+    /// `u32`: the consuming QP's number while it polls this ring (producers then skip the
+    /// pending-slot notification), else 0. Written by the consumer only when it starts or
+    /// stops polling, read by the producer after every push: a read-mostly line. See
+    /// `wake.rs`, "Polled rings".
+    pub const OFF_POLLED_BY: usize = 3 * LINE;
     /// Start of the record area.
     pub const DATA_OFFSET: usize = 4 * LINE;
 

@@ -30,6 +30,12 @@
 //! or the producer resets. The producer trusts nothing either: a `head` that does not lie
 //! within the last `capacity` bytes before `tail` reads as "full".
 //!
+//! # Polling
+//!
+//! The consumer may announce that it polls the ring ([`RingConsumer::set_polling`]); the
+//! producer then needs no notification ([`RingProducer::consumer_polls`]). The protocol is
+//! in `wake.rs`, "Polled rings".
+//!
 //! # Cost
 //!
 //! A push: one load of `head` only when the cached free space is too small, one 8-byte
@@ -40,7 +46,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{Ordering, fence};
 
 use super::FabricError;
 use super::layout::ring as lay;
@@ -360,11 +366,22 @@ impl RingProducer {
         Ok(())
     }
 
+    /// After a push: true if the consumer of the current epoch polls this ring, so it needs
+    /// no notification (see `wake.rs`, "Polled rings": the SeqCst fence orders the tail
+    /// store before this load, against the consumer's flag store and tail re-check).
+    pub fn consumer_polls(&self) -> bool {
+        fence(Ordering::SeqCst);
+        let polled_by = self.map.u32_at(lay::OFF_POLLED_BY).load(Ordering::Relaxed);
+        polled_by != 0 && polled_by == self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed)
+    }
+
     /// Starts a new epoch addressed to `dest_qpn` (at RTR / reconnect): the consumer skips
     /// every record pushed before. Unconsumed old bytes stay accounted as used until the
     /// consumer notices the new epoch, so no byte it may be reading is overwritten.
     pub fn reset(&mut self, dest_qpn: u32) {
         self.epoch = self.epoch.wrapping_add(1).max(1);
+        // A new consumer starts out notified, whatever an earlier one left here.
+        self.map.u32_at(lay::OFF_POLLED_BY).store(0, Ordering::Relaxed);
         self.map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
         self.map.u64_at(lay::OFF_EPOCH_START).store(pack(self.epoch, self.tail), Ordering::Relaxed);
         // Release: a consumer that sees the new epoch in tail sees dest and start too.
@@ -386,6 +403,8 @@ pub struct RingConsumer {
     head: u32,
     attached: bool,
     resyncs: u64,
+    /// We announced in the ring that we poll it (producers skip notifications).
+    polling: bool,
 }
 
 impl std::fmt::Debug for RingConsumer {
@@ -511,6 +530,7 @@ impl RingConsumer {
             head: 0,
             attached: false,
             resyncs: 0,
+            polling: false,
         })
     }
 
@@ -694,6 +714,42 @@ impl RingConsumer {
         Ok(self.consume(|_| ())?.is_some())
     }
 
+    /// True if the producer published something not consumed yet (records or a new
+    /// epoch): one load of the tail, for polling.
+    pub fn may_have_records(&self) -> bool {
+        let tail = self.map.u64_at(lay::OFF_TAIL).load(Ordering::Acquire);
+        match self.epoch {
+            Some(epoch) => tail != pack(epoch, self.head),
+            None => {
+                (tail >> 32) as u32 != 0
+                    && self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed) == self.my_qpn
+            }
+        }
+    }
+
+    /// Whether we announced that we poll this ring.
+    pub fn is_polling(&self) -> bool {
+        self.polling
+    }
+
+    /// Announces that we poll this ring (`true`: the producer stops notifying) or no
+    /// longer do. After `set_polling(false)`, returns [`Self::may_have_records`] checked
+    /// behind a SeqCst fence: true means records may have been pushed without a
+    /// notification, so the caller must read the ring (see `wake.rs`, "Polled rings").
+    pub fn set_polling(&mut self, polling: bool) -> bool {
+        if polling == self.polling {
+            return false;
+        }
+        self.polling = polling;
+        let word = if polling { self.my_qpn } else { 0 };
+        self.map.u32_at(lay::OFF_POLLED_BY).store(word, Ordering::Relaxed);
+        if polling {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        self.may_have_records()
+    }
+
     /// Drops everything published so far (recovery after `Corrupt`). Fails only if the
     /// tail itself is garbage.
     pub fn discard_all(&mut self) -> Result<(), RingError> {
@@ -707,5 +763,19 @@ impl RingConsumer {
         self.head = tail;
         self.store_head();
         Ok(())
+    }
+}
+
+impl Drop for RingConsumer {
+    fn drop(&mut self) {
+        // The producer must notify whoever reads the ring next.
+        if self.polling {
+            let _ = self.map.u32_at(lay::OFF_POLLED_BY).compare_exchange(
+                self.my_qpn,
+                0,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
     }
 }

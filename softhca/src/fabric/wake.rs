@@ -28,6 +28,29 @@
 //! The futex is a shared one (`FUTEX_WAIT`/`FUTEX_WAKE` without `_PRIVATE`): the kernel
 //! keys it by file and offset, which is what makes it work across processes.
 //!
+//! # Polled rings (no notification while the consumer polls)
+//!
+//! A consumer that is actively polling can announce, per inbound ring, that it reads the
+//! ring's tail on every pass: it writes its QPN into the ring's `polled_by` word (its own
+//! read-mostly line, `layout::ring::OFF_POLLED_BY`). A producer, after publishing a record,
+//! skips the pending bit, the summary and the sleepers check when `polled_by` names the
+//! consumer its current epoch is addressed to. Per message this saves the transfers of the
+//! bitmap and summary lines; the producer's extra load hits a line that stays shared.
+//!
+//! Protocol (Dekker-style, no lost records):
+//! - Producer: store `tail` (Release); `fence(SeqCst)`; load `polled_by`; notify as
+//!   above unless it names the consumer.
+//! - Consumer stopping to poll: store `polled_by = 0`; `fence(SeqCst)`; load `tail`; if
+//!   something is unread, run the QP (it may have been pushed without a notification).
+//!
+//! By the two SeqCst fences either the producer sees 0 and notifies, or the consumer sees
+//! the record. Starting to poll needs no fence: the consumer then reads the tail on its
+//! next pass anyway. The engine polls at most a few rings (those that just had records),
+//! stops polling one after a few thousand passes without records, and stops polling all
+//! of them before any of its threads sleeps (announcing the sleep first, so no ring starts
+//! being polled meanwhile). `RingProducer::reset` clears `polled_by` (a new consumer starts
+//! out notified) and a dropped consumer clears its own QPN.
+//!
 //! # Pending slots
 //!
 //! Each QP an instance owns gets a *pending slot* (0..4096) at allocation, published in

@@ -35,6 +35,12 @@ const RING_BYTES: usize = 256 * 1024;
 /// Progress-thread passes without work before it sleeps.
 const IDLE_SPINS: u32 = 2_000;
 
+/// Inbound rings polled directly at most (the QPs that received most recently).
+const MAX_POLLED_RINGS: usize = 8;
+
+/// Progress passes without a record after which a polled ring goes back to notifications.
+const POLLED_RING_IDLE_PASSES: u32 = 4_096;
+
 /// What a CREATE_CQ tells the engine.
 pub struct CqSetup {
     /// CQ number.
@@ -81,6 +87,9 @@ struct Tables {
     work: Vec<u32>,
     /// `earliest` as last published in [`Background::earliest_ns`].
     published_earliest: Option<Instant>,
+    /// QPs whose inbound ring we poll (producers skip notifying us), with the passes since
+    /// each last had records. See `fabric/wake.rs`, "Polled rings".
+    polled: Vec<(u32, u32)>,
 }
 
 impl Tables {
@@ -135,6 +144,64 @@ impl Tables {
         self.slots.retain(|_, q| *q != qpn);
         self.always.retain(|&q| q != qpn);
         self.timers.retain(|&q| q != qpn);
+        self.polled.retain(|&(q, _)| q != qpn);
+    }
+
+    /// Polls the QPs on the polled list: those with records go to `work`; those idle for
+    /// long go back to notifications.
+    fn poll_rings(&mut self, work: &mut Vec<u32>) {
+        let mut i = 0;
+        while i < self.polled.len() {
+            let (qpn, idle) = self.polled[i];
+            let Some(qp) = self.qps.get_mut(&qpn) else {
+                self.polled.swap_remove(i);
+                continue;
+            };
+            if qp.inbound_may_have_records() {
+                self.polled[i].1 = 0;
+                work.push(qpn);
+            } else if idle >= POLLED_RING_IDLE_PASSES {
+                if qp.set_inbound_polling(false) {
+                    work.push(qpn);
+                }
+                self.polled.swap_remove(i);
+                continue;
+            } else {
+                self.polled[i].1 = idle + 1;
+            }
+            i += 1;
+        }
+    }
+
+    /// Starts polling the inbound ring of `qpn`, which just had records (unless the list
+    /// is full).
+    fn start_polling(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.get_mut(&qpn) else { return };
+        if self.polled.iter().any(|&(q, _)| q == qpn) {
+            qp.set_inbound_polling(true); // a no-op unless the QP re-attached its ring
+        } else if self.polled.len() < MAX_POLLED_RINGS {
+            qp.set_inbound_polling(true);
+            self.polled.push((qpn, 0));
+        }
+    }
+
+    /// Stops polling every ring (before a thread sleeps). A QP whose ring may have
+    /// received records unannounced goes on the always list, for the next pass; returns
+    /// true if there is one.
+    fn stop_polling_all(&mut self) -> bool {
+        let mut records = false;
+        for (qpn, _) in std::mem::take(&mut self.polled) {
+            if let Some(qp) = self.qps.get_mut(&qpn)
+                && qp.set_inbound_polling(false)
+            {
+                records = true;
+                if !qp.on_always_list {
+                    qp.on_always_list = true;
+                    self.always.push(qpn);
+                }
+            }
+        }
+        records
     }
 
     /// Adds the QPs whose timer is due at `now` to `work`, prunes the QPs without a
@@ -184,6 +251,11 @@ struct Background {
     epoch: Instant,
     /// Idle polls since the clock was last read for timers.
     idle_polls: AtomicU32,
+    /// Some inbound ring is polled directly: every pass looks at it.
+    polling: AtomicBool,
+    /// Threads of this engine about to sleep or asleep: rings must not start being polled
+    /// (a sleeper would not be told about their records).
+    sleepy: AtomicU32,
 }
 
 /// Idle polls between two clock reads for timers: a clock read costs as much as the rest
@@ -270,6 +342,7 @@ impl Engine {
                 earliest: None,
                 last_clock: Instant::now(),
                 published_earliest: None,
+                polled: Vec::new(),
                 peers: HashMap::new(),
                 scratch: Vec::new(),
                 work: Vec::new(),
@@ -279,6 +352,8 @@ impl Engine {
                 earliest_ns: AtomicU64::new(u64::MAX),
                 epoch: Instant::now(),
                 idle_polls: AtomicU32::new(0),
+                polling: AtomicBool::new(false),
+                sleepy: AtomicU32::new(0),
             },
             progress_thread: Mutex::new(None),
         }))
@@ -431,19 +506,35 @@ impl Engine {
     pub fn progress(&self) -> bool {
         let pending = self.instance.has_pending();
         let clock = self.background.timer_clock();
-        if !pending && clock.is_none() && !self.background.always() {
+        if !pending
+            && clock.is_none()
+            && !self.background.always()
+            && !self.background.polling.load(Ordering::Relaxed)
+        {
             return false;
         }
         let mut t = self.tables();
         let mut work = std::mem::take(&mut t.work);
         work.clear();
+        if !t.polled.is_empty() {
+            t.poll_rings(&mut work);
+        }
         if pending {
+            let polled = work.len();
             for slot in self.instance.take_pending() {
                 if let Some(&qpn) = t.slots.get(&slot) {
                     work.push(qpn);
                 }
             }
+            // Rings that just had records are likely to have more: poll them directly,
+            // unless a thread of ours sleeps (it relies on notifications).
+            if self.background.sleepy.load(Ordering::SeqCst) == 0 {
+                for &qpn in &work[polled..] {
+                    t.start_polling(qpn);
+                }
+            }
         }
+        self.background.polling.store(!t.polled.is_empty(), Ordering::Relaxed);
         let had_packets = !work.is_empty();
         work.extend_from_slice(&t.always);
         if let Some(now) = clock {
@@ -498,6 +589,20 @@ impl Engine {
                         continue;
                     }
                     idle = 0;
+                    // Announce the sleep first: no ring starts being polled from here on,
+                    // and those that were go back to notifications.
+                    engine.background.sleepy.fetch_add(1, Ordering::SeqCst);
+                    let records = {
+                        let mut t = engine.tables();
+                        let records = t.stop_polling_all();
+                        engine.background.polling.store(false, Ordering::Relaxed);
+                        engine.background.publish(&mut t);
+                        records
+                    };
+                    if records {
+                        engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
+                        continue;
+                    }
                     let timeout = match engine.next_deadline() {
                         Some(at) => at.saturating_duration_since(Instant::now()),
                         None if !engine.background.always.load(Ordering::Acquire) => {
@@ -509,6 +614,7 @@ impl Engine {
                     engine
                         .instance
                         .wait_for_work(Some(timeout), || stop_flag.load(Ordering::Acquire));
+                    engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
                     drop(engine);
                 }
             })?;

@@ -456,8 +456,29 @@ impl QueuePair {
             return;
         }
         if let Some(n) = self.link.peer.as_ref().and_then(|p| p.notifier.as_ref()) {
-            n.notify();
+            // A peer polling our ring sees the records without being told.
+            if !self.link.outbound.consumer_polls() {
+                n.notify();
+            }
             self.unannounced = false;
+        }
+    }
+
+    /// True if the peer's ring may hold records we have not read (one load, for polling).
+    pub(crate) fn inbound_may_have_records(&self) -> bool {
+        self.link
+            .peer
+            .as_ref()
+            .and_then(|p| p.inbound.as_ref())
+            .is_some_and(RingConsumer::may_have_records)
+    }
+
+    /// Tells the peer that we poll its ring (it stops notifying us) or no longer do. When
+    /// stopping, true means records may have arrived unannounced: run the QP.
+    pub(crate) fn set_inbound_polling(&mut self, polling: bool) -> bool {
+        match self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
+            Some(inbound) => inbound.set_polling(polling),
+            None => false,
         }
     }
 
@@ -676,7 +697,8 @@ impl QueuePair {
                         self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
                         self.outstanding.push_back(entry);
                         if self.send_packets(&wqe, hw) == Some(true) {
-                            self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                            self.cursor =
+                                TransmitCursor { index: self.cursor.index + 1, offset: 0 };
                         }
                         continue;
                     }

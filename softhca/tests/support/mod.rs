@@ -362,7 +362,7 @@ impl Qp {
         let base = usize::from(idx) * SEND_WQE_BB;
         let sq = &self.sq;
         let mut len = 16;
-        let mut put = |len: &mut usize, seg: &[u8]| {
+        let put = |len: &mut usize, seg: &[u8]| {
             for (i, chunk) in seg.chunks(16).enumerate() {
                 let at = (base + *len + i * 16) & (ring_bytes - 1);
                 sq.write(at, chunk);
