@@ -1396,12 +1396,17 @@ impl QueuePair {
                 let mut targets = std::mem::take(&mut self.spare_targets);
                 targets.clear();
                 let mut capacity = 0u64;
-                let mut raw = [0u8; MAX_RECEIVE_ENTRY_BYTES];
-                let stride = entry.bytes.len().min(raw.len());
-                if entry.bytes.read(0, &mut raw[..stride]).is_err() {
-                    return false;
-                }
-                for sge in scatter_list(&raw[..stride], self.rq_skip_for(&entry)) {
+                // The entry's data segments, read one at a time up to the terminator
+                // (no staging of the whole stride).
+                let stride = entry.bytes.len().min(MAX_RECEIVE_ENTRY_BYTES);
+                let mut at = self.rq_skip_for(&entry);
+                while at + SEND_WQE_DS <= stride {
+                    let mut raw = [0u8; SEND_WQE_DS];
+                    if entry.bytes.read(at, &mut raw).is_err() {
+                        return false;
+                    }
+                    at += SEND_WQE_DS;
+                    let Some(sge) = scatter_list(&raw, 0).next() else { break };
                     match hw.regions.translate(
                         sge.lkey,
                         pdn,
