@@ -29,8 +29,7 @@ fn main() {
         p.a.post_recv(&[(mr_a.addr(), 64, mr_a.key)]);
         p.b.post_recv(&[(mr_b.addr(), 64, mr_b.key)]);
     }
-    let mut wr =
-        SendWr { opcode: opcode::SEND, inline: Some(vec![0xa5; 8]), ..Default::default() };
+    let mut wr = SendWr { opcode: opcode::SEND, inline: Some(vec![0xa5; 8]), ..Default::default() };
     let engine = p.engine.clone();
     // One direction: `from` posts, `to` polls until the receive completes and reposts it.
     let mut one_way = |from: &mut Qp, to: &mut Qp, to_cq: &mut Cq, mr: &Mr, n: u64| {
