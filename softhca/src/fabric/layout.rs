@@ -121,8 +121,8 @@ pub mod ring {
 
     /// `"FDRING\0\x01"`.
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FDRING\0\x01");
-    /// Layout version.
-    pub const VERSION: u32 = 2;
+    /// Layout version (3: packets may use the compact header of `hca::wire`).
+    pub const VERSION: u32 = 3;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
     /// `u64`: [`MAGIC`].

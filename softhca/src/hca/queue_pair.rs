@@ -23,7 +23,7 @@ use super::mr::{KeyError, MemoryRegions};
 use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
-use super::wire::{self, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
+use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer};
 use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
 use ferrodat_abi::uverbs::{access, event, qp_state};
@@ -954,8 +954,16 @@ impl QueuePair {
             h.flags |= flag::ACK_PIGGYBACK;
             h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
         }
-        let pushed =
-            self.link.outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]).is_ok();
+        let outbound = &mut self.link.outbound;
+        let pushed = match CompactHeader::compact(&h, payload.len()) {
+            Some(c) => outbound.try_push(
+                wire::COMPACT_RECORD | u16::from(h.kind),
+                c.as_bytes(),
+                &[payload],
+            ),
+            None => outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]),
+        }
+        .is_ok();
         self.unannounced |= pushed;
         if pushed && piggyback {
             self.deferred_ack = None;
@@ -1047,7 +1055,26 @@ impl QueuePair {
             }
             let Some(peer) = self.link.peer.as_mut() else { break };
             let Some(inbound) = peer.inbound.as_mut() else { break };
+            let src_qpn = inbound.src_qpn();
             let read = inbound.consume(|rec| {
+                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
+                    let mut c = [0u8; size_of::<CompactHeader>()];
+                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+                        return None;
+                    }
+                    let payload_len = rec.len() - c.len();
+                    if payload_len > SEGMENT_BYTES {
+                        return None;
+                    }
+                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+                        rec.kind() as u8,
+                        src_qpn,
+                        payload_len,
+                    )?;
+                    payload.resize(payload_len, 0);
+                    rec.read(c.len(), &mut payload).ok()?;
+                    return Some(header);
+                }
                 let mut h = [0u8; size_of::<PacketHeader>()];
                 if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
                     return None;

@@ -2,7 +2,7 @@
 //!
 //! softhca carries RC traffic as messages rather than MTU-sized frames: a request message
 //! is cut into segments of at most [`SEGMENT_BYTES`], each a [`PacketHeader`] followed by
-//! its payload, and the responder answers each message once. The header is host-endian:
+//! its payload (or, for a one-segment SEND or an ACK, the 16-byte [`CompactHeader`]), and the responder answers each message once. The header is host-endian:
 //! both ends are on this host. What the protocol keeps from RC: every request has a PSN
 //! (one per message, from the QP's `sq_psn`; the responder expects its `rq_psn`), responses
 //! come back in request order, and a responder that cannot place a message answers with
@@ -119,6 +119,88 @@ pub struct PacketHeader {
 
 const _: () = assert!(size_of::<PacketHeader>() == 72);
 
+/// Record kind bit of a packet in the compact encoding (the low byte is the [`kind`]).
+///
+/// A one-segment SEND or an ACK whose header carries nothing beyond the fields of
+/// [`CompactHeader`] travels as that 16-byte header instead of the 72-byte
+/// [`PacketHeader`], so a small message fits in one cache line with its record header.
+/// The fields it leaves out have fixed values (see [`CompactHeader::expand`]); the sending
+/// QP is the ring's producer, checked when the ring was opened.
+pub const COMPACT_RECORD: u16 = 0x100;
+
+/// The compact header (see [`COMPACT_RECORD`]).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct CompactHeader {
+    /// [`flag`] bits.
+    pub flags: u8,
+    /// As [`PacketHeader::rnr_retry`].
+    pub rnr_retry: u8,
+    /// Zero.
+    pub reserved: u16,
+    /// As [`PacketHeader::imm`].
+    pub imm: [u8; 4],
+    /// As [`PacketHeader::psn`].
+    pub psn: u32,
+    /// As [`PacketHeader::ack_psn`].
+    pub ack_psn: u32,
+}
+
+const _: () = assert!(size_of::<CompactHeader>() == 16);
+
+impl CompactHeader {
+    /// The compact form of `h` with `payload_len` bytes of payload, if it has one: a SEND
+    /// that is a whole message in one segment, or an ACK, with no field the compact form
+    /// leaves out set to anything but its fixed value.
+    pub fn compact(h: &PacketHeader, payload_len: usize) -> Option<Self> {
+        let whole = flag::FIRST | flag::LAST;
+        let fits = matches!(h.kind, kind::SEND | kind::ACK)
+            && h.flags & whole == whole
+            && h.syndrome == 0
+            && h.length == payload_len as u64
+            && h.offset == 0
+            && h.remote_addr == 0
+            && h.rkey == 0
+            && h.operand == 0
+            && h.compare == 0
+            && h.reserved == 0
+            && (h.kind == kind::SEND || payload_len == 0);
+        fits.then_some(CompactHeader {
+            flags: h.flags,
+            rnr_retry: h.rnr_retry,
+            reserved: 0,
+            imm: h.imm,
+            psn: h.psn,
+            ack_psn: h.ack_psn,
+        })
+    }
+
+    /// The full header of a compact record of kind `kind` from `src_qpn` with
+    /// `payload_len` bytes of payload; `None` if the record is malformed (a kind without a
+    /// compact form, reserved bits set, not a whole message).
+    pub fn expand(&self, kind: u8, src_qpn: u32, payload_len: usize) -> Option<PacketHeader> {
+        let whole = flag::FIRST | flag::LAST;
+        let valid = matches!(kind, kind::SEND | kind::ACK)
+            && self.reserved == 0
+            && self.flags & whole == whole
+            && (kind == kind::SEND || payload_len == 0);
+        valid.then(|| PacketHeader {
+            kind,
+            flags: self.flags,
+            rnr_retry: self.rnr_retry,
+            imm: self.imm,
+            src_qpn,
+            psn: self.psn,
+            payload_len: payload_len as u32,
+            length: payload_len as u64,
+            ack_psn: self.ack_psn,
+            ..Default::default()
+        })
+    }
+}
+
 /// PSNs are 24-bit and wrap.
 pub const PSN_MASK: u32 = 0x00ff_ffff;
 
@@ -161,6 +243,45 @@ mod tests {
         assert!(psn_at_or_before(PSN_MASK, 2));
         assert!(psn_at_or_before(5, 5));
         assert!(!psn_at_or_before(6, 5));
+    }
+
+    #[test]
+    fn compact_headers_round_trip_and_refuse_what_they_cannot_carry() {
+        let send = PacketHeader {
+            kind: kind::SEND,
+            flags: flag::FIRST | flag::LAST | flag::ACK_PIGGYBACK | flag::IMMEDIATE,
+            rnr_retry: 7,
+            imm: [1, 2, 3, 4],
+            src_qpn: 0x42,
+            psn: 9,
+            payload_len: 8,
+            length: 8,
+            ack_psn: 5,
+            ..Default::default()
+        };
+        let c = CompactHeader::compact(&send, 8).expect("fits");
+        assert_eq!(c.expand(kind::SEND, 0x42, 8), Some(send));
+        let ack = PacketHeader {
+            kind: kind::ACK,
+            flags: flag::FIRST | flag::LAST,
+            src_qpn: 0x42,
+            psn: 3,
+            ..Default::default()
+        };
+        let c = CompactHeader::compact(&ack, 0).expect("fits");
+        assert_eq!(c.expand(kind::ACK, 0x42, 0), Some(ack));
+        // Segments, WRITEs, NAKs and anything with an offset keep the full header.
+        assert!(CompactHeader::compact(&PacketHeader { length: 9, ..send }, 8).is_none());
+        assert!(CompactHeader::compact(&PacketHeader { flags: flag::FIRST, ..send }, 8).is_none());
+        assert!(CompactHeader::compact(&PacketHeader { kind: kind::WRITE, ..send }, 8).is_none());
+        assert!(CompactHeader::compact(&PacketHeader { syndrome: 1, ..ack }, 0).is_none());
+        assert!(CompactHeader::compact(&PacketHeader { operand: 1, ..ack }, 0).is_none());
+        // Garbage from the ring is refused.
+        let c = CompactHeader::compact(&send, 8).expect("fits");
+        assert!(c.expand(kind::READ, 0x42, 8).is_none());
+        assert!(c.expand(kind::ACK, 0x42, 8).is_none());
+        assert!(CompactHeader { reserved: 1, ..c }.expand(kind::SEND, 0x42, 8).is_none());
+        assert!(CompactHeader { flags: flag::LAST, ..c }.expand(kind::SEND, 0x42, 8).is_none());
     }
 
     #[test]
