@@ -438,7 +438,15 @@ impl QueuePair {
     }
 
     /// Opens the peer's ring and notifier once they exist (the peer may reach RTR later).
+    #[inline]
     fn attach(&mut self) {
+        if self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none()) {
+            self.attach_slow();
+        }
+    }
+
+    #[cold]
+    fn attach_slow(&mut self) {
         let my_qpn = self.setup.qpn;
         if let Some(peer) = &mut self.link.peer {
             if peer.inbound.is_none() {
@@ -1049,12 +1057,18 @@ impl QueuePair {
         }
         self.attach();
         let mut payload = std::mem::take(hw.scratch);
+        let mut first = true;
         loop {
             if !self.send_responses(hw) || self.responses.len() >= MAX_QUEUED_RESPONSES {
                 break;
             }
             let Some(peer) = self.link.peer.as_mut() else { break };
             let Some(inbound) = peer.inbound.as_mut() else { break };
+            // After a record, one load of the tail tells whether another follows (most
+            // passes carry one message), cheaper than a consume that finds nothing.
+            if !std::mem::take(&mut first) && !inbound.may_have_records() {
+                break;
+            }
             let src_qpn = inbound.src_qpn();
             let read = inbound.consume(|rec| {
                 if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
