@@ -289,9 +289,15 @@ impl Background {
     /// [`POLLS_PER_CLOCK_READ`] calls, and only while some timer runs.
     fn timer_clock(&self) -> Option<Instant> {
         let ns = self.earliest_ns.load(Ordering::Acquire);
-        if ns == u64::MAX
-            || self.idle_polls.fetch_add(1, Ordering::Relaxed) % POLLS_PER_CLOCK_READ != 0
-        {
+        if ns == u64::MAX {
+            return None;
+        }
+        // A plain load and store, not a read-modify-write: the count only spaces out clock
+        // reads, so an increment lost to a concurrent poller costs nothing, while a locked
+        // instruction on every poll would.
+        let polls = self.idle_polls.load(Ordering::Relaxed);
+        self.idle_polls.store(polls.wrapping_add(1), Ordering::Relaxed);
+        if polls % POLLS_PER_CLOCK_READ != 0 {
             return None;
         }
         let now = Instant::now();
