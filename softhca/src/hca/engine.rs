@@ -553,8 +553,7 @@ impl Engine {
         }
         for &qpn in &work {
             t.with_qp(qpn, |qp, hw| {
-                qp.run_inbound(hw);
-                qp.run_requester(hw);
+                qp.run_pass(hw);
             });
         }
         t.work = work;

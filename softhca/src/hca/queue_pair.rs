@@ -669,6 +669,23 @@ impl QueuePair {
         Some(ds)
     }
 
+    /// A progress pass: the peer's packets, then the requester. The requester's part is
+    /// skipped when it could do nothing the inbound part has not just done: in RTS with no
+    /// new WQE, no RNR back-off and no transport timer running (so no request waits for a
+    /// response), it would only transmit, complete and arm the timer again, as
+    /// [`Self::run_inbound`] did last.
+    pub fn run_pass(&mut self, hw: &mut Hardware<'_>) {
+        self.run_inbound(hw);
+        if self.state == qp_state::RTS
+            && self.resume_at.is_none()
+            && !self.ack_timer_running
+            && self.sq_tail() == self.sq_head
+        {
+            return;
+        }
+        self.run_requester(hw);
+    }
+
     /// The SQ doorbell rang or the QP needs attention: execute and transmit.
     pub fn run_requester(&mut self, hw: &mut Hardware<'_>) {
         match self.state {
