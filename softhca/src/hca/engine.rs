@@ -66,7 +66,6 @@ struct Tables {
     cqs: IdMap<u32, CompletionQueue>,
     srqs: IdMap<u32, SharedReceiveQueue>,
     qps: IdMap<u32, QueuePair>,
-    qp_events: IdMap<u32, Arc<dyn EventSink>>,
     /// Pending slot -> QPN.
     slots: IdMap<u16, u32>,
     /// QPs to run on every pass (waiting for ring space or a peer's ring).
@@ -97,12 +96,10 @@ impl Tables {
     /// needs next.
     fn with_qp(&mut self, qpn: u32, f: impl FnOnce(&mut QueuePair, &mut Hardware<'_>)) {
         let Some(qp) = self.qps.get_mut(&qpn) else { return };
-        let events = self.qp_events.get(&qpn);
         let mut hw = Hardware {
             regions: &self.regions,
             cqs: &mut self.cqs,
             srqs: &mut self.srqs,
-            async_events: events,
             scratch: &mut self.scratch,
             now: None,
             coarse_now: self.last_clock,
@@ -140,7 +137,6 @@ impl Tables {
 
     fn forget_qp(&mut self, qpn: u32) {
         self.qps.remove(&qpn);
-        self.qp_events.remove(&qpn);
         self.slots.retain(|_, q| *q != qpn);
         self.always.retain(|&q| q != qpn);
         self.timers.retain(|&q| q != qpn);
@@ -341,7 +337,6 @@ impl Engine {
                 cqs: IdMap::default(),
                 srqs: IdMap::default(),
                 qps: IdMap::default(),
-                qp_events: IdMap::default(),
                 slots: IdMap::default(),
                 always: Vec::new(),
                 timers: Vec::new(),
@@ -446,13 +441,11 @@ impl Engine {
         async_events: Option<Arc<dyn EventSink>>,
     ) -> Result<(), FabricError> {
         let ring = self.instance.create_ring(allocation.qpn, 0, Some(RING_BYTES))?;
-        let qp = QueuePair::new(setup, Link::new(ring), Instant::now());
+        let mut qp = QueuePair::new(setup, Link::new(ring), Instant::now());
+        qp.set_async_events(async_events);
         let mut t = self.tables();
         t.qps.insert(allocation.qpn, qp);
         t.slots.insert(allocation.pending_slot, allocation.qpn);
-        if let Some(sink) = async_events {
-            t.qp_events.insert(allocation.qpn, sink);
-        }
         Ok(())
     }
 

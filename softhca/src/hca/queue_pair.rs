@@ -114,8 +114,6 @@ pub struct Hardware<'a> {
     pub cqs: &'a mut IdMap<u32, CompletionQueue>,
     /// SRQs by number.
     pub srqs: &'a mut IdMap<u32, SharedReceiveQueue>,
-    /// Where asynchronous events go.
-    pub async_events: Option<&'a Arc<dyn EventSink>>,
     /// A reusable buffer.
     pub scratch: &'a mut Vec<u8>,
     /// The time of this pass, read from the clock on first use.
@@ -277,6 +275,8 @@ pub struct QueuePair {
     segment: Vec<u8>,
     /// Asynchronous events delivered for this QP (DESTROY_QP reports them).
     async_events_reported: u32,
+    /// Where asynchronous events go.
+    async_events: Option<Arc<dyn EventSink>>,
     /// An ACK owed but held back for a piggyback: the PSN, and whether a whole responder
     /// pass has gone by since (then it goes out on its own).
     deferred_ack: Option<(u32, bool)>,
@@ -337,6 +337,7 @@ impl QueuePair {
             unannounced: false,
             segment: Vec::new(),
             async_events_reported: 0,
+            async_events: None,
             deferred_ack: None,
             spare_targets: Vec::new(),
         }
@@ -357,8 +358,13 @@ impl QueuePair {
         self.async_events_reported
     }
 
-    fn post_async(&mut self, event_type: u32, hw: &Hardware<'_>) {
-        if let Some(sink) = hw.async_events {
+    /// Where the QP's asynchronous events go (CREATE_QP's completion channel, if any).
+    pub fn set_async_events(&mut self, sink: Option<Arc<dyn EventSink>>) {
+        self.async_events = sink;
+    }
+
+    fn post_async(&mut self, event_type: u32, _hw: &Hardware<'_>) {
+        if let Some(sink) = &self.async_events {
             sink.async_event(self.setup.user_handle, event_type);
             self.async_events_reported += 1;
         }
