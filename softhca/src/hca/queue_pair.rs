@@ -246,6 +246,10 @@ pub struct QueuePair {
     rq_head: u16,
     outstanding: VecDeque<Outstanding>,
     cursor: TransmitCursor,
+    /// Entries before the cursor (sent) still without an outcome: requests waiting for
+    /// their response. Kept up to date where the cursor moves or outcomes are set, so the
+    /// timers need no scan (checked against a scan in debug builds).
+    awaiting: usize,
     next_psn: u32,
     /// Retransmit from the cursor no earlier than this (after an RNR NAK).
     resume_at: Option<Instant>,
@@ -321,6 +325,7 @@ impl QueuePair {
             rq_head: 0,
             outstanding: VecDeque::new(),
             cursor: TransmitCursor::default(),
+            awaiting: 0,
             next_psn: 0,
             resume_at: None,
             last_response: now,
@@ -430,6 +435,7 @@ impl QueuePair {
         self.rq_head = 0;
         self.outstanding.clear();
         self.cursor = TransmitCursor::default();
+        self.awaiting = 0;
         self.resume_at = None;
         self.timeouts = 0;
         self.inbound = None;
@@ -590,6 +596,7 @@ impl QueuePair {
             }
         }
         self.cursor = TransmitCursor::default();
+        self.awaiting = 0;
         self.flush_unexecuted_sends(hw);
         if let Some(msg) = self.inbound.take()
             && let Some(entry) = msg.entry
@@ -714,6 +721,7 @@ impl QueuePair {
         self.transmit(hw);
         self.complete_in_order(hw);
         self.arm_ack_timer(hw);
+        self.check_awaiting();
     }
 
     /// Decodes new WQEs into `outstanding`, checking their local keys. Stops after one that
@@ -736,8 +744,7 @@ impl QueuePair {
                         self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
                         self.outstanding.push_back(entry);
                         if self.send_packets(&wqe, hw) == Some(true) {
-                            self.cursor =
-                                TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                            self.advance_cursor();
                         }
                         continue;
                     }
@@ -857,7 +864,7 @@ impl QueuePair {
                 if matches!(o.outcome, Some(Err(_))) {
                     break;
                 }
-                self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+                self.advance_cursor();
                 continue;
             }
             let (pos, is_read, fence) = (o.sq_pos, o.is_read_or_atomic(), o.fence);
@@ -880,9 +887,7 @@ impl QueuePair {
             }
             let Ok(wqe) = send_wqe::decode(&bytes) else { break };
             match self.send_packets(&wqe, hw) {
-                Some(true) => {
-                    self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
-                }
+                Some(true) => self.advance_cursor(),
                 _ => break,
             }
         }
@@ -905,7 +910,11 @@ impl QueuePair {
         if wqe.solicited {
             header.flags |= flag::SOLICITED;
         }
-        if wqe.signaled || self.setup.sq_sig_all || self.unacknowledged() >= ACK_REQUEST_EVERY {
+        // (`awaiting` bounds the count from above: most calls need no scan.)
+        if wqe.signaled
+            || self.setup.sq_sig_all
+            || (self.awaiting >= ACK_REQUEST_EVERY && self.unacknowledged() >= ACK_REQUEST_EVERY)
+        {
             header.flags |= flag::ACK_REQUEST;
         }
         if let Some(r) = wqe.remote {
@@ -1014,8 +1023,7 @@ impl QueuePair {
     /// one retry; past `retry_cnt` the oldest request fails with RETRY_EXC_ERR. (Nothing is
     /// lost in shared memory, so only a dead or stuck peer gets here.)
     fn check_ack_timeout(&mut self, hw: &mut Hardware<'_>) {
-        let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
-        if !waiting || self.resume_at.is_some() {
+        if self.awaiting == 0 || self.resume_at.is_some() {
             self.ack_timer_running = false;
             return;
         }
@@ -1040,6 +1048,7 @@ impl QueuePair {
                 o.outcome = Some(Err(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
             }
             self.cursor.index = self.outstanding.len();
+            self.recount_awaiting();
             self.complete_in_order(hw);
         }
     }
@@ -1054,10 +1063,7 @@ impl QueuePair {
 
     /// Requests went out: start the transport timer if it does not run.
     fn arm_ack_timer(&mut self, hw: &Hardware<'_>) {
-        if !self.ack_timer_running
-            && self.resume_at.is_none()
-            && self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none())
-        {
+        if !self.ack_timer_running && self.resume_at.is_none() && self.awaiting > 0 {
             self.start_ack_timer(hw);
         }
     }
@@ -1067,8 +1073,7 @@ impl QueuePair {
         if let Some(at) = self.resume_at {
             return Some(at);
         }
-        let waiting = self.outstanding.iter().take(self.cursor.index).any(|o| o.outcome.is_none());
-        if !waiting {
+        if self.awaiting == 0 {
             return None;
         }
         if !self.ack_timer_running {
@@ -1180,6 +1185,7 @@ impl QueuePair {
         if self.state == qp_state::RTS {
             self.arm_ack_timer(hw);
         }
+        self.check_awaiting();
     }
 
     // ---------------------------------------------------------------- responses
@@ -1198,8 +1204,11 @@ impl QueuePair {
             }
             return;
         };
+        if h.kind == kind::ACK {
+            self.ack_through(h.psn);
+            return;
+        }
         match h.kind {
-            kind::ACK => self.ack_through(h.psn),
             kind::READ_RESPONSE => {
                 let o = &mut self.outstanding[pos];
                 if let Operation::Read { targets, length } = &o.operation {
@@ -1244,6 +1253,29 @@ impl QueuePair {
             }
             _ => {}
         }
+        self.recount_awaiting();
+    }
+
+    /// The cursor passes the entry it is at (sent, or needing no packet).
+    fn advance_cursor(&mut self) {
+        if self.outstanding[self.cursor.index].outcome.is_none() {
+            self.awaiting += 1;
+        }
+        self.cursor = TransmitCursor { index: self.cursor.index + 1, offset: 0 };
+    }
+
+    /// Recomputes `awaiting` (after the rare changes: NAKs, READ and atomic responses,
+    /// timeouts).
+    fn recount_awaiting(&mut self) {
+        self.awaiting = self.scan_awaiting();
+    }
+
+    fn scan_awaiting(&self) -> usize {
+        self.outstanding.iter().take(self.cursor.index).filter(|o| o.outcome.is_none()).count()
+    }
+
+    fn check_awaiting(&self) {
+        debug_assert_eq!(self.awaiting, self.scan_awaiting(), "awaiting out of date");
     }
 
     /// Every SEND/WRITE up to and including `psn` is acknowledged.
@@ -1254,6 +1286,7 @@ impl QueuePair {
                 && wire::psn_at_or_before(o.psn, psn)
             {
                 o.outcome = Some(Ok(0));
+                self.awaiting = self.awaiting.saturating_sub(1);
             }
         }
     }
