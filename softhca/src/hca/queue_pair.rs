@@ -1194,7 +1194,6 @@ impl QueuePair {
         // The transport timer restarts at the next check (no clock read per packet).
         self.ack_timer_running = false;
         self.timeouts = 0;
-        let _ = &hw;
         let sent = self.cursor.index.min(self.outstanding.len());
         let Some(pos) = self.outstanding.iter().take(sent + 1).position(|o| {
             o.outcome.is_none() && !matches!(o.operation, Operation::Local) && o.psn == h.psn
