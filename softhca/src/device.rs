@@ -253,7 +253,7 @@ impl Device {
 
 /// The node GUID: EUI-64 of a MAC made of Mellanox-style bytes and the GID's low 32 bits
 /// (the IPv4 address for a v4-mapped GID), as mlx5 derives GUIDs from the port MAC.
-fn node_guid_of(gid: &[u8; 16]) -> u64 {
+pub(crate) fn node_guid_of(gid: &[u8; 16]) -> u64 {
     let mac = [0x02, 0xc9, gid[12], gid[13], gid[14], gid[15]];
     u64::from_be_bytes([mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]])
 }

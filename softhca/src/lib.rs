@@ -72,6 +72,7 @@ pub mod fabric;
 pub mod hca;
 pub mod kernel;
 pub mod objects;
+pub mod sysfs;
 pub mod user_memory;
 
 pub use device::{Device, DeviceState, OpenError};
