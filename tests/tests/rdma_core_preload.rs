@@ -1,0 +1,115 @@
+//! Unmodified rdma-core programs (Debian's ibverbs-utils, libibverbs 44 with its mlx5
+//! provider) on softhca through `libsofthca_preload.so` and a generated sysfs tree.
+//!
+//! The preload library is a cdylib nothing links against, so the first test to need it
+//! builds it with the cargo that runs the tests (`$CARGO`), into the workspace's target
+//! directory (`$CARGO_TARGET_DIR` or `<workspace>/target`).
+
+use ferrodat_softhca::{config::DeviceConfig, sysfs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The built preload library.
+fn preload_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target"));
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "ferrodat-softhca-preload"])
+            .current_dir(&workspace)
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("run cargo build -p ferrodat-softhca-preload");
+        assert!(status.success(), "cargo build -p ferrodat-softhca-preload failed");
+        let lib = target.join("debug").join("libsofthca_preload.so");
+        assert!(lib.exists(), "{} missing after the build", lib.display());
+        lib
+    })
+}
+
+/// A private world: a sysfs tree and a fabric directory for one softhca device.
+struct World {
+    dir: PathBuf,
+}
+
+impl World {
+    fn new(tag: &str) -> World {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let dir = std::env::temp_dir()
+            .join(format!("ferrodat-preload-{tag}-{}-{nanos}", std::process::id()));
+        let devices =
+            [DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() }];
+        sysfs::write_tree(&dir.join("sys"), &devices).expect("write the sysfs tree");
+        std::fs::create_dir_all(dir.join("shm")).unwrap();
+        World { dir }
+    }
+
+    /// `program args…` with the preload library, the tree and the fabric.
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env("LD_PRELOAD", preload_lib())
+            .env("SYSFS_PATH", self.dir.join("sys"))
+            .env("FERRODAT_SOFTHCA", "softhca0=127.0.0.1")
+            .env("FERRODAT_SOFTHCA_SHM_DIR", self.dir.join("shm"));
+        cmd
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        let out = self
+            .command(program, args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {program} (scripts/install-deps installs it): {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed: {}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn ibv_devices_lists_the_device() {
+    let world = World::new("devices");
+    let out = world.run("ibv_devices", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.contains("mlx5_0"));
+    assert!(line.is_some(), "mlx5_0 not listed:\n{stdout}");
+    // The node GUID of 127.0.0.1's device, as sysfs and QUERY_DEVICE give it.
+    assert!(line.unwrap().contains("00c97ffffe000001"), "{stdout}");
+}
+
+#[test]
+fn ibv_devinfo_shows_an_active_roce_port() {
+    let world = World::new("devinfo");
+    let out = world.run("ibv_devinfo", &["-v"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "hca_id:\tmlx5_0",
+        "vendor_part_id:\t\t\t4119",
+        "phys_port_cnt:\t\t\t1",
+        "state:\t\t\tPORT_ACTIVE (4)",
+        "link_layer:\t\tEthernet",
+        "phys_state:\t\tLINK_UP (5)",
+        "GID[  0]:\t\t::ffff:127.0.0.1, RoCE v2",
+    ] {
+        assert!(stdout.contains(want), "{want:?} missing from ibv_devinfo -v:\n{stdout}");
+    }
+}
