@@ -124,6 +124,11 @@ impl CompletionQueue {
         }
     }
 
+    /// Doorbell record word 1 (`sn << 28 | cmd | ci`) as the consumer last wrote it.
+    pub fn arm_word(&self) -> Option<u32> {
+        self.producer.arm_word().ok()
+    }
+
     /// The consumer rang the CQ doorbell (UAR offset 0x20) with `arm_word` =
     /// `sn << 28 | cmd | ci`. If entries past `ci` already wait, the event fires at once,
     /// so a consumer that arms after a completion arrived does not sleep forever.

@@ -13,6 +13,20 @@
 //! HCA would if it runs the progress thread ([`Engine::start_progress_thread`]): it spins
 //! briefly after work, then sleeps on the fabric's futex until a peer pushes a packet or
 //! a timer falls due, so an idle device costs no CPU.
+//!
+//! # Watching doorbells
+//!
+//! A consumer that never calls the model entry points (unmodified rdma-core under the
+//! preload library) gets the hardware-like mode instead
+//! ([`Engine::start_progress_thread_watching_doorbells`]): each pass of the progress thread
+//! also compares every QP's doorbell record word 1 (the SQ counter) and every CQ's (the arm
+//! word) with what it last saw, and the CQ doorbell word (offset 0x20) of every UAR page,
+//! and runs the requester or arms the CQ on a change. Word 1 of a CQ record does not change
+//! on a first arm that equals the initial zero (`sn` 0, `ci` 0); the UAR word does, since it
+//! carries the CQN. Two CQs armed within one pass, one of them that way, would lose that
+//! arm: a known limit. Idle, the thread sleeps with a timeout that doubles from
+//! [`WATCH_SLEEP_MIN`] to [`WATCH_SLEEP_MAX`] (without QPs or CQs, [`WATCH_SLEEP_EMPTY`]):
+//! a device nobody posts to costs a wake-up every few milliseconds, not a spinning core.
 
 use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
@@ -23,9 +37,10 @@ use super::mr::{MemoryRegion, MemoryRegions};
 use super::queue_pair::{Attention, Hardware, Link, QpAttributes, QpSetup, QueuePair};
 use super::shared_receive_queue::{SharedReceiveQueue, SrqSetup};
 use crate::fabric::{FabricDir, FabricError, Gid, Instance, QpAllocation, Registry};
+use crate::objects::UarPages;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -40,6 +55,29 @@ const MAX_POLLED_RINGS: usize = 8;
 
 /// Progress passes without a record after which a polled ring goes back to notifications.
 const POLLED_RING_IDLE_PASSES: u32 = 4_096;
+
+/// Doorbell watching: the first sleep after work.
+pub const WATCH_SLEEP_MIN: Duration = Duration::from_micros(50);
+
+/// Doorbell watching: the longest sleep while QPs or CQs exist.
+pub const WATCH_SLEEP_MAX: Duration = Duration::from_millis(2);
+
+/// Doorbell watching: the sleep while the device has no QP and no CQ.
+pub const WATCH_SLEEP_EMPTY: Duration = Duration::from_millis(50);
+
+/// What the doorbell watcher last saw (see the module docs).
+#[derive(Default)]
+struct DoorbellWatch {
+    /// SQ doorbell record word 1 by QPN.
+    sq: IdMap<u32, u32>,
+    /// CQ doorbell record word 1 by CQN.
+    cq: IdMap<u32, u32>,
+    /// UAR pages of the contexts, with the last CQ doorbell word of each page.
+    uars: Vec<(Weak<UarPages>, Vec<u64>)>,
+    /// Reused lists of the QPs to run and the CQs to arm in one pass.
+    run: Vec<u32>,
+    arm: Vec<(u32, u32)>,
+}
 
 /// What a CREATE_CQ tells the engine.
 pub struct CqSetup {
@@ -309,6 +347,9 @@ pub struct Engine {
     tables: Mutex<Tables>,
     background: Background,
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// The progress thread watches doorbells (hardware-like mode).
+    watching: AtomicBool,
+    watch: Mutex<DoorbellWatch>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -357,6 +398,8 @@ impl Engine {
                 sleepy: AtomicU32::new(0),
             },
             progress_thread: Mutex::new(None),
+            watching: AtomicBool::new(false),
+            watch: Mutex::new(DoorbellWatch::default()),
         }))
     }
 
@@ -559,6 +602,95 @@ impl Engine {
         self.tables().earliest_timer()
     }
 
+    fn watch(&self) -> MutexGuard<'_, DoorbellWatch> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// GET_CONTEXT made UAR pages: the doorbell watcher looks at their CQ doorbell words
+    /// (while the context keeps them).
+    pub(crate) fn watch_uar(&self, pages: &Arc<UarPages>) {
+        let mut w = self.watch();
+        w.uars.retain(|(p, _)| p.strong_count() > 0);
+        w.uars.push((Arc::downgrade(pages), vec![0; pages.count()]));
+    }
+
+    /// One pass of the doorbell watcher: runs the requester of each QP whose SQ doorbell
+    /// record changed and arms each CQ whose arm word changed. True if it found any.
+    fn watch_doorbells(&self) -> bool {
+        let mut guard = self.watch();
+        let w = &mut *guard;
+        let mut t = self.tables();
+        w.run.clear();
+        w.arm.clear();
+        for (&qpn, qp) in &t.qps {
+            let Some(word) = qp.sq_doorbell_record() else { continue };
+            if w.sq.insert(qpn, word).unwrap_or(0) != word {
+                w.run.push(qpn);
+            }
+        }
+        for (&cqn, cq) in &t.cqs {
+            let Some(word) = cq.arm_word() else { continue };
+            if w.cq.insert(cqn, word).unwrap_or(0) != word {
+                w.arm.push((cqn, word));
+            }
+        }
+        if w.sq.len() > t.qps.len() {
+            w.sq.retain(|q, _| t.qps.contains_key(q));
+        }
+        if w.cq.len() > t.cqs.len() {
+            w.cq.retain(|c, _| t.cqs.contains_key(c));
+        }
+        let arm = &mut w.arm;
+        w.uars.retain_mut(|(pages, last)| {
+            let Some(pages) = pages.upgrade() else { return false };
+            for (index, seen) in last.iter_mut().enumerate() {
+                let Some(page) = pages.page(index) else { continue };
+                // SAFETY: `page` is softhca's own mapping of a UAR page, alive while
+                // `pages` is; the CQ doorbell's 8 bytes lie inside its first 4 KiB.
+                // Volatile: the consumer writes it through its own mapping.
+                let raw = unsafe {
+                    std::ptr::read_volatile(
+                        page.as_ptr().add(ferrodat_abi::mlx5::CQ_DOORBELL) as *const [u8; 8]
+                    )
+                };
+                let word = u64::from_be_bytes(raw);
+                if word != *seen {
+                    *seen = word;
+                    arm.push(((word as u32) & 0x00ff_ffff, (word >> 32) as u32));
+                }
+            }
+            true
+        });
+        let found = !w.run.is_empty() || !w.arm.is_empty();
+        for &qpn in &w.run {
+            t.with_qp(qpn, |qp, hw| qp.run_requester(hw));
+        }
+        for &(cqn, word) in &w.arm {
+            if let Some(cq) = t.cqs.get_mut(&cqn) {
+                cq.arm(word);
+            }
+        }
+        if found {
+            self.background.publish(&mut t);
+        }
+        found
+    }
+
+    /// True if the device has any QP or CQ.
+    fn has_queues(&self) -> bool {
+        let t = self.tables();
+        !t.qps.is_empty() || !t.cqs.is_empty()
+    }
+
+    /// Starts the progress thread in hardware-like mode (idempotent; turns the mode on for
+    /// a thread already running): besides peers' packets and timers it notices the
+    /// consumer's doorbells by itself, as silicon does (see the module docs). For consumers
+    /// that never call the model entry points.
+    pub fn start_progress_thread_watching_doorbells(self: &Arc<Self>) -> std::io::Result<()> {
+        self.watching.store(true, Ordering::Release);
+        self.start_progress_thread()
+    }
+
     /// Starts the progress thread (idempotent). It holds the engine only while it works,
     /// so dropping the last other reference ends it within a second; the owner normally
     /// calls [`Engine::stop_progress_thread`] first.
@@ -574,10 +706,17 @@ impl Engine {
             .name(format!("softhca-{}", self.registry.name()))
             .spawn(move || {
                 let mut idle = 0u32;
+                let mut watch_sleep = WATCH_SLEEP_MIN;
                 while !stop_flag.load(Ordering::Acquire) {
                     let Some(engine) = engine.upgrade() else { break };
-                    if engine.progress() {
+                    let watching = engine.watching.load(Ordering::Acquire);
+                    let mut worked = engine.progress();
+                    if watching {
+                        worked |= engine.watch_doorbells();
+                    }
+                    if worked {
                         idle = 0;
+                        watch_sleep = WATCH_SLEEP_MIN;
                         continue;
                     }
                     idle += 1;
@@ -601,18 +740,30 @@ impl Engine {
                         engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
-                    let timeout = match engine.next_deadline() {
+                    let mut timeout = match engine.next_deadline() {
                         Some(at) => at.saturating_duration_since(Instant::now()),
                         None if !engine.background.always.load(Ordering::Acquire) => {
                             Duration::from_secs(1)
                         }
                         None => Duration::from_millis(1),
                     };
+                    if watching {
+                        // Doorbells wake nobody: look again soon, later and later.
+                        let cap =
+                            if engine.has_queues() { WATCH_SLEEP_MAX } else { WATCH_SLEEP_EMPTY };
+                        timeout = timeout.min(watch_sleep.min(cap));
+                        watch_sleep = (watch_sleep * 2).min(cap);
+                    }
                     let stop_flag = &stop_flag;
                     engine
                         .instance
                         .wait_for_work(Some(timeout), || stop_flag.load(Ordering::Acquire));
                     engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
+                    if watching {
+                        // Woken by the timeout, most likely: one look, then back to sleep
+                        // rather than another round of spinning.
+                        idle = IDLE_SPINS - 1;
+                    }
                     drop(engine);
                 }
             })?;

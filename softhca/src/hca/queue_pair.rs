@@ -613,6 +613,12 @@ impl QueuePair {
         }
     }
 
+    /// Doorbell record word 1 as the consumer last wrote it (the SQ counter, big-endian
+    /// in memory): what a device watching doorbell records compares against.
+    pub fn sq_doorbell_record(&self) -> Option<u32> {
+        self.setup.dbrec.read_be32(4).ok()
+    }
+
     fn sq_tail(&self) -> u16 {
         self.setup.dbrec.read_be32(4).map(|v| v as u16).unwrap_or(self.sq_head)
     }

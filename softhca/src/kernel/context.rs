@@ -58,6 +58,7 @@ pub(crate) fn get_context(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno
     let total = align_bfregs(req.total_num_bfregs);
     let bfregs = BfregInfo::new(ver, total, req.num_low_latency_bfregs);
     let uar = Arc::new(UarPages::new(bfregs.static_pages() as usize)?);
+    s.dev.engine().watch_uar(&uar);
     let cqe_version = CQE_VERSION.min(req.max_cqe_version);
     let mut resp = mlx5::AllocUcontextResp {
         qp_tab_size: 1 << LOG_MAX_QP,
