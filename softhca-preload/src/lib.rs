@@ -21,14 +21,15 @@
 //! - `socket(AF_NETLINK, _, NETLINK_RDMA)` fails with EPROTONOSUPPORT, as on a kernel
 //!   without ib_core, so libibverbs reads sysfs.
 //!
-//! rdma-core never calls softhca's model entry points; every opened device runs its
-//! progress thread ([`Engine::start_progress_thread`]), which answers peers' packets and
-//! timers. (Noticing the program's own doorbells is not done yet: sends do not start.)
+//! rdma-core never calls softhca's model entry points, so every opened device runs its
+//! progress thread in the mode that watches doorbell records and UAR pages itself
+//! ([`Engine::start_progress_thread_watching_doorbells`]).
 //!
 //! Every call for anything else goes to the next definition (`dlsym(RTLD_NEXT, …)`), and
 //! no panic crosses the C boundary: a failure becomes -1 with errno set.
 //!
-//! [`Engine::start_progress_thread`]: ferrodat_softhca::hca::engine::Engine::start_progress_thread
+//! [`Engine::start_progress_thread_watching_doorbells`]:
+//!     ferrodat_softhca::hca::engine::Engine::start_progress_thread_watching_doorbells
 
 use ferrodat_softhca::{Device, Errno, Uverbs, config};
 use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
@@ -139,7 +140,7 @@ fn open_uverbs(index: usize, flags: c_int) -> c_int {
             return -1;
         }
     };
-    if let Err(e) = device.engine().start_progress_thread() {
+    if let Err(e) = device.engine().start_progress_thread_watching_doorbells() {
         eprintln!("softhca-preload: cannot start the progress thread of {}: {e}", cfg.name);
         set_errno(libc::ENOMEM);
         return -1;

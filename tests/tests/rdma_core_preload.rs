@@ -113,3 +113,61 @@ fn ibv_devinfo_shows_an_active_roce_port() {
         assert!(stdout.contains(want), "{want:?} missing from ibv_devinfo -v:\n{stdout}");
     }
 }
+
+/// Runs `ibv_rc_pingpong` server and client on one host with `extra` arguments and checks
+/// both report their "bytes in … seconds" lines.
+fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {
+    let world = World::new(tag);
+    let port = port.to_string();
+    let mut args = vec!["-g", "0", "-p", port.as_str()];
+    args.extend_from_slice(extra);
+    let server = world
+        .command("ibv_rc_pingpong", &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ibv_rc_pingpong (scripts/install-deps installs it)");
+    // The server listens once its device is open; the client retries its connect briefly.
+    let mut client_args = args.clone();
+    client_args.push("127.0.0.1");
+    let mut client = None;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let out = world.command("ibv_rc_pingpong", &client_args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() && stderr.contains("Couldn't connect") {
+            continue;
+        }
+        client = Some(out);
+        break;
+    }
+    let client = client.expect("the client never reached the server");
+    let server = wait_with_timeout(server, std::time::Duration::from_secs(60));
+    for (side, out) in [("client", &client), ("server", &server)] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(" bytes in ") && stdout.contains(" iters in "),
+            "{side} of ibv_rc_pingpong {extra:?}: {}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The child's output, killing it if it has not finished within `limit`.
+fn wait_with_timeout(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ibv_rc_pingpong_polling() {
+    rc_pingpong("pingpong", 18715, &["-n", "100"]);
+}
