@@ -72,6 +72,38 @@ impl EventChannel {
         n == record.len() as isize
     }
 
+    /// Takes the records not yet read from the user's end, keeps those `remove` rejects
+    /// (sent again, in order) and returns how many it removed. Nothing if the user's fd
+    /// is no longer ours (closed, or its number reused).
+    fn remove_unread(&self, remove: impl Fn(&[u8]) -> bool) -> u32 {
+        if !self.is_user_fd(self.user_fd) {
+            return 0;
+        }
+        let mut kept = Vec::new();
+        let mut removed = 0;
+        let mut buf = [0u8; 64];
+        loop {
+            // SAFETY: `buf` has `buf.len()` bytes of room; a non-blocking receive on the
+            // user end, which is still the socket we created (checked above).
+            let n = unsafe {
+                libc::recv(self.user_fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
+            };
+            if n <= 0 {
+                break;
+            }
+            let record = &buf[..n as usize];
+            if remove(record) {
+                removed += 1;
+            } else {
+                kept.push(record.to_vec());
+            }
+        }
+        for record in kept {
+            self.send(&record);
+        }
+        removed
+    }
+
     /// Whether `fd` (in this process) is still the user end we created.
     fn is_user_fd(&self, fd: RawFd) -> bool {
         fd == self.user_fd && fd_identity(fd) == Some(self.user_ident)
@@ -121,6 +153,12 @@ impl CompChannel {
     /// The fd number the user was given.
     pub fn user_fd(&self) -> RawFd {
         self.0.user_fd
+    }
+
+    /// `ib_uverbs_release_ucq`: drops the events of the CQ with `user_handle` that the
+    /// user has not read yet; returns how many.
+    pub(crate) fn remove_unread(&self, user_handle: u64) -> u32 {
+        self.0.remove_unread(|r| r == CompEventDesc { cq_handle: user_handle }.as_bytes())
     }
 
     pub(crate) fn is_user_fd(&self, fd: RawFd) -> bool {

@@ -1052,6 +1052,22 @@ fn completion_channel_delivers_exact_8_byte_records() {
 }
 
 #[test]
+fn destroy_cq_reports_the_events_read_and_drops_the_unread() {
+    // The kernel counts an event when the user reads it; libibverbs' destroy waits until
+    // the acknowledged events reach that count, so unread ones must not be counted.
+    let fx = ctx();
+    let ch = fx.channel();
+    let (cq, cqn) = fx.create_cq(63, ch);
+    for _ in 0..3 {
+        assert!(fx.dev.state().cqs.get_mut(&cqn).unwrap().fire_completion_event());
+    }
+    assert_eq!(read::<CompEventDesc>(&read_fd(ch, 8)).cq_handle, 0xc0ffee);
+    assert_eq!(fx.destroy_cq(cq).unwrap().comp_events_reported, 1);
+    assert!(!poll_in(ch, 0), "the destroyed CQ's unread events left the channel");
+    close(ch);
+}
+
+#[test]
 fn create_cq_names_channels_by_fd() {
     let fx = ctx();
     let other = ctx();

@@ -235,8 +235,12 @@ pub(crate) fn destroy_cq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     drop(st);
     let (hw_comp, hw_async) = s.dev.free_cqn(cqn);
     s.file.handles.remove(cmd.cq_handle);
+    // The kernel counts an event as reported when the user reads it; unread ones leave
+    // the channel with the CQ (ib_uverbs_release_ucq), and libibverbs waits for the count
+    // of acknowledged events to reach the one reported here.
+    let unread = cq.channel.as_ref().map_or(0, |ch| ch.remove_unread(cq.user_handle));
     let resp = uverbs::DestroyCqResp {
-        comp_events_reported: cq.comp_events_reported.wrapping_add(hw_comp),
+        comp_events_reported: cq.comp_events_reported.wrapping_add(hw_comp).wrapping_sub(unread),
         async_events_reported: cq.async_events_reported.wrapping_add(hw_async),
     };
     c.respond(resp.as_bytes())
