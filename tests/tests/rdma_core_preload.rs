@@ -171,3 +171,12 @@ fn wait_with_timeout(mut child: std::process::Child, limit: std::time::Duration)
 fn ibv_rc_pingpong_polling() {
     rc_pingpong("pingpong", 18715, &["-n", "100"]);
 }
+
+#[test]
+fn ibv_rc_pingpong_events_sizes_1_4096_65536() {
+    // -e: both sides sleep on the completion channel (arming through the UAR and doorbell
+    // record), and the final destroy waits for exactly the events they read.
+    for (port, size) in [(18716, "1"), (18717, "4096"), (18718, "65536")] {
+        rc_pingpong(&format!("pingpong-e-{size}"), port, &["-e", "-s", size, "-n", "200"]);
+    }
+}
