@@ -117,33 +117,11 @@ fn ibv_devinfo_shows_an_active_roce_port() {
 /// Runs `ibv_rc_pingpong` server and client on one host with `extra` arguments and checks
 /// both report their "bytes in … seconds" lines.
 fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {
-    let world = World::new(tag);
     let port = port.to_string();
     let mut args = vec!["-g", "0", "-p", port.as_str()];
     args.extend_from_slice(extra);
-    let server = world
-        .command("ibv_rc_pingpong", &args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run ibv_rc_pingpong (scripts/install-deps installs it)");
-    // The server listens once its device is open; the client retries its connect briefly.
-    let mut client_args = args.clone();
-    client_args.push("127.0.0.1");
-    let mut client = None;
-    for _ in 0..50 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let out = world.command("ibv_rc_pingpong", &client_args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() && stderr.contains("Couldn't connect") {
-            continue;
-        }
-        client = Some(out);
-        break;
-    }
-    let client = client.expect("the client never reached the server");
-    let server = wait_with_timeout(server, std::time::Duration::from_secs(60));
-    for (side, out) in [("client", &client), ("server", &server)] {
+    let outs = server_and_client(tag, "ibv_rc_pingpong", &args);
+    for (side, out) in [("server", &outs[0]), ("client", &outs[1])] {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(" bytes in ") && stdout.contains(" iters in "),
@@ -152,6 +130,35 @@ fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// Runs `program args` as a server, then `program args 127.0.0.1` as its client (retried
+/// while the server is not listening yet), in a fresh world; returns both outputs.
+fn server_and_client(tag: &str, program: &str, args: &[&str]) -> [Output; 2] {
+    let world = World::new(tag);
+    let server = world
+        .command(program, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {program} (scripts/install-deps installs it): {e}"));
+    let mut client_args = args.to_vec();
+    client_args.push("127.0.0.1");
+    let mut client = None;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let out = world.command(program, &client_args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() && text.contains("onnect") && !text.contains("QP") {
+            continue; // "Couldn't connect to 127.0.0.1:…": the server is not up yet
+        }
+        client = Some(out);
+        break;
+    }
+    let client = client.unwrap_or_else(|| panic!("the {program} client never reached its server"));
+    let server = wait_with_timeout(server, std::time::Duration::from_secs(60));
+    [server, client]
 }
 
 /// The child's output, killing it if it has not finished within `limit`.
@@ -178,5 +185,42 @@ fn ibv_rc_pingpong_events_sizes_1_4096_65536() {
     // record), and the final destroy waits for exactly the events they read.
     for (port, size) in [(18716, "1"), (18717, "4096"), (18718, "65536")] {
         rc_pingpong(&format!("pingpong-e-{size}"), port, &["-e", "-s", size, "-n", "200"]);
+    }
+}
+
+/// perftest: two-sided and one-sided latency and bandwidth tests, server and client.
+#[test]
+fn perftest_lat_and_bw() {
+    for (port, program) in [
+        (18720, "ib_send_lat"),
+        (18721, "ib_write_lat"),
+        (18722, "ib_read_lat"),
+        (18723, "ib_atomic_lat"),
+        (18724, "ib_send_bw"),
+        (18725, "ib_write_bw"),
+        (18726, "ib_read_bw"),
+    ] {
+        let port = port.to_string();
+        let args = ["-d", "mlx5_0", "-x", "0", "-n", "100", "-p", port.as_str()];
+        let outs = server_and_client(program, program, &args);
+        // The passive side of a one-sided latency test prints no results.
+        let server_reports = !matches!(program, "ib_read_lat" | "ib_atomic_lat");
+        for (side, out) in [("server", &outs[0]), ("client", &outs[1])] {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if side == "server" && !server_reports {
+                assert!(out.status.success(), "server of {program}: {}\n{stdout}", out.status);
+                continue;
+            }
+            // The result table: a header with #bytes and a row starting with the size.
+            let row = stdout.lines().skip_while(|l| !l.contains("#bytes")).nth(1);
+            assert!(
+                out.status.success()
+                    && row
+                        .is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit())),
+                "{side} of {program}: {}\nstdout:\n{stdout}\nstderr:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
