@@ -27,6 +27,10 @@
 //! arm: a known limit. Idle, the thread sleeps with a timeout that doubles from
 //! [`WATCH_SLEEP_MIN`] to [`WATCH_SLEEP_MAX`] (without QPs or CQs, [`WATCH_SLEEP_EMPTY`]):
 //! a device nobody posts to costs a wake-up every few milliseconds, not a spinning core.
+//! Watching, the thread never yields to spin: an application busy-polling its CQ on the
+//! same core would keep it off the CPU for a whole time slice. It spins a few passes, then
+//! sleeps, asks for a higher scheduling priority (nice -10, when permitted) so that its
+//! wake-ups preempt such an application, and finds doorbells within a sleep's length.
 
 use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
@@ -49,6 +53,9 @@ const RING_BYTES: usize = 256 * 1024;
 
 /// Progress-thread passes without work before it sleeps.
 const IDLE_SPINS: u32 = 2_000;
+
+/// Passes without work before a doorbell-watching progress thread sleeps.
+const WATCH_SPINS: u32 = 64;
 
 /// Inbound rings polled directly at most (the QPs that received most recently).
 const MAX_POLLED_RINGS: usize = 8;
@@ -705,6 +712,7 @@ impl Engine {
         let handle = std::thread::Builder::new()
             .name(format!("softhca-{}", self.registry.name()))
             .spawn(move || {
+                raise_priority();
                 let mut idle = 0u32;
                 let mut watch_sleep = WATCH_SLEEP_MIN;
                 while !stop_flag.load(Ordering::Acquire) {
@@ -720,9 +728,15 @@ impl Engine {
                         continue;
                     }
                     idle += 1;
-                    if idle < IDLE_SPINS {
+                    // Watching doorbells, yielding would hand the CPU to an application
+                    // spinning on its CQ for a whole time slice: sleep briefly instead, and
+                    // let the wake-up preempt it.
+                    let spins = if watching { WATCH_SPINS } else { IDLE_SPINS };
+                    if idle < spins {
                         std::hint::spin_loop();
-                        std::thread::yield_now();
+                        if !watching {
+                            std::thread::yield_now();
+                        }
                         continue;
                     }
                     idle = 0;
@@ -762,7 +776,7 @@ impl Engine {
                     if watching {
                         // Woken by the timeout, most likely: one look, then back to sleep
                         // rather than another round of spinning.
-                        idle = IDLE_SPINS - 1;
+                        idle = WATCH_SPINS - 1;
                     }
                     drop(engine);
                 }
@@ -783,6 +797,21 @@ impl Engine {
         }
     }
 }
+
+/// Asks the scheduler to favour the progress thread, which stands in for the HCA's own
+/// processors: the application threads it serves may spin on their CQs and would otherwise
+/// keep it off the CPU for whole time slices. Best effort: without CAP_SYS_NICE the call
+/// fails and the thread keeps the default priority.
+fn raise_priority() {
+    // SAFETY: gettid and setpriority have no memory-safety preconditions.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let _ = libc::setpriority(libc::PRIO_PROCESS, tid, PROGRESS_THREAD_NICE);
+    }
+}
+
+/// The nice value the progress thread asks for.
+const PROGRESS_THREAD_NICE: libc::c_int = -10;
 
 impl Drop for Engine {
     fn drop(&mut self) {
