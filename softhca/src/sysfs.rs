@@ -10,7 +10,7 @@
 
 use crate::config::DeviceConfig;
 use crate::device::node_guid_of;
-use crate::kernel::caps::GID_TABLE_LEN;
+use crate::kernel::caps::{FW_VER, GID_TABLE_LEN};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -39,7 +39,9 @@ pub fn files(devices: &[DeviceConfig]) -> Vec<(String, String)> {
         let guid = node_guid_of(&dev.gid()).to_be_bytes();
         out.push((format!("{d}/node_guid"), format!("{}\n", colon_hex(&guid))));
         out.push((format!("{d}/sys_image_guid"), format!("{}\n", colon_hex(&guid))));
-        out.push((format!("{d}/fw_ver"), "16.35.1012\n".to_string()));
+        let fw = FW_VER;
+        let fw = format!("{}.{}.{:04}\n", fw >> 32, (fw >> 16) & 0xffff, fw & 0xffff);
+        out.push((format!("{d}/fw_ver"), fw));
         out.push((format!("{d}/hca_type"), "MT4119\n".to_string()));
         out.push((format!("{d}/hw_rev"), "0x0\n".to_string()));
         out.push((format!("{d}/node_desc"), format!("softhca {} {}\n", dev.name, dev.addr)));

@@ -1,0 +1,97 @@
+//! The `ferrodat` command line: what a user types and what they get back.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn ferrodat(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrodat"));
+    cmd.args(args).env_remove("FERRODAT_SOFTHCA");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run ferrodat")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ferrodat-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn softhca_env_writes_the_tree_and_prints_exports() {
+    let dir = scratch("env");
+    let lib = dir.join("libsofthca_preload.so");
+    std::fs::write(&lib, b"stand-in: the command only checks that the file exists").unwrap();
+    let sysfs = dir.join("sys");
+    let out = ferrodat(
+        &[
+            "softhca",
+            "env",
+            "--sysfs-dir",
+            sysfs.to_str().unwrap(),
+            "--preload",
+            lib.to_str().unwrap(),
+        ],
+        &[("FERRODAT_SOFTHCA", "softhca0=127.0.0.1,softhca1=10.9.8.7")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let sysfs = sysfs.canonicalize().unwrap();
+    assert!(text.contains(&format!("export SYSFS_PATH='{}'\n", sysfs.display())), "{text}");
+    assert!(
+        text.contains(&format!("export LD_PRELOAD='{}'", lib.canonicalize().unwrap().display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("export FERRODAT_SOFTHCA='softhca0=127.0.0.1,softhca1=10.9.8.7'\n"),
+        "{text}"
+    );
+    assert!(text.contains("# mlx5_1 is softhca device softhca1 on 10.9.8.7"), "{text}");
+    let read = |p: &str| std::fs::read_to_string(sysfs.join(p)).unwrap();
+    assert_eq!(read("class/infiniband_verbs/abi_version"), "6\n");
+    assert_eq!(read("class/infiniband_verbs/uverbs1/ibdev"), "mlx5_1\n");
+    assert!(read("class/infiniband/mlx5_1/ports/1/gids/0").contains("0a09:0807"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_preload_library_says_how_to_build_it() {
+    let dir = scratch("missing");
+    let out = ferrodat(
+        &[
+            "softhca",
+            "env",
+            "--sysfs-dir",
+            dir.to_str().unwrap(),
+            "--preload",
+            "/nonexistent/lib.so",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("/nonexistent/lib.so"), "{err}");
+    assert!(err.contains("cargo build --release -p ferrodat-softhca-preload"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing to eval on failure");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_device_list_names_the_variable() {
+    let out = ferrodat(&["softhca", "env"], &[("FERRODAT_SOFTHCA", "softhca0=not-an-address")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("FERRODAT_SOFTHCA") && err.contains("not-an-address"), "{err}");
+}
+
+#[test]
+fn argument_errors_and_help() {
+    let out = ferrodat(&["softhca", "envv"], &[]);
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("envv"));
+    let out = ferrodat(&["softhca", "env", "--help"], &[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--sysfs-dir"));
+}
