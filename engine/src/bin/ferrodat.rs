@@ -111,7 +111,7 @@ fn softhca_env(sysfs_dir: Option<PathBuf>, preload: Option<PathBuf>) -> Result<S
     Ok(out)
 }
 
-/// `libsofthca_preload.so` in the directory of this executable (cargo's target/<profile>).
+/// `libsofthca_preload.so` in the directory of this executable (`target/<profile>`).
 fn default_preload() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let dir = exe.parent().ok_or("this executable has no directory")?;
