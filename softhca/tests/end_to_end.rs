@@ -10,9 +10,12 @@
 //! All QPs are on one device in this process (loopback: the destination GID is the
 //! device's own), each test on its own private fabric directory.
 
+#[path = "support/completion.rs"]
+mod completion;
 #[path = "support/verbs.rs"]
 mod verbs;
 
+use completion::Wc;
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
 use ferrodat_abi::uverbs::{ModifyQp, access, event, qp_attr, qp_state};
 use ferrodat_softhca::Errno;

@@ -6,10 +6,13 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod completion;
+
+pub use completion::{Wc, decode_cqe};
 
 use ferrodat_abi::mlx5::{
-    CQE_OWNER_MASK, Cqe64, ErrCqe, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeAtomicSeg, WqeCtrlSeg,
-    WqeDataSeg, WqeRaddrSeg, cq_arm_word, cqe_opcode, opcode, wqe_ctrl,
+    CQE_OWNER_MASK, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeAtomicSeg, WqeCtrlSeg, WqeDataSeg,
+    WqeRaddrSeg, cq_arm_word, cqe_opcode, opcode, wqe_ctrl,
 };
 use ferrodat_abi::uverbs::{access, qp_state};
 use ferrodat_softhca::fabric::FabricDir;
@@ -21,7 +24,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zerocopy::byteorder::big_endian::{U32, U64};
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::IntoBytes;
 
 /// Page-aligned zeroed memory the "application" owns.
 pub struct Buffer {
@@ -143,20 +146,6 @@ impl Mr {
     }
 }
 
-/// A completion read back from a CQ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Wc {
-    pub opcode: u8,
-    pub syndrome: Option<u8>,
-    pub wqe_counter: u16,
-    pub byte_cnt: u32,
-    pub qpn: u32,
-    pub wqe_opcode: u8,
-    pub imm: u32,
-    pub srqn_uidx: u32,
-    pub solicited: bool,
-}
-
 /// The consumer side of a CQ.
 pub struct Cq {
     pub cqn: u32,
@@ -200,34 +189,7 @@ impl Cq {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         let mut bytes = [0u8; 64];
         self.buf.read_into(at, &mut bytes);
-        let op = op_own >> 4;
-        let wc = if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
-            let e = ErrCqe::ref_from_bytes(&bytes).unwrap();
-            Wc {
-                opcode: op,
-                syndrome: Some(e.syndrome),
-                wqe_counter: e.wqe_counter.get(),
-                byte_cnt: 0,
-                qpn: e.s_wqe_opcode_qpn.get() & 0xffffff,
-                wqe_opcode: (e.s_wqe_opcode_qpn.get() >> 24) as u8,
-                imm: 0,
-                srqn_uidx: e.srqn.get() & 0xffffff,
-                solicited: false,
-            }
-        } else {
-            let cqe = Cqe64::ref_from_bytes(&bytes).unwrap();
-            Wc {
-                opcode: op,
-                syndrome: None,
-                wqe_counter: cqe.wqe_counter.get(),
-                byte_cnt: cqe.byte_cnt.get(),
-                qpn: cqe.sop_drop_qpn.get() & 0xffffff,
-                wqe_opcode: (cqe.sop_drop_qpn.get() >> 24) as u8,
-                imm: cqe.imm_inval_pkey.get(),
-                srqn_uidx: cqe.srqn_uidx.get() & 0xffffff,
-                solicited: op_own & 2 != 0,
-            }
-        };
+        let wc = decode_cqe(&bytes);
         self.ci = self.ci.wrapping_add(1);
         self.dbrec.write_be32_volatile(0, self.ci & 0xffffff);
         Some(wc)

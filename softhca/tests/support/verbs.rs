@@ -11,10 +11,11 @@
 //! `mlx5_post_srq_recv`, `mlx5_free_srq_wqe`).
 #![allow(dead_code)]
 
+use crate::completion::{Wc, decode_cqe};
 use ferrodat_abi::mlx5::{
     self, BF_OFFSET, BFREGS_PER_UAR, CQ_DB_REQ_NOT, CQ_DB_REQ_NOT_SOL, CQ_DOORBELL, CQE_OWNER_MASK,
-    CQE_SE_MASK, Cqe64, ErrCqe, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeCtrlSeg, WqeDataSeg,
-    WqeRaddrSeg, WqeSrqNextSeg, cq_arm_doorbell, cq_arm_word, cqe_opcode, mmap_cmd, wqe_ctrl,
+    INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg, WqeSrqNextSeg,
+    cq_arm_doorbell, cq_arm_word, cqe_opcode, mmap_cmd, wqe_ctrl,
 };
 use ferrodat_abi::uverbs::{
     self, AsyncEventDesc, CmdHdr, CompEventDesc, QpDest, QueryQpResp, access, cmd, mtu,
@@ -196,20 +197,6 @@ impl Mr {
     }
 }
 
-/// A completion read back from a CQ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Wc {
-    pub opcode: u8,
-    pub syndrome: Option<u8>,
-    pub wqe_counter: u16,
-    pub byte_cnt: u32,
-    pub qpn: u32,
-    pub wqe_opcode: u8,
-    pub imm: u32,
-    pub srqn_uidx: u32,
-    pub solicited: bool,
-}
-
 /// CREATE_CQ: the consumer side of a CQ.
 #[derive(Debug)]
 pub struct Cq {
@@ -245,35 +232,7 @@ impl Cq {
         }
         fence(Ordering::Acquire);
         let bytes = read_bytes(self.entry(self.ci), 64);
-        let op_own = bytes[63];
-        let op = op_own >> 4;
-        let wc = if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
-            let e = ErrCqe::read_from_bytes(&bytes).unwrap();
-            Wc {
-                opcode: op,
-                syndrome: Some(e.syndrome),
-                wqe_counter: e.wqe_counter.get(),
-                byte_cnt: 0,
-                qpn: e.s_wqe_opcode_qpn.get() & 0xff_ffff,
-                wqe_opcode: (e.s_wqe_opcode_qpn.get() >> 24) as u8,
-                imm: 0,
-                srqn_uidx: e.srqn.get() & 0xff_ffff,
-                solicited: false,
-            }
-        } else {
-            let c = Cqe64::read_from_bytes(&bytes).unwrap();
-            Wc {
-                opcode: op,
-                syndrome: None,
-                wqe_counter: c.wqe_counter.get(),
-                byte_cnt: c.byte_cnt.get(),
-                qpn: c.sop_drop_qpn.get() & 0xff_ffff,
-                wqe_opcode: (c.sop_drop_qpn.get() >> 24) as u8,
-                imm: c.imm_inval_pkey.get(),
-                srqn_uidx: c.srqn_uidx.get() & 0xff_ffff,
-                solicited: op_own & CQE_SE_MASK != 0,
-            }
-        };
+        let wc = decode_cqe(bytes.as_slice().try_into().expect("64 bytes"));
         self.ci = self.ci.wrapping_add(1);
         fence(Ordering::Release);
         write_be32(self.dbrec + 4 * mlx5::CQ_SET_CI as u64, self.ci & mlx5::CQ_CI_MASK);
