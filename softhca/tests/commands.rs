@@ -5,12 +5,16 @@
 //! Every test builds its own unregistered device, so tests share no state and run in
 //! parallel.
 
+#[path = "support/mem.rs"]
+mod mem;
+
 use ferrodat_abi::mlx5;
 use ferrodat_abi::uverbs::{self, qp_attr as qa, *};
 use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::kernel::qp_state::{RC_TRANSITIONS, mlx5_has_command, transition};
 use ferrodat_softhca::objects::QpState;
 use ferrodat_softhca::{Device, Errno, Uverbs};
+use mem::{Mem, page};
 use std::cell::RefCell;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -21,72 +25,6 @@ const ENODATA: Errno = Errno(libc::ENODATA);
 
 // ---------------------------------------------------------------------------------------
 // User memory
-
-/// Page-aligned zeroed memory the "user" lends to the device.
-struct Mem {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Mem {
-    fn new(len: usize) -> Mem {
-        let len = len.max(1).next_multiple_of(page());
-        // SAFETY: a fresh private anonymous mapping, owned by this `Mem`.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        Mem { ptr: p.cast(), len }
-    }
-
-    /// `len` bytes followed by an inaccessible page.
-    fn guarded(len: usize) -> Mem {
-        let m = Mem::new(len + page());
-        // SAFETY: the last page of our own mapping becomes inaccessible.
-        let rc =
-            unsafe { libc::mprotect(m.ptr.add(m.len - page()).cast(), page(), libc::PROT_NONE) };
-        assert_eq!(rc, 0);
-        m
-    }
-
-    fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: our mapping; the device writes it only inside `write()` calls, which have
-        // returned when this is called.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    fn fill(&self, byte: u8) {
-        // SAFETY: our mapping, not borrowed elsewhere.
-        unsafe { std::ptr::write_bytes(self.ptr, byte, self.len) };
-    }
-
-    fn protect(&self, prot: i32) {
-        // SAFETY: changes the protection of our own mapping.
-        assert_eq!(unsafe { libc::mprotect(self.ptr.cast(), self.len, prot) }, 0);
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-fn page() -> usize {
-    ferrodat_softhca::user_memory::page_size()
-}
 
 /// An address that is never mapped (the first page).
 const UNMAPPED: u64 = 0x10;

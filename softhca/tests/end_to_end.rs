@@ -12,6 +12,8 @@
 
 #[path = "support/completion.rs"]
 mod completion;
+#[path = "support/mem.rs"]
+mod mem;
 #[path = "support/verbs.rs"]
 mod verbs;
 

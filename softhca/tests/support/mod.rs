@@ -23,8 +23,8 @@ use ferrodat_softhca::hca::queue_pair::{QpAttributes, QpSetup};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zerocopy::byteorder::big_endian::{U32, U64};
 use zerocopy::IntoBytes;
+use zerocopy::byteorder::big_endian::{U32, U64};
 
 /// Page-aligned zeroed memory the "application" owns.
 pub struct Buffer {

@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 use crate::completion::{Wc, decode_cqe};
+pub use crate::mem::{Mem, page};
 use ferrodat_abi::mlx5::{
     self, BF_OFFSET, BFREGS_PER_UAR, CQ_DB_REQ_NOT, CQ_DB_REQ_NOT_SOL, CQ_DOORBELL, CQE_OWNER_MASK,
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg, WqeSrqNextSeg,
@@ -44,46 +45,6 @@ const SQ_OVERHEAD: usize = 192;
 
 // ---------------------------------------------------------------------------------------
 // Memory and the fabric
-
-/// Page-aligned zeroed memory the application lends to the device.
-pub struct Mem {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Mem {
-    pub fn new(len: usize) -> Mem {
-        let len = len.max(1).next_multiple_of(page());
-        // SAFETY: a fresh private anonymous mapping, owned by this `Mem`.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
-        Mem { ptr: p.cast(), len }
-    }
-
-    pub fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-pub fn page() -> usize {
-    ferrodat_softhca::user_memory::page_size()
-}
 
 /// Volatile copy into lent memory (the device may read it concurrently).
 fn write_bytes(addr: u64, data: &[u8]) {
