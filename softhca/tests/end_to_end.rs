@@ -55,18 +55,24 @@ fn assert_err(wc: &Wc, cqe_op: u8, syndrome: u8, qp: &Qp, idx: u16) {
 
 // =======================================================================================
 
-#[test]
-fn loopback_send_write_read_then_a_bad_rkey_moves_the_requester_to_err() {
+/// Two RC QPs on one device, each with its own CQ, connected to each other and in RTS.
+fn connected_pair() -> (Verbs, Pd, Cq, Cq, Qp, Qp) {
     let v = Verbs::open();
     let pd = v.alloc_pd();
-    let mut cq_a = v.create_cq(63, None, 0xa);
-    let mut cq_b = v.create_cq(63, None, 0xb);
-    let mut a = v.create_qp(&pd, &cq_a, &cq_a, None, QpCaps::default());
-    let mut b = v.create_qp(&pd, &cq_b, &cq_b, None, QpCaps::default());
-    // rdma-core's defaults give each of the first QPs a dedicated low-latency bfreg.
-    assert_eq!((a.bfreg_index, b.bfreg_index), (24, 25));
+    let cq_a = v.create_cq(63, None, 0xa);
+    let cq_b = v.create_cq(63, None, 0xb);
+    let a = v.create_qp(&pd, &cq_a, &cq_a, None, QpCaps::default());
+    let b = v.create_qp(&pd, &cq_b, &cq_b, None, QpCaps::default());
     v.connect(&a, b.qpn);
     v.connect(&b, a.qpn);
+    (v, pd, cq_a, cq_b, a, b)
+}
+
+#[test]
+fn loopback_send_write_read_then_a_bad_rkey_moves_the_requester_to_err() {
+    let (v, pd, mut cq_a, mut cq_b, mut a, mut b) = connected_pair();
+    // rdma-core's defaults give each of the first QPs a dedicated low-latency bfreg.
+    assert_eq!((a.bfreg_index, b.bfreg_index), (24, 25));
     for (qp, peer) in [(&a, &b), (&b, &a)] {
         let q = v.query_qp(qp);
         assert_eq!(q.qp_state, qp_state::RTS);
@@ -391,14 +397,7 @@ fn modify_qp_to_err_flushes_every_outstanding_receive_in_order() {
 
 #[test]
 fn a_qp_the_hardware_moved_to_err_stays_there_until_reset_and_then_works_again() {
-    let v = Verbs::open();
-    let pd = v.alloc_pd();
-    let mut cq_a = v.create_cq(63, None, 0xa);
-    let mut cq_b = v.create_cq(63, None, 0xb);
-    let mut a = v.create_qp(&pd, &cq_a, &cq_a, None, QpCaps::default());
-    let mut b = v.create_qp(&pd, &cq_b, &cq_b, None, QpCaps::default());
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    let (v, pd, mut cq_a, mut cq_b, mut a, mut b) = connected_pair();
     let local = v.reg_mr(&pd, 4096, LOCAL);
     let remote = v.reg_mr(&pd, 4096, REMOTE);
     let bad = rdma(opcode::RDMA_WRITE, vec![local.sge(0, 8)], remote.addr, remote.rkey ^ 0xff);
