@@ -4,3 +4,14 @@
 //! commands itself, maps the UAR pages, owns its queue buffers and doorbell records, builds
 //! mlx5 WQEs and polls CQE64s. It never links libibverbs. All wire layouts come from
 //! `ferrodat-abi`.
+
+pub mod completion;
+mod cq_ring;
+#[cfg(test)]
+mod data_path_tests;
+pub mod doorbell;
+mod mmio;
+mod recv_queue;
+mod send_queue;
+mod srq_ring;
+pub mod work_request;

@@ -1,0 +1,295 @@
+//! Polling a CQ: CQE64s taken by the ownership rule, decoded into [`WorkCompletion`]s with
+//! the wr_id found through the QP's user index (cqe_version 1); the consumer index
+//! published in the doorbell record; arming for the next (solicited) completion.
+//!
+//! One thread polls a CQ at a time (the ring is behind `&mut`). QPs attach and detach from
+//! any thread through [`CqAttachments`]: the poller picks changes up at its next poll with
+//! one relaxed load when nothing changed, and on a detach it marks the QP's CQEs still in
+//! the ring as stale, so a user index can be reused at once (rdma-core's `cq_clean`).
+
+use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
+use crate::doorbell::{CqDoorbell, Model};
+use crate::mmio::{DevPtr, from_device_barrier, to_device_barrier};
+use crate::recv_queue::RecvTracker;
+use crate::send_queue::SendTracker;
+use crate::srq_ring::SrqRing;
+use ferrodat_abi::mlx5::{
+    CQ_ARM_DB, CQ_CI_MASK, CQ_DB_REQ_NOT, CQ_DB_REQ_NOT_SOL, CQ_SET_CI, CQE_OWNER_MASK,
+    CQE_SE_MASK, cq_arm_doorbell, cq_arm_word, cqe_opcode, opcode,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A user index no QP gets: CQEs of a detached QP are rewritten to it.
+pub(crate) const STALE_UIDX: u32 = 0x00ff_ffff;
+
+/// Where a QP's receive completions come from.
+#[derive(Debug)]
+pub(crate) enum RecvSource {
+    /// Its own receive queue.
+    Queue(Arc<RecvTracker>),
+    /// A shared receive queue.
+    Srq(Arc<SrqRing>),
+}
+
+/// What a CQ needs to complete one QP's work requests.
+#[derive(Debug)]
+pub(crate) struct QpCompletions {
+    pub send: Arc<SendTracker>,
+    pub recv: RecvSource,
+}
+
+/// QPs attaching to and detaching from a CQ, waiting for its poller.
+#[derive(Debug, Default)]
+pub(crate) struct CqAttachments {
+    changed: AtomicBool,
+    pending: Mutex<Vec<(u32, Option<Arc<QpCompletions>>)>>,
+}
+
+impl CqAttachments {
+    /// The QP with user index `uidx` reports to this CQ from now on.
+    pub(crate) fn attach(&self, uidx: u32, qp: Arc<QpCompletions>) {
+        self.push(uidx, Some(qp));
+    }
+
+    /// The QP with user index `uidx` was destroyed.
+    pub(crate) fn detach(&self, uidx: u32) {
+        self.push(uidx, None);
+    }
+
+    fn push(&self, uidx: u32, qp: Option<Arc<QpCompletions>>) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((uidx, qp));
+        self.changed.store(true, Ordering::Release);
+    }
+}
+
+/// Geometry of a CQ, from CREATE_CQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqGeometry {
+    /// `ncqe` 64-byte entries, every op_own initialised to 0xF0.
+    pub ring: DevPtr,
+    /// A power of two.
+    pub ncqe: u32,
+    /// The CQ's doorbell record: word 0 set_ci, word 1 the arm word.
+    pub dbrec: DevPtr,
+    /// CQ number (for the arm doorbell).
+    pub cqn: u32,
+}
+
+/// The CQ as its poller owns it.
+#[derive(Debug)]
+pub(crate) struct CqRing {
+    g: CqGeometry,
+    /// Consumer index (running).
+    ci: u32,
+    /// Arm sequence number: one more per completion event consumed.
+    arm_sn: u32,
+    doorbell: CqDoorbell,
+    attachments: Arc<CqAttachments>,
+    /// QPs by user index.
+    qps: Vec<Option<Arc<QpCompletions>>>,
+}
+
+impl CqRing {
+    /// # Safety
+    /// The geometry's ring and doorbell record stay mapped and lent to the device for the
+    /// ring's life, and nothing else writes them.
+    pub(crate) unsafe fn new(g: CqGeometry, doorbell: CqDoorbell) -> CqRing {
+        CqRing {
+            g,
+            ci: 0,
+            arm_sn: 0,
+            doorbell,
+            attachments: Arc::new(CqAttachments::default()),
+            qps: Vec::new(),
+        }
+    }
+
+    /// Where QPs attach.
+    pub(crate) fn attachments(&self) -> &Arc<CqAttachments> {
+        &self.attachments
+    }
+
+    /// Fills `out` with up to `out.len()` completions; if none waits, asks the model for
+    /// progress once and looks again. Returns how many were written.
+    #[inline]
+    pub(crate) fn poll(&mut self, out: &mut [WorkCompletion], model: &impl Model) -> usize {
+        if self.attachments.changed.load(Ordering::Relaxed) {
+            self.apply_attachments();
+        }
+        let mut n = self.poll_ring(out);
+        if n == 0 && !out.is_empty() && model.progress() {
+            n = self.poll_ring(out);
+        }
+        n
+    }
+
+    /// True if a CQE waits (without consuming it).
+    pub(crate) fn has_completion(&self) -> bool {
+        self.owned_cqe(self.ci).is_some()
+    }
+
+    #[inline(always)]
+    fn owned_cqe(&self, index: u32) -> Option<(DevPtr, u8)> {
+        // SAFETY: entry `index & (ncqe-1)` is inside the ring.
+        let cqe = unsafe { self.g.ring.add(((index & (self.g.ncqe - 1)) as usize) << 6) };
+        // SAFETY: byte 63 of that entry.
+        let op_own = unsafe { cqe.read_u8(63) };
+        let sw_owner = index & self.g.ncqe != 0;
+        if op_own >> 4 == cqe_opcode::INVALID || ((op_own & CQE_OWNER_MASK) != 0) != sw_owner {
+            return None;
+        }
+        Some((cqe, op_own))
+    }
+
+    #[inline(always)]
+    fn poll_ring(&mut self, out: &mut [WorkCompletion]) -> usize {
+        let mut n = 0;
+        let start = self.ci;
+        while n < out.len() {
+            let Some((cqe, op_own)) = self.owned_cqe(self.ci) else { break };
+            from_device_barrier();
+            self.ci = self.ci.wrapping_add(1);
+            if let Some(wc) = self.decode(cqe, op_own) {
+                out[n] = wc;
+                n += 1;
+            }
+        }
+        if self.ci != start {
+            to_device_barrier();
+            // SAFETY: word 0 of the CQ doorbell record (geometry contract).
+            unsafe {
+                self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be());
+            }
+        }
+        n
+    }
+
+    /// One CQE into a completion; None for entries that complete nothing (a resize marker,
+    /// a detached QP's leftovers).
+    #[inline(always)]
+    fn decode(&self, cqe: DevPtr, op_own: u8) -> Option<WorkCompletion> {
+        // SAFETY (all reads): fields of a 64-byte CQE the device handed to software.
+        let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
+        let qp = self.qps.get(uidx as usize)?.as_deref()?;
+        let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
+        let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
+        let mut wc = WorkCompletion { qpn: sop_qpn & 0x00ff_ffff, ..WorkCompletion::default() };
+        match op_own >> 4 {
+            cqe_opcode::REQ => {
+                wc.wr_id = qp.send.complete(wqe_counter);
+                (wc.opcode, wc.byte_len) = match (sop_qpn >> 24) as u8 {
+                    opcode::RDMA_READ => {
+                        (WcOpcode::RdmaRead, u32::from_be(unsafe { cqe.read_u32(44) }))
+                    }
+                    opcode::ATOMIC_CS => (WcOpcode::CompareSwap, 8),
+                    opcode::ATOMIC_FA => (WcOpcode::FetchAdd, 8),
+                    opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, 0),
+                    opcode::NOP => (WcOpcode::Nop, 0),
+                    _ => (WcOpcode::Send, 0),
+                };
+            }
+            op @ (cqe_opcode::RESP_SEND
+            | cqe_opcode::RESP_SEND_IMM
+            | cqe_opcode::RESP_SEND_INV
+            | cqe_opcode::RESP_WR_IMM) => {
+                wc.wr_id = recv_wr_id(qp, wqe_counter);
+                wc.byte_len = u32::from_be(unsafe { cqe.read_u32(44) });
+                wc.src_qp = u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff;
+                wc.solicited = op_own & CQE_SE_MASK != 0;
+                wc.opcode = if op == cqe_opcode::RESP_WR_IMM {
+                    WcOpcode::RecvRdmaWithImm
+                } else {
+                    WcOpcode::Recv
+                };
+                if matches!(op, cqe_opcode::RESP_WR_IMM | cqe_opcode::RESP_SEND_IMM) {
+                    wc.imm = Some(u32::from_be(unsafe { cqe.read_u32(36) }));
+                }
+            }
+            op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
+                let syndrome = unsafe { cqe.read_u8(55) };
+                let vendor = unsafe { cqe.read_u8(54) };
+                wc.status = WcStatus::from_syndrome(syndrome);
+                wc.syndrome = Some((syndrome, vendor));
+                if op == cqe_opcode::REQ_ERR {
+                    wc.wr_id = qp.send.complete(wqe_counter);
+                    wc.opcode = match (sop_qpn >> 24) as u8 {
+                        opcode::RDMA_READ => WcOpcode::RdmaRead,
+                        opcode::ATOMIC_CS => WcOpcode::CompareSwap,
+                        opcode::ATOMIC_FA => WcOpcode::FetchAdd,
+                        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => WcOpcode::RdmaWrite,
+                        opcode::NOP => WcOpcode::Nop,
+                        _ => WcOpcode::Send,
+                    };
+                } else {
+                    wc.wr_id = recv_wr_id(qp, wqe_counter);
+                    wc.opcode = WcOpcode::Recv;
+                }
+            }
+            _ => return None, // RESIZE_CQ marker, NO_PACKET, signature errors: nothing to report
+        }
+        Some(wc)
+    }
+
+    #[cold]
+    fn apply_attachments(&mut self) {
+        self.attachments.changed.store(false, Ordering::Relaxed);
+        let changes = std::mem::take(
+            &mut *self.attachments.pending.lock().unwrap_or_else(|e| e.into_inner()),
+        );
+        for (uidx, qp) in changes {
+            let i = uidx as usize;
+            if qp.is_none() {
+                self.mark_stale(uidx);
+            }
+            if self.qps.len() <= i {
+                self.qps.resize_with(i + 1, || None);
+            }
+            self.qps[i] = qp;
+        }
+    }
+
+    /// Rewrites the user index of `uidx`'s CQEs still in the ring (software owns them; the
+    /// device writes no more for a destroyed QP) so they are skipped.
+    fn mark_stale(&mut self, uidx: u32) {
+        let mut i = self.ci;
+        while let Some((cqe, _)) = self.owned_cqe(i) {
+            from_device_barrier();
+            // SAFETY: the srqn_uidx word of a software-owned CQE.
+            unsafe {
+                if u32::from_be(cqe.read_u32(32)) & 0x00ff_ffff == uidx {
+                    cqe.write_u32(32, STALE_UIDX.to_be());
+                }
+            }
+            i = i.wrapping_add(1);
+            if i.wrapping_sub(self.ci) > self.g.ncqe {
+                break;
+            }
+        }
+    }
+
+    /// Requests one completion event for the next CQE (`solicited`: the next solicited or
+    /// error CQE), rdma-core's `mlx5_arm_cq`.
+    pub(crate) fn arm(&mut self, solicited: bool, model: &impl Model) {
+        let sn = self.arm_sn & 3;
+        let cmd = if solicited { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
+        let word = cq_arm_word(sn, cmd, self.ci & CQ_CI_MASK);
+        // SAFETY: word 1 of the CQ doorbell record (geometry contract).
+        unsafe { self.g.dbrec.write_u32(CQ_ARM_DB * 4, word.to_be()) };
+        self.doorbell.ring(cq_arm_doorbell(word, self.g.cqn), model);
+    }
+
+    /// A completion event of this CQ was consumed from its channel (`ibv_get_cq_event`):
+    /// the next arm uses the next sequence number.
+    pub(crate) fn event_consumed(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+}
+
+#[inline(always)]
+fn recv_wr_id(qp: &QpCompletions, wqe_counter: u16) -> u64 {
+    match &qp.recv {
+        RecvSource::Queue(rq) => rq.complete_next(),
+        RecvSource::Srq(srq) => srq.complete(wqe_counter),
+    }
+}

@@ -1,0 +1,356 @@
+//! The data path against plain memory standing in for the device: WQE bytes as rdma-core
+//! builds them, doorbell records, BlueFlame copies, CQE decoding, ownership across ring
+//! wraps, retirement of unsignalled WQEs, stale CQEs of detached QPs, arming.
+
+use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
+use crate::cq_ring::{CqGeometry, CqRing, QpCompletions, RecvSource};
+use crate::doorbell::{BlueFlame, CqDoorbell, Model};
+use crate::mmio::DevPtr;
+use crate::recv_queue::{RecvGeometry, RecvQueue};
+use crate::send_queue::{SendGeometry, SendQueue};
+use crate::work_request::*;
+use std::cell::RefCell;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Zeroed, 64-byte aligned memory playing the device's side.
+struct Mem(Box<[[u64; 8]]>);
+
+impl Mem {
+    fn new(bytes: usize) -> Mem {
+        Mem(vec![[0u64; 8]; bytes.div_ceil(64)].into_boxed_slice())
+    }
+    fn ptr(&mut self) -> DevPtr {
+        // SAFETY: the box outlives every queue of a test (declared before them).
+        unsafe { DevPtr::new(NonNull::new(self.0.as_mut_ptr().cast::<u8>()).unwrap()) }
+    }
+    fn bytes(&mut self, offset: usize, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        // SAFETY: tests read inside the memory they allocated.
+        unsafe { self.ptr().read_bytes(offset, &mut out) };
+        out
+    }
+    fn be32(&mut self, offset: usize) -> u32 {
+        // SAFETY: as above.
+        u32::from_be(unsafe { self.ptr().read_u32(offset) })
+    }
+}
+
+/// Records the model calls.
+#[derive(Default)]
+struct Recorder {
+    rung: RefCell<Vec<(u32, u32)>>,
+}
+
+impl Model for Recorder {
+    fn doorbell_rung(&self, uar_page: u32, offset: u32) {
+        self.rung.borrow_mut().push((uar_page, offset));
+    }
+    fn progress(&self) -> bool {
+        false
+    }
+}
+
+struct Sq {
+    ring: Mem,
+    db: Mem,
+    uar: Mem,
+    q: SendQueue,
+}
+
+fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
+    let mut ring = Mem::new(wqe_cnt as usize * 64);
+    let mut db = Mem::new(64);
+    let mut uar = Mem::new(4096);
+    let g = SendGeometry {
+        ring: ring.ptr(),
+        wqe_cnt,
+        qpn,
+        max_inline: 60,
+        max_sge: 4,
+        sig_all: false,
+        // SAFETY: word 1 of the 64-byte record.
+        dbrec_sq: unsafe { db.ptr().add(4) },
+    };
+    // SAFETY: bfreg 1 of UAR page 6 at 0x800 + 512 (two 256-byte halves).
+    let bf = unsafe { BlueFlame::new(uar.ptr().add(0xa00), bf_size, 6, 0xa00) };
+    // SAFETY: the memory lives in the returned struct, next to the queue.
+    let q = unsafe { SendQueue::new(g, bf) };
+    Sq { ring, db, uar, q }
+}
+
+fn sge(addr: u64, len: u32, lkey: u32) -> Sge<'static> {
+    Sge::new(addr, len, lkey)
+}
+
+#[test]
+fn a_send_wqe_has_the_bytes_rdma_core_writes_and_goes_by_blueflame() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let model = Recorder::default();
+    let s = [sge(0x1122_3344_5566_7788, 4096, 0x1234)];
+    sq.q.post(&[SendWr::new(7, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+    let wqe = sq.ring.bytes(0, 32);
+    assert_eq!(
+        wqe,
+        [
+            0x00, 0x00, 0x00, 0x0a, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x08, 0, 0, 0, 0,
+            0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x12, 0x34, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66,
+            0x77, 0x88
+        ]
+    );
+    assert_eq!(sq.db.be32(4), 1, "SQ counter: one WQEBB posted");
+    assert_eq!(sq.uar.bytes(0xa00, 64), sq.ring.bytes(0, 64), "BlueFlame copy of the WQE");
+    assert_eq!(*model.rung.borrow(), [(6, 0xa00)]);
+    // The next ring uses the other half of the register.
+    sq.q.post(&[SendWr::new(8, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+    assert_eq!(model.rung.borrow()[1], (6, 0xa00 + 256));
+    assert_eq!(sq.ring.bytes(64, 8), [0, 0, 0x01, 0x0a, 0x00, 0x01, 0x08, 0x02], "index 1");
+}
+
+#[test]
+fn a_batch_rings_once_with_the_last_control_segment() {
+    let mut sq = send_queue(16, 0x42, 256);
+    let model = Recorder::default();
+    let s = [sge(0x1000, 8, 1), sge(0x2000, 8, 2)];
+    let r = Remote { addr: 0xdead_0000, rkey: 0x77 };
+    let wrs = [
+        SendWr::new(1, SendOp::RdmaWrite(r), Payload::Sges(&s)).flags(SendFlags::NONE),
+        SendWr::new(2, SendOp::SendImm(0xabcd_ef01), Payload::Inline(b"hello")),
+        SendWr::new(3, SendOp::FetchAdd { remote: r, add: 5 }, Payload::Sges(&s[..1]))
+            .flags(SendFlags::SIGNALED | SendFlags::FENCE),
+    ];
+    sq.q.post(&wrs, &model).unwrap();
+    // WRITE: ctrl + raddr + 2 data = 4 ds = 1 WQEBB; SEND_IMM inline 5 B: 2 ds; FA: 4 ds.
+    assert_eq!(sq.db.be32(4), 3);
+    assert_eq!(sq.ring.bytes(0, 12), [0, 0, 0, 0x08, 0, 0, 0x42, 4, 0, 0, 0, 0]);
+    assert_eq!(sq.ring.bytes(16, 16), [0, 0, 0, 0, 0xde, 0xad, 0, 0, 0, 0, 0, 0x77, 0, 0, 0, 0]);
+    assert_eq!(
+        sq.ring.bytes(64, 16),
+        [0, 0, 1, 0x0b, 0, 0, 0x42, 2, 0, 0, 0, 8, 0xab, 0xcd, 0xef, 0x01]
+    );
+    assert_eq!(sq.ring.bytes(80, 9), [0x80, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']);
+    assert_eq!(sq.ring.bytes(128, 12), [0, 0, 2, 0x12, 0, 0, 0x42, 4, 0, 0, 0, 0x88]);
+    assert_eq!(sq.ring.bytes(160, 16), [0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0]);
+    // One doorbell: the first 8 bytes of the last control segment, no BlueFlame copy.
+    assert_eq!(*model.rung.borrow(), [(6, 0xa00)]);
+    assert_eq!(sq.uar.bytes(0xa00, 8), sq.ring.bytes(128, 8));
+    assert_eq!(sq.uar.bytes(0xa08, 8), [0; 8]);
+}
+
+#[test]
+fn bad_requests_are_refused_with_what_to_fix_and_earlier_ones_stay_posted() {
+    let mut sq = send_queue(4, 1, 256);
+    let model = Recorder::default();
+    let s = [sge(0x1000, 8, 1); 5];
+    let long = [0u8; 61];
+    let r = Remote { addr: 0x1001, rkey: 1 };
+    let cases = [
+        (SendWr::new(1, SendOp::Send, Payload::Sges(&s)), "5 scatter/gather entries"),
+        (SendWr::new(1, SendOp::Send, Payload::Inline(&long)), "61 bytes of inline data"),
+        (SendWr::new(1, SendOp::FetchAdd { remote: r, add: 1 }, Payload::Sges(&s[..1])), "8-byte"),
+        (SendWr::new(1, SendOp::RdmaRead(r), Payload::Inline(b"x")), "cannot carry inline"),
+    ];
+    for (wr, says) in cases {
+        let ok = SendWr::new(0, SendOp::Nop, Payload::EMPTY);
+        let err = sq.q.post(&[ok, wr], &model).unwrap_err();
+        assert_eq!(err.index, 1);
+        assert!(err.to_string().contains(says), "{err}");
+    }
+    assert_eq!(sq.db.be32(4), 4, "the four NOPs before the refused requests were posted");
+    let err = sq.q.post(&[SendWr::new(9, SendOp::Nop, Payload::EMPTY)], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 4 }), "{err}");
+    assert!(err.to_string().contains("poll completions first"));
+    // A CQE for the last NOP retires all four (the earlier ones were signalled too, but
+    // one completion for the newest frees everything before it).
+    assert_eq!(sq.q.tracker().complete(3), 0);
+    assert_eq!(sq.q.free_blocks(), 4);
+}
+
+#[test]
+fn inline_data_wraps_around_the_ring_end() {
+    let mut sq = send_queue(4, 1, 0);
+    let model = Recorder::default();
+    for i in 0..3 {
+        sq.q.post(&[SendWr::new(i, SendOp::Nop, Payload::EMPTY)], &model).unwrap();
+    }
+    sq.q.tracker().complete(2);
+    let data: Vec<u8> = (0..60).collect();
+    sq.q.post(&[SendWr::new(9, SendOp::Send, Payload::Inline(&data))], &model).unwrap();
+    // ctrl + 4 ds of inline = 5 ds = 2 WQEBBs: block 3 then block 0.
+    assert_eq!(sq.ring.bytes(192 + 16, 4), [0x80, 0, 0, 60]);
+    let mut got = sq.ring.bytes(192 + 20, 44);
+    got.extend(sq.ring.bytes(0, 16));
+    assert_eq!(got, data);
+    assert_eq!(sq.db.be32(4), 5);
+    // bfreg with buf_size 0 (doorbell only): no copy, same register offset each time.
+    assert!(model.rung.borrow().iter().all(|&r| r == (6, 0xa00)));
+}
+
+struct Cq {
+    ring: Mem,
+    db: Mem,
+    uar: Mem,
+    cq: CqRing,
+}
+
+fn cq(ncqe: u32) -> Cq {
+    let mut ring = Mem::new(ncqe as usize * 64);
+    for i in 0..ncqe as usize {
+        // SAFETY: op_own of entry i.
+        unsafe { ring.ptr().write_u8(i * 64 + 63, 0xf0) };
+    }
+    let mut db = Mem::new(64);
+    let mut uar = Mem::new(4096);
+    let g = CqGeometry { ring: ring.ptr(), ncqe, dbrec: db.ptr(), cqn: 0x40 };
+    // SAFETY: the memory lives next to the ring in the returned struct.
+    let cq = unsafe { CqRing::new(g, CqDoorbell::new(uar.ptr(), 0)) };
+    Cq { ring, db, uar, cq }
+}
+
+/// What the device writes for one completion (`index` is the producer index).
+#[allow(clippy::too_many_arguments)]
+fn write_cqe(
+    c: &mut Cq,
+    index: u32,
+    op: u8,
+    uidx: u32,
+    sop_qpn: u32,
+    counter: u16,
+    byte_cnt: u32,
+    imm: u32,
+    syndrome: u8,
+) {
+    let ncqe = (c.ring.0.len()) as u32;
+    let base = ((index & (ncqe - 1)) * 64) as usize;
+    let p = c.ring.ptr();
+    let owner = u8::from(index & ncqe != 0);
+    // SAFETY: fields of entry `index`, op_own last as the device writes it.
+    unsafe {
+        p.write_u32(base + 24, 0x0000_0077u32.to_be());
+        p.write_u32(base + 32, uidx.to_be());
+        p.write_u32(base + 36, imm.to_be());
+        p.write_u32(base + 44, byte_cnt.to_be());
+        p.write_u8(base + 55, syndrome);
+        p.write_u32(base + 56, sop_qpn.to_be());
+        p.write_u16(base + 60, counter.to_be());
+        p.write_u8(base + 63, (op << 4) | owner);
+    }
+}
+
+#[test]
+fn polling_decodes_completions_and_follows_ownership_across_wraps() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let mut rq_ring = Mem::new(16 * 16);
+    let mut rq_db = Mem::new(64);
+    // SAFETY: memory declared before the queue, alive for the test.
+    let mut rq = unsafe {
+        RecvQueue::new(RecvGeometry {
+            ring: rq_ring.ptr(),
+            wqe_cnt: 16,
+            wqe_shift: 4,
+            max_sge: 1,
+            dbrec_rq: rq_db.ptr(),
+        })
+    };
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let qp = Arc::new(QpCompletions {
+        send: sq.q.tracker().clone(),
+        recv: RecvSource::Queue(rq.tracker().clone()),
+    });
+    c.cq.attachments().attach(5, qp);
+
+    let buf = [sge(0x5000, 64, 9)];
+    for i in 0..12 {
+        rq.post(&[RecvWr { wr_id: 100 + i, sges: &buf }]).unwrap();
+    }
+    assert_eq!(rq_db.be32(0), 12);
+    assert_eq!(rq_ring.bytes(16, 16), [0, 0, 0, 64, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0x50, 0]);
+
+    let mut out = [WorkCompletion::default(); 8];
+    assert_eq!(c.cq.poll(&mut out, &model), 0, "nothing yet (op_own 0xF0)");
+    // Three rounds of the 4-entry ring: ownership flips each round.
+    let s = [sge(0x1000, 8, 1)];
+    for round in 0..3u32 {
+        for k in 0..4u32 {
+            let p = round * 4 + k;
+            if k % 2 == 0 {
+                sq.q.post(&[SendWr::new(u64::from(p), SendOp::Send, Payload::Sges(&s))], &model)
+                    .unwrap();
+                write_cqe(&mut c, p, 0, 5, (0x0a << 24) | 0x108, (p / 2) as u16, 0, 0, 0);
+            } else {
+                write_cqe(&mut c, p, 3, 5, 0x108, 0, 33, 0x0102_0304, 0);
+            }
+        }
+        let n = c.cq.poll(&mut out, &model);
+        assert_eq!(n, 4, "round {round}");
+        assert_eq!(out[0].wr_id, u64::from(round * 4));
+        assert_eq!(
+            (out[0].opcode, out[0].status, out[0].qpn),
+            (WcOpcode::Send, WcStatus::Success, 0x108)
+        );
+        assert_eq!(out[1].wr_id, u64::from(100 + round * 2));
+        assert_eq!(
+            (out[1].opcode, out[1].byte_len, out[1].imm, out[1].src_qp),
+            (WcOpcode::Recv, 33, Some(0x0102_0304), 0x77)
+        );
+        assert_eq!(c.db.be32(0), (round + 1) * 4, "set_ci published");
+        assert_eq!(c.cq.poll(&mut out, &model), 0);
+    }
+    // An error completion: syndrome to status, wr_id kept.
+    sq.q.post(
+        &[SendWr::new(77, SendOp::RdmaRead(Remote { addr: 0, rkey: 1 }), Payload::Sges(&s))],
+        &model,
+    )
+    .unwrap();
+    write_cqe(&mut c, 12, 13, 5, (0x10 << 24) | 0x108, 6, 0, 0, 0x13);
+    assert_eq!(c.cq.poll(&mut out, &model), 1);
+    assert_eq!(
+        (out[0].wr_id, out[0].status, out[0].opcode),
+        (77, WcStatus::RemoteAccess, WcOpcode::RdmaRead)
+    );
+    assert_eq!(out[0].syndrome, Some((0x13, 0)));
+}
+
+#[test]
+fn a_detached_qps_leftover_completions_are_skipped() {
+    let sq = send_queue(16, 1, 0);
+    let mut c = cq(8);
+    let model = Recorder::default();
+    let qp = || {
+        Arc::new(QpCompletions {
+            send: sq.q.tracker().clone(),
+            recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+        })
+    };
+    c.cq.attachments().attach(1, qp());
+    c.cq.attachments().attach(2, qp());
+    let mut out = [WorkCompletion::default(); 8];
+    c.cq.poll(&mut out, &model); // picks the attachments up
+    write_cqe(&mut c, 0, 0, 1, 1, 0, 0, 0, 0);
+    write_cqe(&mut c, 1, 0, 2, 2, 0, 0, 0, 0);
+    write_cqe(&mut c, 2, 0, 1, 1, 0, 0, 0, 0);
+    c.cq.attachments().detach(1);
+    c.cq.attachments().attach(1, qp()); // the index is reused at once
+    assert_eq!(c.cq.poll(&mut out, &model), 1);
+    assert_eq!(out[0].qpn, 2);
+    assert_eq!(c.db.be32(0), 3, "the skipped entries are consumed too");
+}
+
+#[test]
+fn arming_writes_the_arm_word_and_the_doorbell() {
+    let mut c = cq(8);
+    let model = Recorder::default();
+    c.cq.arm(false, &model);
+    assert_eq!(c.db.be32(4), 0);
+    assert_eq!(c.uar.bytes(0x20, 8), [0, 0, 0, 0, 0, 0, 0, 0x40]);
+    c.cq.event_consumed();
+    write_cqe(&mut c, 0, 0, 9, 1, 0, 0, 0, 0); // unattached: consumed, not reported
+    let mut out = [WorkCompletion::default(); 1];
+    c.cq.poll(&mut out, &model);
+    c.cq.arm(true, &model);
+    let word = (1 << 28) | (1 << 24) | 1;
+    assert_eq!(c.db.be32(4), word);
+    assert_eq!(c.uar.bytes(0x20, 8), [0x11, 0, 0, 1, 0, 0, 0, 0x40]);
+    assert_eq!(*model.rung.borrow(), [(0, 0x20), (0, 0x20)]);
+}

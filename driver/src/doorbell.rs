@@ -1,0 +1,125 @@
+//! Telling the device about new work: the BlueFlame register a QP rings, the CQ arm
+//! doorbell, and the two model entry points softhca needs where silicon notices by itself.
+
+use crate::mmio::{DevPtr, wc_barrier};
+
+/// What the data path tells the device model besides the stores hardware sees: softhca
+/// cannot snoop a UAR store, so after one the driver says where it wrote; and when a poll
+/// finds nothing, the model may need the caller's thread to move packets. On hardware both
+/// are no-ops. Implemented by [`crate::channel::Channel`]; the data path is generic over
+/// it, so there is no virtual call per post or poll.
+pub trait Model {
+    /// A store to UAR page `uar_page` at byte `offset` just happened.
+    fn doorbell_rung(&self, uar_page: u32, offset: u32);
+    /// A poll found the CQ empty; true if the model made progress (worth polling again).
+    fn progress(&self) -> bool;
+}
+
+/// Real hardware: the HCA sees the stores.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hardware;
+
+impl Model for Hardware {
+    #[inline(always)]
+    fn doorbell_rung(&self, _: u32, _: u32) {}
+    #[inline(always)]
+    fn progress(&self) -> bool {
+        false
+    }
+}
+
+/// One BlueFlame register (a "bfreg") as a QP uses it: two halves of `buf_size` bytes,
+/// rung alternately; `buf_size` 0 means a doorbell-only register (bfreg 0, shared).
+#[derive(Debug)]
+pub(crate) struct BlueFlame {
+    reg: DevPtr,
+    buf_size: u32,
+    /// Which half is next (0 or `buf_size`).
+    offset: u32,
+    uar_page: u32,
+    offset_in_page: u32,
+}
+
+impl BlueFlame {
+    /// # Safety
+    /// `reg` is the register's address in a mapped UAR page (`uar_page`, at
+    /// `offset_in_page`), with `2 * buf_size` bytes (at least 8) writable from there, and
+    /// the mapping outlives this value.
+    pub(crate) unsafe fn new(
+        reg: DevPtr,
+        buf_size: u32,
+        uar_page: u32,
+        offset_in_page: u32,
+    ) -> BlueFlame {
+        BlueFlame { reg, buf_size, offset: 0, uar_page, offset_in_page }
+    }
+
+    /// Bytes of WQE one BlueFlame write may carry (0: doorbell only).
+    #[inline(always)]
+    pub(crate) fn buf_size(&self) -> u32 {
+        self.buf_size
+    }
+
+    /// Rings with the first 8 bytes of the last control segment (`ctrl_head`, memory
+    /// order), after the doorbell record was updated.
+    #[inline(always)]
+    pub(crate) fn ring_doorbell(&mut self, ctrl_head: u64, model: &impl Model) {
+        let at = self.offset;
+        wc_barrier();
+        // SAFETY: 8 bytes at `offset` (0 or buf_size) are inside the register (`new`).
+        unsafe { self.reg.write_u64(at as usize, ctrl_head) };
+        wc_barrier();
+        self.offset ^= self.buf_size;
+        model.doorbell_rung(self.uar_page, self.offset_in_page + at);
+    }
+
+    /// Rings by copying a whole WQE into the register: `chunks` 64-byte blocks, produced by
+    /// `block(i)` (the WQE may wrap around the ring, so the caller hands out blocks).
+    #[inline(always)]
+    pub(crate) fn ring_blueflame(
+        &mut self,
+        chunks: usize,
+        block: impl Fn(usize) -> DevPtr,
+        model: &impl Model,
+    ) {
+        let at = self.offset as usize;
+        wc_barrier();
+        for c in 0..chunks {
+            let src = block(c);
+            for w in 0..8 {
+                // SAFETY: `src` is a 64-byte block of the send ring; the destination is
+                // inside the register half, as the caller keeps chunks * 64 <= buf_size.
+                unsafe { self.reg.write_u64(at + c * 64 + w * 8, src.read_u64(w * 8)) };
+            }
+        }
+        wc_barrier();
+        self.offset ^= self.buf_size;
+        model.doorbell_rung(self.uar_page, self.offset_in_page + at as u32);
+    }
+}
+
+/// The CQ doorbell of a UAR page (offset 0x20): where arm requests go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqDoorbell {
+    page: DevPtr,
+    uar_page: u32,
+}
+
+impl CqDoorbell {
+    /// # Safety
+    /// `page` is a mapped UAR page (index `uar_page` of the context) that outlives this.
+    pub(crate) unsafe fn new(page: DevPtr, uar_page: u32) -> CqDoorbell {
+        CqDoorbell { page, uar_page }
+    }
+
+    /// Stores the 64-bit arm doorbell (`cq_arm_doorbell`, written big-endian).
+    #[inline]
+    pub(crate) fn ring(&self, doorbell: u64, model: &impl Model) {
+        let offset = ferrodat_abi::mlx5::CQ_DOORBELL;
+        wc_barrier();
+        // SAFETY: offset 0x20 of a mapped UAR page (`new`), 8-byte aligned.
+        unsafe { self.page.write_u64(offset, doorbell.to_be()) };
+        wc_barrier();
+        model.doorbell_rung(self.uar_page, offset as u32);
+    }
+}

@@ -1,0 +1,360 @@
+//! The send side of a QP: building mlx5 send WQEs in the ring, the doorbell record, and
+//! BlueFlame or doorbell rings; and the table a poller uses to turn a CQE's wqe_counter
+//! back into the caller's wr_id and to retire every WQE up to a signalled one.
+
+use crate::doorbell::{BlueFlame, Model};
+use crate::mmio::{DevPtr, to_device_barrier};
+use crate::work_request::{Payload, PostError, PostErrorReason, SendFlags, SendOp, SendWr, Sge};
+use ferrodat_abi::mlx5::{INLINE_SEG, SEND_WQE_BB, opcode, wqe_ctrl};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// What the poller needs to complete send WQEs; shared by the QP (writer of the entries)
+/// and the CQ handle polling its completions (reader, and writer of `retired`).
+///
+/// The poster writes an entry before it rings the doorbell and the poller reads it after
+/// the device wrote the CQE for it, so relaxed atomics suffice for the entries; `retired`
+/// is released by the poller and acquired by the poster, which may then reuse the blocks.
+#[derive(Debug)]
+pub(crate) struct SendTracker {
+    /// Per first WQEBB of a WQE: the caller's wr_id.
+    wr_ids: Box<[AtomicU64]>,
+    /// Per first WQEBB of a WQE: the running WQEBB count just after the WQE.
+    ends: Box<[AtomicU32]>,
+    /// Running count of WQEBBs the device is done with (16-bit wrap is not used: 32 bits).
+    retired: AtomicU32,
+    mask: u32,
+}
+
+impl SendTracker {
+    pub(crate) fn new(wqe_cnt: u32) -> SendTracker {
+        SendTracker {
+            wr_ids: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
+            ends: (0..wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
+            retired: AtomicU32::new(0),
+            mask: wqe_cnt - 1,
+        }
+    }
+
+    /// A CQE reported the WQE that starts at `wqe_counter`: retire it and everything
+    /// before it (the unsignalled WQEs), and give its wr_id.
+    #[inline(always)]
+    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        let i = (u32::from(wqe_counter) & self.mask) as usize;
+        let wr_id = self.wr_ids[i].load(Ordering::Relaxed);
+        self.retired.store(self.ends[i].load(Ordering::Relaxed), Ordering::Release);
+        wr_id
+    }
+}
+
+/// Geometry of a send queue, from CREATE_QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendGeometry {
+    /// The ring: `wqe_cnt` 64-byte WQEBBs.
+    pub ring: DevPtr,
+    /// A power of two.
+    pub wqe_cnt: u32,
+    /// The QP number (goes into every control segment).
+    pub qpn: u32,
+    /// Inline bytes one WQE may carry.
+    pub max_inline: u32,
+    /// Gather entries one WQE may carry.
+    pub max_sge: u32,
+    /// Every WQE is signalled (`sq_sig_all`).
+    pub sig_all: bool,
+    /// Word 1 of the QP's doorbell record: the SQ counter.
+    pub dbrec_sq: DevPtr,
+}
+
+/// The send queue as its (single) poster owns it.
+#[derive(Debug)]
+pub(crate) struct SendQueue {
+    g: SendGeometry,
+    /// Running count of WQEBBs posted (`cur_post`).
+    cur_post: u32,
+    bf: BlueFlame,
+    tracker: Arc<SendTracker>,
+}
+
+/// A WQE laid out: its size in 16-byte units and how to fill it.
+struct Layout {
+    opcode: u8,
+    ds: u32,
+    imm: u32,
+}
+
+impl SendQueue {
+    /// # Safety
+    /// The geometry's ring and doorbell record stay mapped and lent to the device for the
+    /// queue's life, and nothing else writes them.
+    pub(crate) unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
+        let tracker = Arc::new(SendTracker::new(g.wqe_cnt));
+        SendQueue { g, cur_post: 0, bf, tracker }
+    }
+
+    /// The tracker a CQ needs to complete this queue's WQEs.
+    pub(crate) fn tracker(&self) -> &Arc<SendTracker> {
+        &self.tracker
+    }
+
+    /// WQEBBs free now.
+    pub(crate) fn free_blocks(&self) -> u32 {
+        self.g.wqe_cnt - self.cur_post.wrapping_sub(self.tracker.retired.load(Ordering::Acquire))
+    }
+
+    /// Builds one WQE per request and rings once: BlueFlame for a single small WQE, else a
+    /// doorbell with the last control segment. On error the requests before the refused
+    /// one are posted (and rung).
+    #[inline]
+    pub(crate) fn post(
+        &mut self,
+        wrs: &[SendWr<'_, '_>],
+        model: &impl Model,
+    ) -> Result<(), PostError> {
+        let mut last: Option<(u32, u32)> = None; // (first WQEBB, ds) of the last WQE built
+        let mut result = Ok(());
+        let retired = self.tracker.retired.load(Ordering::Acquire);
+        for (index, wr) in wrs.iter().enumerate() {
+            match self.build(wr, retired) {
+                Ok(built) => last = Some(built),
+                Err(reason) => {
+                    result = Err(PostError { index, reason });
+                    break;
+                }
+            }
+        }
+        if let Some((first, ds)) = last {
+            self.ring(first, ds, wrs.len() == 1 && result.is_ok(), model);
+        }
+        result
+    }
+
+    fn layout(&self, wr: &SendWr<'_, '_>) -> Result<Layout, PostErrorReason> {
+        let (opcode, remote_ds, imm) = match wr.op {
+            SendOp::Send => (opcode::SEND, 0, 0),
+            SendOp::SendImm(imm) => (opcode::SEND_IMM, 0, imm),
+            SendOp::RdmaWrite(_) => (opcode::RDMA_WRITE, 1, 0),
+            SendOp::RdmaWriteImm(_, imm) => (opcode::RDMA_WRITE_IMM, 1, imm),
+            SendOp::RdmaRead(_) => (opcode::RDMA_READ, 1, 0),
+            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+                let ok = matches!(wr.payload, Payload::Sges([s]) if s.len() == 8)
+                    && remote.addr % 8 == 0;
+                if !ok {
+                    return Err(PostErrorReason::BadAtomic);
+                }
+                let op = if matches!(wr.op, SendOp::CompareSwap { .. }) {
+                    opcode::ATOMIC_CS
+                } else {
+                    opcode::ATOMIC_FA
+                };
+                (op, 2, 0)
+            }
+            SendOp::Nop => return Ok(Layout { opcode: opcode::NOP, ds: 1, imm: 0 }),
+        };
+        let one_sided_in = matches!(
+            wr.op,
+            SendOp::RdmaRead(_) | SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }
+        );
+        let data_ds = match wr.payload {
+            Payload::Sges(sges) => {
+                if sges.len() > self.g.max_sge as usize {
+                    return Err(PostErrorReason::TooManySges {
+                        given: sges.len(),
+                        max: self.g.max_sge,
+                    });
+                }
+                sges.iter().filter(|s| !s.is_empty()).count() as u32
+            }
+            Payload::Inline(_) | Payload::InlineSges(_) if one_sided_in => {
+                return Err(PostErrorReason::InlineNotAllowed);
+            }
+            Payload::Inline(bytes) => self.inline_ds(bytes.len())?,
+            Payload::InlineSges(sges) => {
+                self.inline_ds(sges.iter().map(|s| s.len() as usize).sum())?
+            }
+        };
+        Ok(Layout { opcode, ds: 1 + remote_ds + data_ds, imm })
+    }
+
+    fn inline_ds(&self, len: usize) -> Result<u32, PostErrorReason> {
+        if len > self.g.max_inline as usize {
+            return Err(PostErrorReason::InlineTooLong { given: len, max: self.g.max_inline });
+        }
+        Ok(if len == 0 { 0 } else { (len as u32 + 4).div_ceil(16) })
+    }
+
+    /// Writes one WQE at `cur_post`; returns (its first WQEBB, its ds).
+    #[inline(always)]
+    fn build(&mut self, wr: &SendWr<'_, '_>, retired: u32) -> Result<(u32, u32), PostErrorReason> {
+        let l = self.layout(wr)?;
+        let blocks = l.ds.div_ceil(4);
+        let used = self.cur_post.wrapping_sub(retired);
+        if used + blocks > self.g.wqe_cnt {
+            // The retired count may have moved since the batch started.
+            let now = self.tracker.retired.load(Ordering::Acquire);
+            if self.cur_post.wrapping_sub(now) + blocks > self.g.wqe_cnt {
+                return Err(PostErrorReason::QueueFull { capacity: self.g.wqe_cnt });
+            }
+        }
+        let first = self.cur_post;
+        let mut w = SegWriter::new(&self.g, first);
+
+        let mut fm_ce_se = 0u8;
+        if wr.flags.contains(SendFlags::SIGNALED) || self.g.sig_all {
+            fm_ce_se |= wqe_ctrl::CQ_UPDATE;
+        }
+        if wr.flags.contains(SendFlags::SOLICITED) {
+            fm_ce_se |= wqe_ctrl::SOLICITED;
+        }
+        if wr.flags.contains(SendFlags::FENCE) {
+            fm_ce_se |= wqe_ctrl::FENCE;
+        }
+        let idx_op = ((first & 0xffff) << 8) | u32::from(l.opcode);
+        let qpn_ds = (self.g.qpn << 8) | l.ds;
+        w.seg(
+            ((u64::from(idx_op) << 32) | u64::from(qpn_ds)).to_be(),
+            ((u64::from(fm_ce_se) << 32) | u64::from(l.imm)).to_be(),
+        );
+        match wr.op {
+            SendOp::RdmaWrite(r) | SendOp::RdmaWriteImm(r, _) | SendOp::RdmaRead(r) => {
+                w.seg(r.addr.to_be(), (u64::from(r.rkey) << 32).to_be());
+            }
+            SendOp::CompareSwap { remote, compare, swap } => {
+                w.seg(remote.addr.to_be(), (u64::from(remote.rkey) << 32).to_be());
+                w.seg(swap.to_be(), compare.to_be());
+            }
+            SendOp::FetchAdd { remote, add } => {
+                w.seg(remote.addr.to_be(), (u64::from(remote.rkey) << 32).to_be());
+                w.seg(add.to_be(), 0);
+            }
+            SendOp::Send | SendOp::SendImm(_) | SendOp::Nop => {}
+        }
+        match wr.payload {
+            _ if l.opcode == opcode::NOP => {}
+            Payload::Sges(sges) => {
+                for s in sges.iter().filter(|s| !s.is_empty()) {
+                    w.data_seg(s);
+                }
+            }
+            Payload::Inline(bytes) => w.inline(&[bytes]),
+            Payload::InlineSges(sges) => w.inline_from_sges(sges),
+        }
+
+        let slot = (first & (self.g.wqe_cnt - 1)) as usize;
+        self.tracker.wr_ids[slot].store(wr.wr_id, Ordering::Relaxed);
+        self.tracker.ends[slot].store(first.wrapping_add(blocks), Ordering::Relaxed);
+        self.cur_post = first.wrapping_add(blocks);
+        Ok((first, l.ds))
+    }
+
+    /// Publishes the SQ counter and rings (rdma-core's `post_send_db`).
+    #[inline(always)]
+    fn ring(&mut self, first: u32, ds: u32, single: bool, model: &impl Model) {
+        to_device_barrier();
+        // SAFETY: the SQ word of the doorbell record (geometry contract), 4-byte aligned.
+        unsafe { self.g.dbrec_sq.write_u32(0, (self.cur_post & 0xffff).to_be()) };
+        let ring = self.g.ring;
+        let mask = self.g.wqe_cnt - 1;
+        if single && ds > 1 && ds * 16 <= self.bf.buf_size() {
+            let chunks = (ds as usize).div_ceil(4);
+            self.bf.ring_blueflame(
+                chunks,
+                // SAFETY: block indices wrap inside the ring.
+                |c| unsafe { ring.add(((first + c as u32) & mask) as usize * SEND_WQE_BB) },
+                model,
+            );
+        } else {
+            // SAFETY: the control segment of the last WQE, inside the ring.
+            let ctrl = unsafe { ring.read_u64((first & mask) as usize * SEND_WQE_BB) };
+            self.bf.ring_doorbell(ctrl, model);
+        }
+    }
+}
+
+/// Writes a WQE's 16-byte segments one after another, wrapping at the ring's end.
+struct SegWriter {
+    ring: DevPtr,
+    /// Segment index of the next write (16-byte units from the ring start, unwrapped).
+    next: u32,
+    mask: u32,
+}
+
+impl SegWriter {
+    fn new(g: &SendGeometry, first_block: u32) -> SegWriter {
+        let mask = g.wqe_cnt * 4 - 1;
+        SegWriter { ring: g.ring, next: (first_block * 4) & mask, mask }
+    }
+
+    #[inline(always)]
+    fn at(&self, seg: u32) -> DevPtr {
+        // SAFETY: `seg & mask` is a segment inside the ring.
+        unsafe { self.ring.add(((seg & self.mask) as usize) * 16) }
+    }
+
+    /// One segment from two 8-byte halves already in memory (big-endian) order.
+    #[inline(always)]
+    fn seg(&mut self, lo: u64, hi: u64) {
+        let p = self.at(self.next);
+        // SAFETY: 16 bytes of one segment inside the ring, 16-byte aligned.
+        unsafe {
+            p.write_u64(0, lo);
+            p.write_u64(8, hi);
+        }
+        self.next += 1;
+    }
+
+    #[inline(always)]
+    fn data_seg(&mut self, s: &Sge<'_>) {
+        self.seg(((u64::from(s.len()) << 32) | u64::from(s.lkey())).to_be(), s.addr().to_be());
+    }
+
+    /// An inline segment: the byte count with the inline bit, then the bytes of `parts`.
+    fn inline(&mut self, parts: &[&[u8]]) {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if total == 0 {
+            return;
+        }
+        let ring_bytes = (self.mask as usize + 1) * 16;
+        let start = (self.next & self.mask) as usize * 16;
+        // SAFETY: the first 4 bytes of a segment inside the ring.
+        unsafe { self.ring.write_u32(start, (total as u32 | INLINE_SEG).to_be()) };
+        let mut at = start + 4;
+        for part in parts {
+            let mut rest: &[u8] = part;
+            while !rest.is_empty() {
+                let pos = at % ring_bytes;
+                let n = rest.len().min(ring_bytes - pos);
+                // SAFETY: `pos..pos+n` is inside the ring (n stops at its end).
+                unsafe { self.ring.write_bytes(pos, &rest[..n]) };
+                rest = &rest[n..];
+                at += n;
+            }
+        }
+        self.next += (total as u32 + 4).div_ceil(16);
+    }
+
+    /// Inline data gathered from registered memory, through volatile reads (the device may
+    /// be writing other parts of those regions).
+    fn inline_from_sges(&mut self, sges: &[Sge<'_>]) {
+        let mut bytes = [0u8; 1024];
+        let total: usize = sges.iter().map(|s| s.len() as usize).sum();
+        let mut owned;
+        let buf: &mut [u8] = if total <= bytes.len() {
+            &mut bytes[..total]
+        } else {
+            owned = vec![0u8; total];
+            &mut owned
+        };
+        let mut at = 0;
+        for s in sges {
+            let len = s.len() as usize;
+            for (i, b) in buf[at..at + len].iter_mut().enumerate() {
+                // SAFETY: the Sge names `len` readable bytes at its address (its contract:
+                // made by a region covering them, or by `Sge::from_raw`).
+                *b = unsafe { ((s.addr() as usize + i) as *const u8).read_volatile() };
+            }
+            at += len;
+        }
+        self.inline(&[buf]);
+    }
+}

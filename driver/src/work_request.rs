@@ -1,0 +1,252 @@
+//! What callers post: scatter/gather entries, send and receive work requests.
+//!
+//! An [`Sge`] names registered memory and borrows the memory region it came from, so the
+//! region (and the buffer under it) cannot be deregistered or freed while a queue pair that
+//! may still use it exists: a [`crate::Qp`] is generic over that borrow.
+
+use std::marker::PhantomData;
+
+/// One scatter/gather entry: `len` bytes at `addr` in a region with local key `lkey`.
+///
+/// Made by a memory region (`Mr::sge`), which it borrows for `'a`; or, for memory the
+/// caller manages itself, by the unsafe [`Sge::from_raw`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sge<'a> {
+    addr: u64,
+    len: u32,
+    lkey: u32,
+    region: PhantomData<&'a ()>,
+}
+
+impl<'a> Sge<'a> {
+    /// An entry inside a region the caller holds for `'a` (the region checked the bounds).
+    pub(crate) fn new(addr: u64, len: u32, lkey: u32) -> Sge<'a> {
+        Sge { addr, len, lkey, region: PhantomData }
+    }
+
+    /// An entry for memory the borrow checker cannot see (e.g. a region shared with C).
+    ///
+    /// # Safety
+    /// `addr..addr+len` must stay mapped, registered under `lkey`, and not be accessed
+    /// through a Rust reference while any work request naming it is outstanding. If the
+    /// entry is used for inline data, the bytes must be readable now.
+    pub unsafe fn from_raw(addr: u64, len: u32, lkey: u32) -> Sge<'a> {
+        Sge::new(addr, len, lkey)
+    }
+
+    /// The virtual address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// True for a zero-length entry (the HCA skips those).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The local key of the region.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+}
+
+/// Where a one-sided operation goes in the peer's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// Virtual address in the peer's registered region.
+    pub addr: u64,
+    /// The region's remote key.
+    pub rkey: u32,
+}
+
+/// The operation of a send work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND: the payload lands in the peer's next receive.
+    Send,
+    /// SEND with 32-bit immediate data (host order here; it travels big-endian).
+    SendImm(u32),
+    /// RDMA WRITE of the payload to `Remote`.
+    RdmaWrite(Remote),
+    /// RDMA WRITE with immediate: also consumes a receive at the peer.
+    RdmaWriteImm(Remote, u32),
+    /// RDMA READ from `Remote` into the scatter list.
+    RdmaRead(Remote),
+    /// 64-bit compare-and-swap at `Remote` (8-byte aligned); the old value lands in the
+    /// single 8-byte scatter entry.
+    CompareSwap {
+        /// Target.
+        remote: Remote,
+        /// Value to compare with.
+        compare: u64,
+        /// Value stored if equal.
+        swap: u64,
+    },
+    /// 64-bit fetch-and-add at `Remote`; the old value lands in the 8-byte scatter entry.
+    FetchAdd {
+        /// Target.
+        remote: Remote,
+        /// Value added.
+        add: u64,
+    },
+    /// No operation: completes in order, touches nothing (useful as a signalled marker).
+    Nop,
+}
+
+/// The data of a send work request.
+#[derive(Clone, Copy, Debug)]
+pub enum Payload<'a, 's> {
+    /// Gather from registered memory (for RDMA READ and atomics: scatter into it).
+    Sges(&'s [Sge<'a>]),
+    /// Copy these bytes into the work queue entry now (`IBV_SEND_INLINE` with the bytes
+    /// given directly): no registration needed, the slice may be reused on return.
+    Inline(&'s [u8]),
+    /// Copy the bytes the entries name into the work queue entry now, as `IBV_SEND_INLINE`
+    /// does (the keys are not checked).
+    InlineSges(&'s [Sge<'a>]),
+}
+
+impl Payload<'_, '_> {
+    /// No data.
+    pub const EMPTY: Payload<'static, 'static> = Payload::Sges(&[]);
+}
+
+/// Flags of a send work request (`IBV_SEND_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendFlags(u8);
+
+impl SendFlags {
+    /// No flag: unsignalled (no completion unless the QP signals all).
+    pub const NONE: SendFlags = SendFlags(0);
+    /// Write a completion for this request.
+    pub const SIGNALED: SendFlags = SendFlags(1);
+    /// Set the solicited-event bit (the peer's CQ armed for solicited events fires).
+    pub const SOLICITED: SendFlags = SendFlags(2);
+    /// Start only after earlier RDMA READs and atomics of this QP completed.
+    pub const FENCE: SendFlags = SendFlags(4);
+
+    /// True if every flag of `other` is set.
+    pub fn contains(self, other: SendFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for SendFlags {
+    type Output = SendFlags;
+    fn bitor(self, rhs: SendFlags) -> SendFlags {
+        SendFlags(self.0 | rhs.0)
+    }
+}
+
+/// One send work request.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'a, 's> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// What to do.
+    pub op: SendOp,
+    /// The data.
+    pub payload: Payload<'a, 's>,
+    /// Signalled, solicited, fenced.
+    pub flags: SendFlags,
+}
+
+impl<'a, 's> SendWr<'a, 's> {
+    /// A signalled request.
+    pub fn new(wr_id: u64, op: SendOp, payload: Payload<'a, 's>) -> SendWr<'a, 's> {
+        SendWr { wr_id, op, payload, flags: SendFlags::SIGNALED }
+    }
+
+    /// The same request with `flags` instead.
+    pub fn flags(mut self, flags: SendFlags) -> SendWr<'a, 's> {
+        self.flags = flags;
+        self
+    }
+}
+
+/// One receive work request: where an incoming SEND's bytes go.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'a, 's> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The scatter list (may be empty for a message without data or RDMA WRITE immediate).
+    pub sges: &'s [Sge<'a>],
+}
+
+/// Why a post was refused. Nothing of the refused request (or those after it in the batch)
+/// reached the queue; the requests before it were posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Index in the batch of the request that was refused.
+    pub index: usize,
+    /// Why.
+    pub reason: PostErrorReason,
+}
+
+/// The reason of a [`PostError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostErrorReason {
+    /// The work queue has no room: completions must be polled first (for a send queue,
+    /// only signalled completions free the unsignalled requests before them).
+    QueueFull {
+        /// Entries (64-byte blocks for a send queue) the queue holds.
+        capacity: u32,
+    },
+    /// More scatter/gather entries than the queue was created for.
+    TooManySges {
+        /// Entries given.
+        given: usize,
+        /// The queue's limit.
+        max: u32,
+    },
+    /// More inline bytes than the queue was created for.
+    InlineTooLong {
+        /// Bytes given.
+        given: usize,
+        /// The queue's limit.
+        max: u32,
+    },
+    /// An atomic operation needs exactly one 8-byte scatter entry and an 8-byte aligned
+    /// remote address.
+    BadAtomic,
+    /// RDMA READ and atomics cannot take inline data.
+    InlineNotAllowed,
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "post of work request {} refused: ", self.index)?;
+        match self.reason {
+            PostErrorReason::QueueFull { capacity } => write!(
+                f,
+                "the work queue is full ({capacity} entries); poll completions first, and signal \
+                 at least one send request in every batch so unsignalled ones are retired"
+            ),
+            PostErrorReason::TooManySges { given, max } => write!(
+                f,
+                "{given} scatter/gather entries, the queue takes at most {max}; create the queue \
+                 pair with a larger max_send_sge/max_recv_sge"
+            ),
+            PostErrorReason::InlineTooLong { given, max } => write!(
+                f,
+                "{given} bytes of inline data, the queue takes at most {max}; create the queue pair \
+                 with a larger max_inline_data or post the data from registered memory"
+            ),
+            PostErrorReason::BadAtomic => write!(
+                f,
+                "an atomic operation needs one 8-byte scatter entry and an 8-byte aligned remote \
+                 address"
+            ),
+            PostErrorReason::InlineNotAllowed => {
+                write!(f, "RDMA READ and atomic operations cannot carry inline data")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PostError {}
