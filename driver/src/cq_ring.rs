@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A user index no QP gets: CQEs of a detached QP are rewritten to it.
-pub(crate) const STALE_UIDX: u32 = 0x00ff_ffff;
+pub const STALE_UIDX: u32 = 0x00ff_ffff;
 
 /// Where a QP's receive completions come from.
 #[derive(Debug)]
-pub(crate) enum RecvSource {
+pub enum RecvSource {
     /// Its own receive queue.
     Queue(Arc<RecvTracker>),
     /// A shared receive queue.
@@ -34,26 +34,26 @@ pub(crate) enum RecvSource {
 
 /// What a CQ needs to complete one QP's work requests.
 #[derive(Debug)]
-pub(crate) struct QpCompletions {
+pub struct QpCompletions {
     pub send: Arc<SendTracker>,
     pub recv: RecvSource,
 }
 
 /// QPs attaching to and detaching from a CQ, waiting for its poller.
 #[derive(Debug, Default)]
-pub(crate) struct CqAttachments {
+pub struct CqAttachments {
     changed: AtomicBool,
     pending: Mutex<Vec<(u32, Option<Arc<QpCompletions>>)>>,
 }
 
 impl CqAttachments {
     /// The QP with user index `uidx` reports to this CQ from now on.
-    pub(crate) fn attach(&self, uidx: u32, qp: Arc<QpCompletions>) {
+    pub fn attach(&self, uidx: u32, qp: Arc<QpCompletions>) {
         self.push(uidx, Some(qp));
     }
 
     /// The QP with user index `uidx` was destroyed.
-    pub(crate) fn detach(&self, uidx: u32) {
+    pub fn detach(&self, uidx: u32) {
         self.push(uidx, None);
     }
 
@@ -65,7 +65,7 @@ impl CqAttachments {
 
 /// Geometry of a CQ, from CREATE_CQ.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CqGeometry {
+pub struct CqGeometry {
     /// `ncqe` 64-byte entries, every op_own initialised to 0xF0.
     pub ring: DevPtr,
     /// A power of two.
@@ -78,7 +78,7 @@ pub(crate) struct CqGeometry {
 
 /// The CQ as its poller owns it.
 #[derive(Debug)]
-pub(crate) struct CqRing {
+pub struct CqRing {
     g: CqGeometry,
     /// Consumer index (running).
     ci: u32,
@@ -94,7 +94,7 @@ impl CqRing {
     /// # Safety
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// ring's life, and nothing else writes them.
-    pub(crate) unsafe fn new(g: CqGeometry, doorbell: CqDoorbell) -> CqRing {
+    pub unsafe fn new(g: CqGeometry, doorbell: CqDoorbell) -> CqRing {
         CqRing {
             g,
             ci: 0,
@@ -106,14 +106,14 @@ impl CqRing {
     }
 
     /// Where QPs attach.
-    pub(crate) fn attachments(&self) -> &Arc<CqAttachments> {
+    pub fn attachments(&self) -> &Arc<CqAttachments> {
         &self.attachments
     }
 
     /// Fills `out` with up to `out.len()` completions; if none waits, asks the model for
     /// progress once and looks again. Returns how many were written.
     #[inline]
-    pub(crate) fn poll(&mut self, out: &mut [WorkCompletion], model: &impl Model) -> usize {
+    pub fn poll(&mut self, out: &mut [WorkCompletion], model: &impl Model) -> usize {
         if self.attachments.changed.load(Ordering::Relaxed) {
             self.apply_attachments();
         }
@@ -125,7 +125,7 @@ impl CqRing {
     }
 
     /// True if a CQE waits (without consuming it).
-    pub(crate) fn has_completion(&self) -> bool {
+    pub fn has_completion(&self) -> bool {
         self.owned_cqe(self.ci).is_some()
     }
 
@@ -270,7 +270,7 @@ impl CqRing {
 
     /// Requests one completion event for the next CQE (`solicited`: the next solicited or
     /// error CQE), rdma-core's `mlx5_arm_cq`.
-    pub(crate) fn arm(&mut self, solicited: bool, model: &impl Model) {
+    pub fn arm(&mut self, solicited: bool, model: &impl Model) {
         let sn = self.arm_sn & 3;
         let cmd = if solicited { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
         let word = cq_arm_word(sn, cmd, self.ci & CQ_CI_MASK);
@@ -281,7 +281,7 @@ impl CqRing {
 
     /// A completion event of this CQ was consumed from its channel (`ibv_get_cq_event`):
     /// the next arm uses the next sequence number.
-    pub(crate) fn event_consumed(&mut self) {
+    pub fn event_consumed(&mut self) {
         self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 }

@@ -6,7 +6,7 @@ use crate::mmio::{DevPtr, wc_barrier};
 /// What the data path tells the device model besides the stores hardware sees: softhca
 /// cannot snoop a UAR store, so after one the driver says where it wrote; and when a poll
 /// finds nothing, the model may need the caller's thread to move packets. On hardware both
-/// are no-ops. Implemented by [`crate::channel::Channel`]; the data path is generic over
+/// are no-ops. Implemented by the uverbs channel; the data path is generic over
 /// it, so there is no virtual call per post or poll.
 pub trait Model {
     /// A store to UAR page `uar_page` at byte `offset` just happened.
@@ -31,7 +31,7 @@ impl Model for Hardware {
 /// One BlueFlame register (a "bfreg") as a QP uses it: two halves of `buf_size` bytes,
 /// rung alternately; `buf_size` 0 means a doorbell-only register (bfreg 0, shared).
 #[derive(Debug)]
-pub(crate) struct BlueFlame {
+pub struct BlueFlame {
     reg: DevPtr,
     buf_size: u32,
     /// Which half is next (0 or `buf_size`).
@@ -45,7 +45,7 @@ impl BlueFlame {
     /// `reg` is the register's address in a mapped UAR page (`uar_page`, at
     /// `offset_in_page`), with `2 * buf_size` bytes (at least 8) writable from there, and
     /// the mapping outlives this value.
-    pub(crate) unsafe fn new(
+    pub unsafe fn new(
         reg: DevPtr,
         buf_size: u32,
         uar_page: u32,
@@ -56,14 +56,14 @@ impl BlueFlame {
 
     /// Bytes of WQE one BlueFlame write may carry (0: doorbell only).
     #[inline(always)]
-    pub(crate) fn buf_size(&self) -> u32 {
+    pub fn buf_size(&self) -> u32 {
         self.buf_size
     }
 
     /// Rings with the first 8 bytes of the last control segment (`ctrl_head`, memory
     /// order), after the doorbell record was updated.
     #[inline(always)]
-    pub(crate) fn ring_doorbell(&mut self, ctrl_head: u64, model: &impl Model) {
+    pub fn ring_doorbell(&mut self, ctrl_head: u64, model: &impl Model) {
         let at = self.offset;
         wc_barrier();
         // SAFETY: 8 bytes at `offset` (0 or buf_size) are inside the register (`new`).
@@ -76,7 +76,7 @@ impl BlueFlame {
     /// Rings by copying a whole WQE into the register: `chunks` 64-byte blocks, produced by
     /// `block(i)` (the WQE may wrap around the ring, so the caller hands out blocks).
     #[inline(always)]
-    pub(crate) fn ring_blueflame(
+    pub fn ring_blueflame(
         &mut self,
         chunks: usize,
         block: impl Fn(usize) -> DevPtr,
@@ -100,7 +100,7 @@ impl BlueFlame {
 
 /// The CQ doorbell of a UAR page (offset 0x20): where arm requests go.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CqDoorbell {
+pub struct CqDoorbell {
     page: DevPtr,
     uar_page: u32,
 }
@@ -108,13 +108,13 @@ pub(crate) struct CqDoorbell {
 impl CqDoorbell {
     /// # Safety
     /// `page` is a mapped UAR page (index `uar_page` of the context) that outlives this.
-    pub(crate) unsafe fn new(page: DevPtr, uar_page: u32) -> CqDoorbell {
+    pub unsafe fn new(page: DevPtr, uar_page: u32) -> CqDoorbell {
         CqDoorbell { page, uar_page }
     }
 
     /// Stores the 64-bit arm doorbell (`cq_arm_doorbell`, written big-endian).
     #[inline]
-    pub(crate) fn ring(&self, doorbell: u64, model: &impl Model) {
+    pub fn ring(&self, doorbell: u64, model: &impl Model) {
         let offset = ferrodat_abi::mlx5::CQ_DOORBELL;
         wc_barrier();
         // SAFETY: offset 0x20 of a mapped UAR page (`new`), 8-byte aligned.

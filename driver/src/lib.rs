@@ -9,8 +9,9 @@ pub mod completion;
 mod cq_ring;
 #[cfg(test)]
 mod data_path_tests;
-pub mod doorbell;
+mod doorbell;
 mod mmio;
+pub mod raw;
 mod recv_queue;
 mod send_queue;
 mod srq_ring;

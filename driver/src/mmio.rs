@@ -10,7 +10,7 @@ use std::sync::atomic::{Ordering, compiler_fence};
 
 /// A raw address inside memory lent to the device. Copyable; every access is volatile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DevPtr(NonNull<u8>);
+pub struct DevPtr(NonNull<u8>);
 
 // SAFETY: a DevPtr is an address, not a reference; every access through it is volatile and
 // documented by its owner (the queue that holds it) as safe from the threads it allows.
@@ -22,12 +22,12 @@ impl DevPtr {
     /// # Safety
     /// `ptr` must point into a mapping that stays valid for as long as any copy of the
     /// returned value is used, and accesses made through it must stay inside that mapping.
-    pub(crate) unsafe fn new(ptr: NonNull<u8>) -> DevPtr {
+    pub unsafe fn new(ptr: NonNull<u8>) -> DevPtr {
         DevPtr(ptr)
     }
 
     /// The address as the device sees it (user virtual address).
-    pub(crate) fn addr(self) -> u64 {
+    pub fn addr(self) -> u64 {
         self.0.as_ptr() as u64
     }
 
@@ -36,7 +36,7 @@ impl DevPtr {
     /// # Safety
     /// `offset` must stay inside the mapping.
     #[inline(always)]
-    pub(crate) unsafe fn add(self, offset: usize) -> DevPtr {
+    pub unsafe fn add(self, offset: usize) -> DevPtr {
         // SAFETY: the caller keeps the result inside the mapping, so it is non-null.
         DevPtr(unsafe { NonNull::new_unchecked(self.0.as_ptr().add(offset)) })
     }
@@ -46,7 +46,7 @@ impl DevPtr {
     /// # Safety
     /// 8 bytes at `self + offset` are inside the mapping and 8-byte aligned.
     #[inline(always)]
-    pub(crate) unsafe fn write_u64(self, offset: usize, value: u64) {
+    pub unsafe fn write_u64(self, offset: usize, value: u64) {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u64>().write_volatile(value) }
     }
@@ -56,7 +56,7 @@ impl DevPtr {
     /// # Safety
     /// 4 bytes at `self + offset` are inside the mapping and 4-byte aligned.
     #[inline(always)]
-    pub(crate) unsafe fn write_u32(self, offset: usize, value: u32) {
+    pub unsafe fn write_u32(self, offset: usize, value: u32) {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u32>().write_volatile(value) }
     }
@@ -66,7 +66,7 @@ impl DevPtr {
     /// # Safety
     /// 2 bytes at `self + offset` are inside the mapping and 2-byte aligned.
     #[inline(always)]
-    pub(crate) unsafe fn write_u16(self, offset: usize, value: u16) {
+    pub unsafe fn write_u16(self, offset: usize, value: u16) {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u16>().write_volatile(value) }
     }
@@ -76,7 +76,7 @@ impl DevPtr {
     /// # Safety
     /// The byte at `self + offset` is inside the mapping.
     #[inline(always)]
-    pub(crate) unsafe fn write_u8(self, offset: usize, value: u8) {
+    pub unsafe fn write_u8(self, offset: usize, value: u8) {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).write_volatile(value) }
     }
@@ -86,7 +86,7 @@ impl DevPtr {
     /// # Safety
     /// As [`DevPtr::write_u64`].
     #[inline(always)]
-    pub(crate) unsafe fn read_u64(self, offset: usize) -> u64 {
+    pub unsafe fn read_u64(self, offset: usize) -> u64 {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u64>().read_volatile() }
     }
@@ -96,7 +96,7 @@ impl DevPtr {
     /// # Safety
     /// As [`DevPtr::write_u32`].
     #[inline(always)]
-    pub(crate) unsafe fn read_u32(self, offset: usize) -> u32 {
+    pub unsafe fn read_u32(self, offset: usize) -> u32 {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u32>().read_volatile() }
     }
@@ -106,7 +106,7 @@ impl DevPtr {
     /// # Safety
     /// As [`DevPtr::write_u16`].
     #[inline(always)]
-    pub(crate) unsafe fn read_u16(self, offset: usize) -> u16 {
+    pub unsafe fn read_u16(self, offset: usize) -> u16 {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).cast::<u16>().read_volatile() }
     }
@@ -116,7 +116,7 @@ impl DevPtr {
     /// # Safety
     /// As [`DevPtr::write_u8`].
     #[inline(always)]
-    pub(crate) unsafe fn read_u8(self, offset: usize) -> u8 {
+    pub unsafe fn read_u8(self, offset: usize) -> u8 {
         // SAFETY: per the caller's contract.
         unsafe { self.0.as_ptr().add(offset).read_volatile() }
     }
@@ -126,7 +126,7 @@ impl DevPtr {
     /// # Safety
     /// `src.len()` bytes at `self + offset` are inside the mapping.
     #[inline]
-    pub(crate) unsafe fn write_bytes(self, offset: usize, src: &[u8]) {
+    pub unsafe fn write_bytes(self, offset: usize, src: &[u8]) {
         let dst = self.0.as_ptr().wrapping_add(offset);
         let mut i = 0;
         // Word stores where the destination allows; the tail byte by byte.
@@ -148,7 +148,7 @@ impl DevPtr {
     /// # Safety
     /// `dst.len()` bytes at `self + offset` are inside the mapping.
     #[inline]
-    pub(crate) unsafe fn read_bytes(self, offset: usize, dst: &mut [u8]) {
+    pub unsafe fn read_bytes(self, offset: usize, dst: &mut [u8]) {
         let src = self.0.as_ptr().wrapping_add(offset);
         for (i, b) in dst.iter_mut().enumerate() {
             // SAFETY: inside the mapping (caller).
@@ -161,7 +161,7 @@ impl DevPtr {
 /// record that announces them (`udma_to_device_barrier`): x86 keeps stores in order, so a
 /// compiler barrier; arm64 `dmb oshst`.
 #[inline(always)]
-pub(crate) fn to_device_barrier() {
+pub fn to_device_barrier() {
     #[cfg(target_arch = "aarch64")]
     // SAFETY: a barrier instruction; no memory is accessed.
     unsafe {
@@ -175,7 +175,7 @@ pub(crate) fn to_device_barrier() {
 /// Orders the read of a CQE's ownership byte before the reads of its other fields
 /// (`udma_from_device_barrier`): x86 `lfence`, arm64 `dmb oshld`.
 #[inline(always)]
-pub(crate) fn from_device_barrier() {
+pub fn from_device_barrier() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a barrier instruction; no memory is accessed.
     unsafe {
@@ -194,7 +194,7 @@ pub(crate) fn from_device_barrier() {
 /// Orders stores to write-combining UAR memory (BlueFlame, doorbells) against everything
 /// before and after (`mmio_wc_start` / `mmio_flush_writes`): x86 `sfence`, arm64 `dsb st`.
 #[inline(always)]
-pub(crate) fn wc_barrier() {
+pub fn wc_barrier() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a barrier instruction; no memory is accessed.
     unsafe {

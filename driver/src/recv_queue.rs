@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// What the poller needs to complete receive WQEs (see [`crate::send_queue`] for why
 /// relaxed entries and a released/acquired counter suffice). Receives complete in order.
 #[derive(Debug)]
-pub(crate) struct RecvTracker {
+pub struct RecvTracker {
     wr_ids: Box<[AtomicU64]>,
     /// Running count of receive WQEs completed.
     completed: AtomicU32,
@@ -19,7 +19,7 @@ pub(crate) struct RecvTracker {
 }
 
 impl RecvTracker {
-    pub(crate) fn new(wqe_cnt: u32) -> RecvTracker {
+    pub fn new(wqe_cnt: u32) -> RecvTracker {
         RecvTracker {
             wr_ids: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             completed: AtomicU32::new(0),
@@ -29,7 +29,7 @@ impl RecvTracker {
 
     /// The oldest outstanding receive completed: its wr_id.
     #[inline(always)]
-    pub(crate) fn complete_next(&self) -> u64 {
+    pub fn complete_next(&self) -> u64 {
         // Only the CQ's single poller writes `completed`.
         let n = self.completed.load(Ordering::Relaxed);
         let wr_id = self.wr_ids[(n & self.mask) as usize].load(Ordering::Relaxed);
@@ -40,7 +40,7 @@ impl RecvTracker {
 
 /// Geometry of a receive queue, from CREATE_QP.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct RecvGeometry {
+pub struct RecvGeometry {
     /// The ring: `wqe_cnt` entries of `1 << wqe_shift` bytes.
     pub ring: DevPtr,
     /// A power of two.
@@ -55,7 +55,7 @@ pub(crate) struct RecvGeometry {
 
 /// The receive queue as its (single) poster owns it.
 #[derive(Debug)]
-pub(crate) struct RecvQueue {
+pub struct RecvQueue {
     g: RecvGeometry,
     /// Running count of receives posted.
     head: u32,
@@ -66,17 +66,17 @@ impl RecvQueue {
     /// # Safety
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// queue's life, and nothing else writes them.
-    pub(crate) unsafe fn new(g: RecvGeometry) -> RecvQueue {
+    pub unsafe fn new(g: RecvGeometry) -> RecvQueue {
         RecvQueue { g, head: 0, tracker: Arc::new(RecvTracker::new(g.wqe_cnt)) }
     }
 
     /// The tracker a CQ needs.
-    pub(crate) fn tracker(&self) -> &Arc<RecvTracker> {
+    pub fn tracker(&self) -> &Arc<RecvTracker> {
         &self.tracker
     }
 
     /// Writes one entry per request, then publishes the RQ counter once.
-    pub(crate) fn post(&mut self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
+    pub fn post(&mut self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
         let mut result = Ok(());
         let completed = self.tracker.completed.load(Ordering::Acquire);
         let start = self.head;
@@ -118,7 +118,7 @@ impl RecvQueue {
 /// Writes the data segments of a receive entry at `entry` (`room` segments fit), skipping
 /// empty ones, and a terminator (`lkey` = MLX5_INVALID_LKEY) if room is left.
 #[inline(always)]
-pub(crate) fn write_scatter(entry: DevPtr, sges: &[crate::work_request::Sge<'_>], room: u32) {
+pub fn write_scatter(entry: DevPtr, sges: &[crate::work_request::Sge<'_>], room: u32) {
     let mut n = 0usize;
     for s in sges.iter().filter(|s| !s.is_empty()) {
         // SAFETY: segment `n` < room is inside the entry (callers check sges <= room).

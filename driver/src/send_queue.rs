@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// the device wrote the CQE for it, so relaxed atomics suffice for the entries; `retired`
 /// is released by the poller and acquired by the poster, which may then reuse the blocks.
 #[derive(Debug)]
-pub(crate) struct SendTracker {
+pub struct SendTracker {
     /// Per first WQEBB of a WQE: the caller's wr_id.
     wr_ids: Box<[AtomicU64]>,
     /// Per first WQEBB of a WQE: the running WQEBB count just after the WQE.
@@ -27,7 +27,7 @@ pub(crate) struct SendTracker {
 }
 
 impl SendTracker {
-    pub(crate) fn new(wqe_cnt: u32) -> SendTracker {
+    pub fn new(wqe_cnt: u32) -> SendTracker {
         SendTracker {
             wr_ids: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             ends: (0..wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
@@ -39,7 +39,7 @@ impl SendTracker {
     /// A CQE reported the WQE that starts at `wqe_counter`: retire it and everything
     /// before it (the unsignalled WQEs), and give its wr_id.
     #[inline(always)]
-    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+    pub fn complete(&self, wqe_counter: u16) -> u64 {
         let i = (u32::from(wqe_counter) & self.mask) as usize;
         let wr_id = self.wr_ids[i].load(Ordering::Relaxed);
         self.retired.store(self.ends[i].load(Ordering::Relaxed), Ordering::Release);
@@ -49,7 +49,7 @@ impl SendTracker {
 
 /// Geometry of a send queue, from CREATE_QP.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SendGeometry {
+pub struct SendGeometry {
     /// The ring: `wqe_cnt` 64-byte WQEBBs.
     pub ring: DevPtr,
     /// A power of two.
@@ -68,7 +68,7 @@ pub(crate) struct SendGeometry {
 
 /// The send queue as its (single) poster owns it.
 #[derive(Debug)]
-pub(crate) struct SendQueue {
+pub struct SendQueue {
     g: SendGeometry,
     /// Running count of WQEBBs posted (`cur_post`).
     cur_post: u32,
@@ -87,18 +87,18 @@ impl SendQueue {
     /// # Safety
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// queue's life, and nothing else writes them.
-    pub(crate) unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
+    pub unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
         let tracker = Arc::new(SendTracker::new(g.wqe_cnt));
         SendQueue { g, cur_post: 0, bf, tracker }
     }
 
     /// The tracker a CQ needs to complete this queue's WQEs.
-    pub(crate) fn tracker(&self) -> &Arc<SendTracker> {
+    pub fn tracker(&self) -> &Arc<SendTracker> {
         &self.tracker
     }
 
     /// WQEBBs free now.
-    pub(crate) fn free_blocks(&self) -> u32 {
+    pub fn free_blocks(&self) -> u32 {
         self.g.wqe_cnt - self.cur_post.wrapping_sub(self.tracker.retired.load(Ordering::Acquire))
     }
 
@@ -106,7 +106,7 @@ impl SendQueue {
     /// doorbell with the last control segment. On error the requests before the refused
     /// one are posted (and rung).
     #[inline]
-    pub(crate) fn post(
+    pub fn post(
         &mut self,
         wrs: &[SendWr<'_, '_>],
         model: &impl Model,

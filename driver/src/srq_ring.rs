@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 /// Geometry of an SRQ, from CREATE_SRQ.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SrqGeometry {
+pub struct SrqGeometry {
     /// `wqe_cnt` entries of `1 << wqe_shift` bytes: a 16-byte next segment, then scatter.
     pub ring: DevPtr,
     /// A power of two; one entry always stays free (head == tail means full).
@@ -39,7 +39,7 @@ struct FreeList {
 
 /// The SRQ's entries and their wr_ids.
 #[derive(Debug)]
-pub(crate) struct SrqRing {
+pub struct SrqRing {
     list: Mutex<FreeList>,
 }
 
@@ -49,7 +49,7 @@ impl SrqRing {
     /// # Safety
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// ring's life, and nothing else writes them.
-    pub(crate) unsafe fn new(g: SrqGeometry) -> SrqRing {
+    pub unsafe fn new(g: SrqGeometry) -> SrqRing {
         for i in 0..g.wqe_cnt {
             let next = ((i + 1) & (g.wqe_cnt - 1)) as u16;
             // SAFETY: bytes 2..4 (next_wqe_index) of entry `i`, inside the ring.
@@ -72,12 +72,12 @@ impl SrqRing {
     }
 
     /// Entries posted and not yet completed.
-    pub(crate) fn outstanding(&self) -> u32 {
+    pub fn outstanding(&self) -> u32 {
         self.lock().outstanding
     }
 
     /// Takes one free entry per request, then publishes the counter once.
-    pub(crate) fn post(&self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
+    pub fn post(&self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
         let mut l = self.lock();
         let g = l.g;
         let mut result = Ok(());
@@ -113,7 +113,7 @@ impl SrqRing {
     }
 
     /// A CQE consumed entry `index`: its wr_id; the entry goes back on the free list.
-    pub(crate) fn complete(&self, index: u16) -> u64 {
+    pub fn complete(&self, index: u16) -> u64 {
         let mut l = self.lock();
         let g = l.g;
         let index = index & (g.wqe_cnt - 1) as u16;
