@@ -45,12 +45,7 @@ impl BlueFlame {
     /// `reg` is the register's address in a mapped UAR page (`uar_page`, at
     /// `offset_in_page`), with `2 * buf_size` bytes (at least 8) writable from there, and
     /// the mapping outlives this value.
-    pub unsafe fn new(
-        reg: DevPtr,
-        buf_size: u32,
-        uar_page: u32,
-        offset_in_page: u32,
-    ) -> BlueFlame {
+    pub unsafe fn new(reg: DevPtr, buf_size: u32, uar_page: u32, offset_in_page: u32) -> BlueFlame {
         BlueFlame { reg, buf_size, offset: 0, uar_page, offset_in_page }
     }
 

@@ -121,18 +121,25 @@ impl Payload<'_, '_> {
 pub struct SendFlags(u8);
 
 impl SendFlags {
+    // The values are the control segment's fm_ce_se bits, so building a WQE copies them.
     /// No flag: unsignalled (no completion unless the QP signals all).
     pub const NONE: SendFlags = SendFlags(0);
     /// Write a completion for this request.
-    pub const SIGNALED: SendFlags = SendFlags(1);
+    pub const SIGNALED: SendFlags = SendFlags(ferrodat_abi::mlx5::wqe_ctrl::CQ_UPDATE);
     /// Set the solicited-event bit (the peer's CQ armed for solicited events fires).
-    pub const SOLICITED: SendFlags = SendFlags(2);
+    pub const SOLICITED: SendFlags = SendFlags(ferrodat_abi::mlx5::wqe_ctrl::SOLICITED);
     /// Start only after earlier RDMA READs and atomics of this QP completed.
-    pub const FENCE: SendFlags = SendFlags(4);
+    pub const FENCE: SendFlags = SendFlags(ferrodat_abi::mlx5::wqe_ctrl::FENCE);
 
     /// True if every flag of `other` is set.
     pub fn contains(self, other: SendFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// The control segment's fm_ce_se byte.
+    #[inline(always)]
+    pub(crate) fn fm_ce_se(self) -> u8 {
+        self.0
     }
 }
 
