@@ -336,6 +336,9 @@ impl Context {
         }
         let nupp = m.num_uars_per_page.max(1);
         let pages = m.tot_bfregs / (nupp * 2);
+        if pages == 0 {
+            return Err(bad("tot_bfregs covers no whole UAR page"));
+        }
         let mut uars = Vec::with_capacity(pages as usize);
         for i in 0..pages {
             let pgoff = (mlx5::mmap_cmd::REGULAR_PAGE << mlx5::MMAP_CMD_SHIFT) | u64::from(i);
