@@ -1,0 +1,325 @@
+//! Completion queues: CREATE_CQ, RESIZE_CQ, DESTROY_CQ, and the ring geometry the data path
+//! polls.
+
+use crate::comp_channel::CompChannel;
+use crate::context::Context;
+use crate::dma::{DbRecord, DmaBuf};
+use crate::error::{Error, Result};
+use ferrodat_abi::mlx5::{self, cqe_opcode};
+use ferrodat_abi::uverbs::{self, cmd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use zerocopy::IntoBytes;
+
+/// CQE size this driver uses.
+pub const CQE_SIZE: u32 = 64;
+
+/// How to create a CQ.
+#[derive(Clone, Debug, Default)]
+pub struct CqOptions<'a> {
+    /// At least this many entries (rounded up to `2^n - 1`, as rdma-core does).
+    pub cqe: u32,
+    /// Report completion events to this channel (after arming).
+    pub channel: Option<&'a CompChannel>,
+    /// Completion vector (below the context's `num_comp_vectors`).
+    pub comp_vector: u32,
+    /// The value completion events carry; a context-unique one if `None`.
+    pub user_handle: Option<u64>,
+}
+
+/// A completion queue. Cheap to clone; QPs hold a clone of their CQs, so DESTROY_CQ runs
+/// only after the last QP using it is gone.
+#[derive(Clone, Debug)]
+pub struct Cq {
+    pub(crate) inner: Arc<CqInner>,
+}
+
+/// The ring as the data path sees it (a snapshot: RESIZE_CQ replaces it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqGeometry {
+    /// First CQE.
+    pub buf: NonNull<u8>,
+    /// Entries (a power of two).
+    pub ncqe: u32,
+    /// Bytes per CQE (64).
+    pub cqe_size: u32,
+}
+
+// SAFETY: the geometry is addresses into memory the Cq owns; it grants no access itself.
+unsafe impl Send for CqGeometry {}
+// SAFETY: as above.
+unsafe impl Sync for CqGeometry {}
+
+#[derive(Debug)]
+pub(crate) struct CqRing {
+    buf: DmaBuf,
+    ncqe: u32,
+    /// Buffers replaced by RESIZE_CQ: the device may still have been writing them, so they
+    /// live as long as the CQ.
+    retired: Vec<DmaBuf>,
+}
+
+#[derive(Debug)]
+pub(crate) struct CqInner {
+    ctx: Context,
+    handle: u32,
+    cqn: u32,
+    user_handle: u64,
+    ring: Mutex<CqRing>,
+    dbrec: DbRecord,
+    channel: Option<CompChannel>,
+    /// Completion events consumed (`ibv_get_cq_event` → `arm_sn++`); the arm word carries
+    /// it mod 4.
+    pub(crate) arm_sn: AtomicU32,
+    pub(crate) comp_events: AtomicU32,
+    destroyed: AtomicBool,
+}
+
+/// What DESTROY_CQ reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqEventCounts {
+    /// Completion events the device delivered for the CQ.
+    pub comp_events_reported: u32,
+    /// Async events the device delivered for the CQ.
+    pub async_events_reported: u32,
+}
+
+fn new_ring(entries: u32) -> Result<DmaBuf> {
+    let buf = DmaBuf::new(entries as usize * CQE_SIZE as usize)?;
+    let invalid = [cqe_opcode::INVALID << 4];
+    for i in 0..entries as usize {
+        // every op_own = 0xF0: opcode INVALID, owner 0 (mlx5_alloc_cq_buf)
+        buf.write(i * CQE_SIZE as usize + CQE_SIZE as usize - 1, &invalid);
+    }
+    Ok(buf)
+}
+
+/// `roundup_pow2(cqe + 1)`, with rdma-core's range check.
+fn ring_entries(op: &'static str, cqe: u32) -> Result<u32> {
+    if cqe > 0x7fff_ffff - 1 {
+        return Err(Error::errno(op, libc::EINVAL).with_detail(format!("cqe {cqe}")));
+    }
+    Ok((cqe + 1).next_power_of_two())
+}
+
+impl Cq {
+    /// CREATE_CQ with a ring of `roundup_pow2(cqe + 1)` 64-byte CQEs (every `op_own` 0xF0)
+    /// and a doorbell record.
+    pub fn new(ctx: &Context, opts: &CqOptions<'_>) -> Result<Cq> {
+        let entries = ring_entries("CREATE_CQ", opts.cqe)?;
+        if opts.comp_vector >= ctx.attr().num_comp_vectors.max(1) {
+            return Err(Error::errno("CREATE_CQ", libc::EINVAL)
+                .with_detail(format!("comp_vector {}", opts.comp_vector))
+                .with_hint(format!(
+                    "the device has {} completion vector(s)",
+                    ctx.attr().num_comp_vectors
+                )));
+        }
+        let buf = new_ring(entries)?;
+        let dbrec = ctx.alloc_dbrec()?;
+        let user_handle = opts.user_handle.unwrap_or_else(|| ctx.alloc_user_handle());
+        let req = uverbs::CreateCq {
+            user_handle,
+            cqe: entries - 1,
+            comp_vector: opts.comp_vector,
+            comp_channel: opts.channel.map_or(-1, std::os::fd::AsRawFd::as_raw_fd),
+            ..Default::default()
+        };
+        let ucmd = mlx5::CreateCq {
+            buf_addr: buf.addr(),
+            db_addr: dbrec.addr(),
+            cqe_size: CQE_SIZE,
+            ..Default::default()
+        };
+        let out = size_of::<uverbs::CreateCqResp>() + size_of::<mlx5::CreateCqResp>();
+        let r = ctx
+            .run("CREATE_CQ", cmd::CREATE_CQ, req.as_bytes(), ucmd.as_bytes(), out)
+            .map_err(|e| e.with_detail(format!("{entries} entries")))?;
+        let resp: uverbs::CreateCqResp = crate::command::read("CREATE_CQ", &r, 0)?;
+        let m: mlx5::CreateCqResp =
+            crate::command::read("CREATE_CQ", &r, size_of::<uverbs::CreateCqResp>())?;
+        let inner = Arc::new(CqInner {
+            ctx: ctx.clone(),
+            handle: resp.cq_handle,
+            cqn: m.cqn,
+            user_handle,
+            ring: Mutex::new(CqRing { buf, ncqe: entries, retired: Vec::new() }),
+            dbrec,
+            channel: opts.channel.cloned(),
+            arm_sn: AtomicU32::new(0),
+            comp_events: AtomicU32::new(0),
+            destroyed: AtomicBool::new(false),
+        });
+        if resp.cqe != entries - 1 {
+            return Err(Error::invalid(
+                "CREATE_CQ",
+                format!("asked for {} entries, the device answered {}", entries - 1, resp.cqe),
+            )); // (the CQ is destroyed as `inner` drops)
+        }
+        if let Some(ch) = opts.channel {
+            let mut cqs = ch.inner.cqs.lock().unwrap_or_else(|e| e.into_inner());
+            cqs.retain(|_, w| w.strong_count() > 0);
+            cqs.insert(user_handle, Arc::downgrade(&inner));
+        }
+        Ok(Cq { inner })
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.inner.cqn
+    }
+
+    /// Entries in the ring (a power of two).
+    pub fn ncqe(&self) -> u32 {
+        self.ring().ncqe
+    }
+
+    /// The user handle completion events carry.
+    pub fn user_handle(&self) -> u64 {
+        self.inner.user_handle
+    }
+
+    /// Completion events consumed so far through the channel (the arm sequence number).
+    pub fn arm_sn(&self) -> u32 {
+        self.inner.arm_sn.load(Ordering::Acquire)
+    }
+
+    /// The channel events go to.
+    pub fn channel(&self) -> Option<&CompChannel> {
+        self.inner.channel.as_ref()
+    }
+
+    fn ring(&self) -> MutexGuard<'_, CqRing> {
+        self.inner.ring.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The ring's current geometry (for the data path; re-read after [`Cq::resize`]).
+    pub fn geometry(&self) -> CqGeometry {
+        let r = self.ring();
+        CqGeometry { buf: r.buf.as_ptr(), ncqe: r.ncqe, cqe_size: CQE_SIZE }
+    }
+
+    /// The doorbell record (`[0]` consumer index, `[1]` arm word).
+    pub fn dbrec(&self) -> &DbRecord {
+        &self.inner.dbrec
+    }
+
+    /// The doorbell record's address.
+    pub fn dbrec_addr(&self) -> u64 {
+        self.inner.dbrec.addr()
+    }
+
+    /// UAR page 0, where the CQ arm doorbell ([`mlx5::CQ_DOORBELL`]) is: address and index.
+    pub fn uar(&self) -> (NonNull<u8>, u32) {
+        // Context::init refuses contexts without UAR pages, so page 0 exists.
+        self.inner.ctx.uar_page(0).unwrap_or((NonNull::dangling(), 0))
+    }
+
+    pub(crate) fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// RESIZE_CQ to at least `cqe` entries; returns the new entry count. The new ring
+    /// starts empty (every `op_own` 0xF0): poll the CQ dry before resizing, as CQEs left in
+    /// the old ring are not carried over by this driver. The old buffer stays allocated
+    /// until the CQ is destroyed.
+    pub fn resize(&self, cqe: u32) -> Result<u32> {
+        let entries = ring_entries("RESIZE_CQ", cqe)?;
+        let mut ring = self.ring();
+        if entries == ring.ncqe {
+            return Ok(entries);
+        }
+        let buf = new_ring(entries)?;
+        let req = uverbs::ResizeCq {
+            cq_handle: self.inner.handle,
+            cqe: entries - 1,
+            ..Default::default()
+        };
+        let ucmd = mlx5::ResizeCq {
+            buf_addr: buf.addr(),
+            cqe_size: CQE_SIZE as u16,
+            ..Default::default()
+        };
+        let r = self
+            .inner
+            .ctx
+            .run(
+                "RESIZE_CQ",
+                cmd::RESIZE_CQ,
+                req.as_bytes(),
+                ucmd.as_bytes(),
+                size_of::<uverbs::ResizeCqResp>(),
+            )
+            .map_err(|e| {
+                e.with_detail(format!("cqn {:#x} to {entries} entries", self.inner.cqn))
+            })?;
+        let resp: uverbs::ResizeCqResp = crate::command::read("RESIZE_CQ", &r, 0)?;
+        if resp.cqe != entries - 1 {
+            return Err(Error::invalid(
+                "RESIZE_CQ",
+                format!("asked for {} entries, the device answered {}", entries - 1, resp.cqe),
+            ));
+        }
+        let old = std::mem::replace(&mut ring.buf, buf);
+        ring.retired.push(old);
+        ring.ncqe = entries;
+        Ok(entries)
+    }
+
+    /// DESTROY_CQ now, returning the event counts; fails (handing the CQ back) if another
+    /// handle or a QP still uses it.
+    pub fn destroy(self) -> std::result::Result<CqEventCounts, (Cq, Error)> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => match inner.destroy() {
+                Ok(counts) => {
+                    inner.destroyed.store(true, Ordering::Relaxed);
+                    Ok(counts)
+                }
+                Err(e) => Err((Cq { inner: Arc::new(inner) }, e)),
+            },
+            Err(inner) => Err((
+                Cq { inner },
+                Error::invalid("DESTROY_CQ", "the CQ is still used by a QP or another handle")
+                    .with_hint("drop the QPs using it and the other Cq clones first"),
+            )),
+        }
+    }
+}
+
+impl CqInner {
+    fn destroy(&self) -> Result<CqEventCounts> {
+        let req = uverbs::DestroyCq { cq_handle: self.handle, ..Default::default() };
+        let r = self
+            .ctx
+            .run(
+                "DESTROY_CQ",
+                cmd::DESTROY_CQ,
+                req.as_bytes(),
+                &[],
+                size_of::<uverbs::DestroyCqResp>(),
+            )
+            .map_err(|e| e.with_detail(format!("cqn {:#x}", self.cqn)))?;
+        let resp: uverbs::DestroyCqResp = crate::command::read("DESTROY_CQ", &r, 0)?;
+        Ok(CqEventCounts {
+            comp_events_reported: resp.comp_events_reported,
+            async_events_reported: resp.async_events_reported,
+        })
+    }
+}
+
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        if self.destroyed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.destroy() {
+            eprintln!("ferrodat-driver: dropping CQ {:#x}: {e}", self.cqn);
+        }
+    }
+}
