@@ -2,9 +2,13 @@
 //! polls.
 
 use crate::comp_channel::CompChannel;
+use crate::completion::WorkCompletion;
 use crate::context::Context;
+use crate::cq_ring::{CqAttachments, CqRing as PollRing};
 use crate::dma::{DbRecord, DmaBuf};
+use crate::doorbell::CqDoorbell;
 use crate::error::{Error, Result};
+use crate::mmio::DevPtr;
 use ferrodat_abi::mlx5::{self, cqe_opcode};
 use ferrodat_abi::uverbs::{self, cmd};
 use std::ptr::NonNull;
@@ -28,11 +32,15 @@ pub struct CqOptions<'a> {
     pub user_handle: Option<u64>,
 }
 
-/// A completion queue. Cheap to clone; QPs hold a clone of their CQs, so DESTROY_CQ runs
-/// only after the last QP using it is gone.
-#[derive(Clone, Debug)]
+/// A completion queue: the handle that polls and arms it. QPs hold its resource, so
+/// DESTROY_CQ runs only after the handle and the last QP using it are gone.
+///
+/// Polling and arming take `&mut self`: one thread polls a CQ at a time, without a lock.
+/// To poll from another thread, move the `Cq` there (it is `Send`).
+#[derive(Debug)]
 pub struct Cq {
     pub(crate) inner: Arc<CqInner>,
+    ring: PollRing,
 }
 
 /// The ring as the data path sees it (a snapshot: RESIZE_CQ replaces it).
@@ -52,7 +60,7 @@ unsafe impl Send for CqGeometry {}
 unsafe impl Sync for CqGeometry {}
 
 #[derive(Debug)]
-pub(crate) struct CqRing {
+pub(crate) struct CqBuffers {
     buf: DmaBuf,
     ncqe: u32,
     /// Buffers replaced by RESIZE_CQ: the device may still have been writing them, so they
@@ -66,12 +74,14 @@ pub(crate) struct CqInner {
     handle: u32,
     cqn: u32,
     user_handle: u64,
-    ring: Mutex<CqRing>,
+    ring: Mutex<CqBuffers>,
     dbrec: DbRecord,
     channel: Option<CompChannel>,
     /// Completion events consumed (`ibv_get_cq_event` → `arm_sn++`); the arm word carries
     /// it mod 4.
     pub(crate) arm_sn: AtomicU32,
+    /// Where QPs completing into this CQ register their work trackers for the poller.
+    pub(crate) attachments: Arc<CqAttachments>,
     pub(crate) comp_events: AtomicU32,
     destroyed: AtomicBool,
 }
@@ -139,12 +149,31 @@ impl Cq {
         let resp: uverbs::CreateCqResp = crate::command::read("CREATE_CQ", &r, 0)?;
         let m: mlx5::CreateCqResp =
             crate::command::read("CREATE_CQ", &r, size_of::<uverbs::CreateCqResp>())?;
+        let (uar, uar_index) = ctx
+            .uar_page(0)
+            .ok_or_else(|| Error::invalid("CREATE_CQ", "the context has no UAR page"))?;
+        // SAFETY: the ring, the doorbell record and the UAR page live as long as the CQ's
+        // resource (`inner`, which the handle holds next to the ring, and which holds the
+        // context that maps the UAR).
+        let ring = unsafe {
+            PollRing::new(
+                crate::cq_ring::CqGeometry {
+                    ring: DevPtr::new(buf.as_ptr()),
+                    ncqe: entries,
+                    dbrec: DevPtr::new(dbrec.as_ptr()),
+                    cqn: m.cqn,
+                },
+                CqDoorbell::new(DevPtr::new(uar), uar_index),
+            )
+        };
+        let attachments = ring.attachments().clone();
         let inner = Arc::new(CqInner {
             ctx: ctx.clone(),
             handle: resp.cq_handle,
             cqn: m.cqn,
             user_handle,
-            ring: Mutex::new(CqRing { buf, ncqe: entries, retired: Vec::new() }),
+            ring: Mutex::new(CqBuffers { buf, ncqe: entries, retired: Vec::new() }),
+            attachments: attachments.clone(),
             dbrec,
             channel: opts.channel.cloned(),
             arm_sn: AtomicU32::new(0),
@@ -162,7 +191,7 @@ impl Cq {
             cqs.retain(|_, w| w.strong_count() > 0);
             cqs.insert(user_handle, Arc::downgrade(&inner));
         }
-        Ok(Cq { inner })
+        Ok(Cq { inner, ring })
     }
 
     /// The context.
@@ -195,7 +224,7 @@ impl Cq {
         self.inner.channel.as_ref()
     }
 
-    fn ring(&self) -> MutexGuard<'_, CqRing> {
+    fn ring(&self) -> MutexGuard<'_, CqBuffers> {
         self.inner.ring.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -225,13 +254,52 @@ impl Cq {
         self.inner.handle
     }
 
+    /// Fills `out` with up to `out.len()` completions, oldest first; returns how many.
+    /// On softhca an empty poll also lets the model move packets (the `progress` entry
+    /// point), so a polling loop is all a program needs.
+    #[inline]
+    pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+        self.ring.poll(out, self.inner.ctx.channel())
+    }
+
+    /// True if a completion waits (nothing is consumed).
+    pub fn has_completion(&self) -> bool {
+        self.ring.has_completion()
+    }
+
+    /// Requests one completion event on the CQ's channel for the next completion (with
+    /// `solicited`: the next solicited or error completion). Arm, then poll once more
+    /// before sleeping, so a completion that arrived in between is not missed.
+    pub fn arm(&mut self, solicited: bool) {
+        let sn = self.inner.arm_sn.load(Ordering::Acquire);
+        self.ring.arm(solicited, sn, self.inner.ctx.channel());
+    }
+
+    /// Polls until `out` has `n` completions or `timeout` passes; returns how many came.
+    /// Busy-polls: for sleeping, arm the CQ and wait on its [`CompChannel`].
+    pub fn poll_wait(&mut self, out: &mut [WorkCompletion], timeout: std::time::Duration) -> usize {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut got = 0;
+        while got < out.len() {
+            got += self.poll(&mut out[got..]);
+            if got < out.len() && std::time::Instant::now() >= deadline {
+                break;
+            }
+        }
+        got
+    }
+
     /// RESIZE_CQ to at least `cqe` entries; returns the new entry count. The new ring
     /// starts empty (every `op_own` 0xF0): poll the CQ dry before resizing, as CQEs left in
     /// the old ring are not carried over by this driver. The old buffer stays allocated
     /// until the CQ is destroyed.
-    pub fn resize(&self, cqe: u32) -> Result<u32> {
+    pub fn resize(&mut self, cqe: u32) -> Result<u32> {
         let entries = ring_entries("RESIZE_CQ", cqe)?;
-        let mut ring = self.ring();
+        if self.ring.has_completion() {
+            return Err(Error::invalid("RESIZE_CQ", "completions are waiting in the CQ")
+                .with_hint("poll the CQ empty before resizing it (waiting CQEs are not moved)"));
+        }
+        let mut ring = self.inner.ring.lock().unwrap_or_else(|e| e.into_inner());
         if entries == ring.ncqe {
             return Ok(entries);
         }
@@ -266,6 +334,8 @@ impl Cq {
                 format!("asked for {} entries, the device answered {}", entries - 1, resp.cqe),
             ));
         }
+        // SAFETY: the new buffer lives in `inner` as long as the CQ (old ones too).
+        unsafe { self.ring.switch_buffer(DevPtr::new(buf.as_ptr()), entries) };
         let old = std::mem::replace(&mut ring.buf, buf);
         ring.retired.push(old);
         ring.ncqe = entries;
@@ -275,16 +345,17 @@ impl Cq {
     /// DESTROY_CQ now, returning the event counts; fails (handing the CQ back) if another
     /// handle or a QP still uses it.
     pub fn destroy(self) -> std::result::Result<CqEventCounts, (Cq, Error)> {
-        match Arc::try_unwrap(self.inner) {
+        let Cq { inner, ring } = self;
+        match Arc::try_unwrap(inner) {
             Ok(inner) => match inner.destroy() {
                 Ok(counts) => {
                     inner.destroyed.store(true, Ordering::Relaxed);
                     Ok(counts)
                 }
-                Err(e) => Err((Cq { inner: Arc::new(inner) }, e)),
+                Err(e) => Err((Cq { inner: Arc::new(inner), ring }, e)),
             },
             Err(inner) => Err((
-                Cq { inner },
+                Cq { inner, ring },
                 Error::invalid("DESTROY_CQ", "the CQ is still used by a QP or another handle")
                     .with_hint("drop the QPs using it and the other Cq clones first"),
             )),
@@ -321,5 +392,12 @@ impl Drop for CqInner {
         if let Err(e) = self.destroy() {
             eprintln!("ferrodat-driver: dropping CQ {:#x}: {e}", self.cqn);
         }
+    }
+}
+
+impl CqInner {
+    /// The CQ number.
+    pub(crate) fn cqn(&self) -> u32 {
+        self.cqn
     }
 }

@@ -82,8 +82,6 @@ pub struct CqRing {
     g: CqGeometry,
     /// Consumer index (running).
     ci: u32,
-    /// Arm sequence number: one more per completion event consumed.
-    arm_sn: u32,
     doorbell: CqDoorbell,
     attachments: Arc<CqAttachments>,
     /// QPs by user index.
@@ -98,7 +96,6 @@ impl CqRing {
         CqRing {
             g,
             ci: 0,
-            arm_sn: 0,
             doorbell,
             attachments: Arc::new(CqAttachments::default()),
             qps: Vec::new(),
@@ -269,9 +266,10 @@ impl CqRing {
     }
 
     /// Requests one completion event for the next CQE (`solicited`: the next solicited or
-    /// error CQE), rdma-core's `mlx5_arm_cq`.
-    pub fn arm(&mut self, solicited: bool, model: &impl Model) {
-        let sn = self.arm_sn & 3;
+    /// error CQE), rdma-core's `mlx5_arm_cq`. `arm_sn` counts the completion events
+    /// consumed from the channel so far (`ibv_get_cq_event`).
+    pub fn arm(&mut self, solicited: bool, arm_sn: u32, model: &impl Model) {
+        let sn = arm_sn & 3;
         let cmd = if solicited { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
         let word = cq_arm_word(sn, cmd, self.ci & CQ_CI_MASK);
         // SAFETY: word 1 of the CQ doorbell record (geometry contract).
@@ -279,10 +277,14 @@ impl CqRing {
         self.doorbell.ring(cq_arm_doorbell(word, self.g.cqn), model);
     }
 
-    /// A completion event of this CQ was consumed from its channel (`ibv_get_cq_event`):
-    /// the next arm uses the next sequence number.
-    pub fn event_consumed(&mut self) {
-        self.arm_sn = self.arm_sn.wrapping_add(1);
+    /// RESIZE_CQ moved the CQ to a new, empty ring of `ncqe` entries.
+    ///
+    /// # Safety
+    /// As for [`CqRing::new`], for the new ring.
+    pub unsafe fn switch_buffer(&mut self, ring: DevPtr, ncqe: u32) {
+        self.g.ring = ring;
+        self.g.ncqe = ncqe;
+        self.ci = 0;
     }
 }
 

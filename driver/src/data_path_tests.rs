@@ -341,14 +341,13 @@ fn a_detached_qps_leftover_completions_are_skipped() {
 fn arming_writes_the_arm_word_and_the_doorbell() {
     let mut c = cq(8);
     let model = Recorder::default();
-    c.cq.arm(false, &model);
+    c.cq.arm(false, 0, &model);
     assert_eq!(c.db.be32(4), 0);
     assert_eq!(c.uar.bytes(0x20, 8), [0, 0, 0, 0, 0, 0, 0, 0x40]);
-    c.cq.event_consumed();
     write_cqe(&mut c, 0, 0, 9, 1, 0, 0, 0, 0); // unattached: consumed, not reported
     let mut out = [WorkCompletion::default(); 1];
     c.cq.poll(&mut out, &model);
-    c.cq.arm(true, &model);
+    c.cq.arm(true, 1, &model);
     let word = (1 << 28) | (1 << 24) | 1;
     assert_eq!(c.db.be32(4), word);
     assert_eq!(c.uar.bytes(0x20, 8), [0x11, 0, 0, 1, 0, 0, 0, 0x40]);

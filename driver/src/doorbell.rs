@@ -118,3 +118,14 @@ impl CqDoorbell {
         model.doorbell_rung(self.uar_page, offset as u32);
     }
 }
+
+impl Model for crate::channel::Channel {
+    #[inline(always)]
+    fn doorbell_rung(&self, uar_page: u32, offset: u32) {
+        crate::channel::Channel::doorbell_rung(self, uar_page, offset);
+    }
+    #[inline(always)]
+    fn progress(&self) -> bool {
+        crate::channel::Channel::progress(self)
+    }
+}

@@ -45,27 +45,27 @@
 
 pub mod channel;
 mod command;
+pub mod comp_channel;
 pub mod completion;
+pub mod context;
+pub mod cq;
 mod cq_ring;
 #[cfg(test)]
 mod data_path_tests;
-mod doorbell;
-mod mmio;
-pub mod raw;
-mod recv_queue;
-mod send_queue;
-mod srq_ring;
-pub mod work_request;
-pub mod comp_channel;
-pub mod context;
-pub mod cq;
 pub mod discovery;
 pub mod dma;
+mod doorbell;
 pub mod error;
+mod mmio;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+pub mod raw;
+mod recv_queue;
+mod send_queue;
 pub mod srq;
+mod srq_ring;
+pub mod work_request;
 
 pub use channel::Channel;
 pub use comp_channel::CompChannel;

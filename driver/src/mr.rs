@@ -3,6 +3,7 @@
 use crate::dma::DmaBuf;
 use crate::error::{Error, Result};
 use crate::pd::Pd;
+use crate::work_request::Sge;
 use ferrodat_abi::uverbs::{self, access, cmd};
 use std::marker::PhantomData;
 use std::ops::{BitOr, BitOrAssign};
@@ -209,6 +210,17 @@ macro_rules! mr_accessors {
             /// Volatile copy of `src` to `offset`; out of bounds is an error.
             pub fn write(&self, offset: usize, src: &[u8]) -> Result<()> {
                 self.reg.write(offset, src)
+            }
+            /// A scatter/gather entry for `len` bytes at `offset`, borrowing the region
+            /// (so it stays registered while a QP may use the entry); out of bounds or
+            /// longer than 4 GiB is an error.
+            pub fn sge(&self, offset: usize, len: usize) -> Result<Sge<'_>> {
+                let p = self.reg.check("MR sge", offset, len)?;
+                let len = u32::try_from(len).map_err(|_| {
+                    Error::invalid("MR sge", format!("{len} bytes in one entry"))
+                        .with_hint("one scatter/gather entry carries at most 4 GiB - 1")
+                })?;
+                Ok(Sge::new(p as u64, len, self.reg.lkey))
             }
         }
     };

@@ -2,14 +2,21 @@
 //! [`QpAttr`] builder, QUERY_QP, DESTROY_QP, and the geometry the data path posts into.
 
 use crate::context::{BfReg, Context};
-use crate::cq::Cq;
+use crate::cq::{Cq, CqInner};
+use crate::cq_ring::{QpCompletions, RecvSource};
 use crate::dma::{DbRecord, DmaBuf};
+use crate::doorbell::BlueFlame;
 use crate::error::{Error, Result};
+use crate::mmio::DevPtr;
 use crate::mr::Access;
 use crate::pd::Pd;
+use crate::recv_queue::{RecvGeometry, RecvQueue, RecvTracker};
+use crate::send_queue::{SendGeometry, SendQueue};
 use crate::srq::Srq;
+use crate::work_request::{PostError, PostErrorReason, RecvWr, SendWr};
 use ferrodat_abi::mlx5::{self, SEND_WQE_BB};
 use ferrodat_abi::uverbs::{self, QpDest, QueryQpResp, cmd, qp_attr as qa, qp_type};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
@@ -356,11 +363,18 @@ pub struct QpInfo {
     pub raw: QueryQpResp,
 }
 
-/// An RC queue pair. Cheap to clone; holds its PD, CQs and SRQ alive. DESTROY_QP runs when
-/// the last clone goes.
-#[derive(Clone, Debug)]
-pub struct Qp {
+/// An RC queue pair: holds its PD, CQs and SRQ alive; DESTROY_QP runs when it is dropped.
+///
+/// `'m` is how long the memory regions it posts from must live: a work request names an
+/// [`crate::work_request::Sge`] that borrows its [`crate::Mr`] for `'m`, so no region can be deregistered (or
+/// its buffer freed or touched) while the QP may still use it. Posting takes `&mut self`:
+/// one thread posts at a time, without a lock; move the `Qp` to post from another thread.
+#[derive(Debug)]
+pub struct Qp<'m> {
     pub(crate) inner: Arc<QpInner>,
+    sq: SendQueue,
+    rq: Option<RecvQueue>,
+    regions: PhantomData<&'m ()>,
 }
 
 #[derive(Debug)]
@@ -371,8 +385,8 @@ pub(crate) struct QpInner {
     user_handle: u64,
     // Parents and memory: dropped after DESTROY_QP ran in Drop.
     pd: Pd,
-    send_cq: Cq,
-    recv_cq: Cq,
+    send_cq: Arc<CqInner>,
+    recv_cq: Arc<CqInner>,
     srq: Option<Srq>,
     dbrec: DbRecord,
     _buf: DmaBuf,
@@ -437,10 +451,10 @@ fn rq_size(caps: &QpCaps, max_rq_desc: usize, max_recv_wr: u32) -> Result<(u32, 
     Ok(((size / stride) as u32, stride.trailing_zeros()))
 }
 
-impl Qp {
+impl<'m> Qp<'m> {
     /// CREATE_QP (RC): one buffer with the RQ then the SQ, sized as rdma-core's mlx5
     /// provider sizes them, a doorbell record, and the bfreg the kernel picks.
-    pub fn new(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
+    pub fn new(pd: &Pd, init: &QpInit<'_>) -> Result<Qp<'m>> {
         let ctx = pd.context();
         let a = ctx.attr();
         let mut caps = init.caps;
@@ -526,13 +540,54 @@ impl Qp {
             caps: granted,
             user_handle,
             pd: pd.clone(),
-            send_cq: init.send_cq.clone(),
-            recv_cq: init.recv_cq.clone(),
+            send_cq: init.send_cq.inner.clone(),
+            recv_cq: init.recv_cq.inner.clone(),
             srq: init.srq.cloned(),
             dbrec,
             _buf: buf,
         };
-        Ok(Qp { inner: Arc::new(inner) })
+        let inner = Arc::new(inner);
+        let (sq, rq) = inner.queues(init.sq_sig_all);
+        let qp = Qp { inner, sq, rq, regions: PhantomData };
+        qp.attach();
+        Ok(qp)
+    }
+
+    /// Registers the queues' trackers with the CQs, so polling them gives our wr_ids.
+    fn attach(&self) {
+        let recv = match (&self.rq, &self.inner.srq) {
+            (Some(rq), _) => RecvSource::Queue(rq.tracker().clone()),
+            (None, Some(srq)) => RecvSource::Srq(srq.ring().clone()),
+            (None, None) => RecvSource::Queue(Arc::new(RecvTracker::new(1))),
+        };
+        let qp = Arc::new(QpCompletions { send: self.sq.tracker().clone(), recv });
+        let uidx = self.inner.geometry.uidx;
+        self.inner.send_cq.attachments.attach(uidx, qp.clone());
+        if !Arc::ptr_eq(&self.inner.send_cq, &self.inner.recv_cq) {
+            self.inner.recv_cq.attachments.attach(uidx, qp);
+        }
+    }
+
+    /// Posts send work requests, building one WQE each and ringing the doorbell once
+    /// (BlueFlame for a single small WQE). On error, the requests before the refused one
+    /// were posted; see [`PostError`].
+    #[inline]
+    pub fn post_send(&mut self, wrs: &[SendWr<'m, '_>]) -> std::result::Result<(), PostError> {
+        self.sq.post(wrs, self.inner.pd.context().channel())
+    }
+
+    /// Posts receive work requests (not for a QP attached to an SRQ: post to the SRQ).
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'m, '_>]) -> std::result::Result<(), PostError> {
+        match &mut self.rq {
+            Some(rq) => rq.post(wrs),
+            None => Err(PostError { index: 0, reason: PostErrorReason::NoReceiveQueue }),
+        }
+    }
+
+    /// 64-byte send blocks free now (a WQE takes 1-4 or more; each signalled completion
+    /// polled frees its WQE and the unsignalled ones before it).
+    pub fn send_space(&self) -> u32 {
+        self.sq.free_blocks()
     }
 
     /// The QP number.
@@ -566,13 +621,13 @@ impl Qp {
     }
 
     /// The send CQ.
-    pub fn send_cq(&self) -> &Cq {
-        &self.inner.send_cq
+    pub fn send_cqn(&self) -> u32 {
+        self.inner.send_cq.cqn()
     }
 
     /// The receive CQ.
-    pub fn recv_cq(&self) -> &Cq {
-        &self.inner.recv_cq
+    pub fn recv_cqn(&self) -> u32 {
+        self.inner.recv_cq.cqn()
     }
 
     /// The SRQ, if receives come from one.
@@ -587,7 +642,7 @@ impl Qp {
 
     /// MODIFY_QP with `attr`. Going to RESET also zeroes both doorbell-record counters, as
     /// rdma-core does; the data path must rewind its own queue indices then.
-    pub fn modify(&self, attr: &QpAttr) -> Result<()> {
+    pub fn modify(&mut self, attr: &QpAttr) -> Result<()> {
         let mut raw = attr.raw;
         raw.qp_handle = self.inner.handle;
         self.context().run("MODIFY_QP", cmd::MODIFY_QP, raw.as_bytes(), &[], 0).map_err(|e| {
@@ -601,6 +656,12 @@ impl Qp {
         if raw.attr_mask & qa::STATE != 0 && raw.qp_state == QpState::Reset as u8 {
             self.inner.dbrec.write_be32(mlx5::RCV_DBR, 0);
             self.inner.dbrec.write_be32(mlx5::SND_DBR, 0);
+            // Fresh queues from index 0; the CQs forget this QP's old completions (the
+            // detach marks them stale, as rdma-core's cq_clean removes them).
+            let sig_all = self.sq.sig_all();
+            (self.sq, self.rq) = self.inner.queues(sig_all);
+            self.inner.detach();
+            self.attach();
         }
         Ok(())
     }
@@ -608,7 +669,7 @@ impl Qp {
     /// RESET→INIT→RTR→RTS towards `peer`, with our first send PSN `sq_psn`, path MTU
     /// `path_mtu` and remote `access`.
     pub fn connect(
-        &self,
+        &mut self,
         peer: &RemoteQp,
         sq_psn: u32,
         path_mtu: u8,
@@ -620,18 +681,18 @@ impl Qp {
     }
 
     /// → ERR (flushes outstanding WQEs).
-    pub fn to_error(&self) -> Result<()> {
+    pub fn to_error(&mut self) -> Result<()> {
         self.modify(&QpAttr::new().state(QpState::Err))
     }
 
     /// → RESET.
-    pub fn reset(&self) -> Result<()> {
+    pub fn reset(&mut self) -> Result<()> {
         self.modify(&QpAttr::new().state(QpState::Reset))
     }
 
     /// RTS → SQD. Note: mlx5 has no firmware command for this transition, so mlx5_ib (and
     /// softhca) answer EINVAL; it is here for devices that have it.
-    pub fn to_sqd(&self) -> Result<()> {
+    pub fn to_sqd(&mut self) -> Result<()> {
         self.modify(&QpAttr::new().state(QpState::Sqd))
     }
 
@@ -674,9 +735,54 @@ impl Qp {
     }
 }
 
+impl QpInner {
+    /// Send and receive queues over this QP's buffer, from index 0.
+    fn queues(&self, sig_all: bool) -> (SendQueue, Option<RecvQueue>) {
+        let g = &self.geometry;
+        let b = &g.bfreg;
+        // SAFETY: the buffer, doorbell record and UAR page (held by the context in `pd`)
+        // live as long as `QpInner`, which the Qp holding these queues keeps; the queues
+        // are the only writers of their parts of the buffer and record.
+        unsafe {
+            let buf = DevPtr::new(g.buf);
+            let dbrec = DevPtr::new(g.dbrec);
+            let sq = SendQueue::new(
+                SendGeometry {
+                    ring: buf.add(g.sq_offset),
+                    wqe_cnt: g.sq_wqe_cnt.max(1),
+                    qpn: g.qpn,
+                    max_inline: g.sq_max_inline,
+                    max_sge: g.sq_max_sge,
+                    sig_all,
+                    dbrec_sq: dbrec.add(4 * mlx5::SND_DBR),
+                },
+                BlueFlame::new(DevPtr::new(b.reg), b.buf_size, b.uar_page, b.offset_in_page),
+            );
+            let rq = (g.rq_wqe_cnt > 0).then(|| {
+                RecvQueue::new(RecvGeometry {
+                    ring: buf.add(g.rq_offset),
+                    wqe_cnt: g.rq_wqe_cnt,
+                    wqe_shift: g.rq_wqe_shift,
+                    max_sge: self.caps.max_recv_sge.clamp(1, g.rq_max_sge),
+                    dbrec_rq: dbrec.add(4 * mlx5::RCV_DBR),
+                })
+            });
+            (sq, rq)
+        }
+    }
+
+    fn detach(&self) {
+        self.send_cq.attachments.detach(self.geometry.uidx);
+        if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
+            self.recv_cq.attachments.detach(self.geometry.uidx);
+        }
+    }
+}
+
 impl Drop for QpInner {
     fn drop(&mut self) {
         destroy_qp(self.pd.context(), self.handle, self.geometry.qpn);
+        self.detach();
     }
 }
 

@@ -106,6 +106,11 @@ impl SendQueue {
         &self.tracker
     }
 
+    /// True if every WQE is signalled.
+    pub fn sig_all(&self) -> bool {
+        self.g.sig_all
+    }
+
     /// WQEBBs free now.
     pub fn free_blocks(&self) -> u32 {
         self.g.wqe_cnt - self.cur_post.wrapping_sub(self.tracker.retired.load(Ordering::Acquire))

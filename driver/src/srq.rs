@@ -3,7 +3,10 @@
 
 use crate::dma::{DbRecord, DmaBuf};
 use crate::error::{Error, Result};
+use crate::mmio::DevPtr;
 use crate::pd::Pd;
+use crate::srq_ring::{SrqGeometry as RingGeometry, SrqRing};
+use crate::work_request::{PostError, RecvWr};
 use ferrodat_abi::mlx5::{self, WqeSrqNextSeg};
 use ferrodat_abi::uverbs::{self, cmd, srq_attr};
 use std::ptr::NonNull;
@@ -50,6 +53,7 @@ pub(crate) struct SrqInner {
     max_wr: u32,
     user_handle: u64,
     pd: Pd,
+    ring: Arc<SrqRing>,
     dbrec: DbRecord,
     _buf: DmaBuf,
 }
@@ -118,6 +122,16 @@ impl Srq {
             max_wr: resp.max_wr,
             user_handle,
             pd: pd.clone(),
+            // SAFETY: the buffer and doorbell record live in `inner` next to the ring.
+            ring: Arc::new(unsafe {
+                SrqRing::new(RingGeometry {
+                    ring: DevPtr::new(buf.as_ptr()),
+                    wqe_cnt: cnt,
+                    wqe_shift: stride.trailing_zeros(),
+                    max_sge,
+                    dbrec: DevPtr::new(dbrec.as_ptr()),
+                })
+            }),
             dbrec,
             _buf: buf,
         };
@@ -156,6 +170,22 @@ impl Srq {
 
     pub(crate) fn handle(&self) -> u32 {
         self.inner.handle
+    }
+
+    pub(crate) fn ring(&self) -> &Arc<SrqRing> {
+        &self.inner.ring
+    }
+
+    /// Posts receives to the SRQ (any thread; the SRQ's free list is behind a mutex, as
+    /// several QPs and their pollers share it). The regions must stay registered until the
+    /// receives complete: the SRQ, shared by clones, cannot tie them to a lifetime.
+    pub fn post_recv(&self, wrs: &[RecvWr<'_, '_>]) -> std::result::Result<(), PostError> {
+        self.inner.ring.post(wrs)
+    }
+
+    /// Receives posted and not yet completed.
+    pub fn outstanding(&self) -> u32 {
+        self.inner.ring.outstanding()
     }
 
     /// MODIFY_SRQ: arm the limit event (SRQ_LIMIT_REACHED when fewer than `limit` WQEs

@@ -223,6 +223,8 @@ pub enum PostErrorReason {
     BadAtomic,
     /// RDMA READ and atomics cannot take inline data.
     InlineNotAllowed,
+    /// The QP takes its receives from an SRQ (or was created without a receive queue).
+    NoReceiveQueue,
 }
 
 impl std::fmt::Display for PostError {
@@ -252,6 +254,10 @@ impl std::fmt::Display for PostError {
             PostErrorReason::InlineNotAllowed => {
                 write!(f, "RDMA READ and atomic operations cannot carry inline data")
             }
+            PostErrorReason::NoReceiveQueue => write!(
+                f,
+                "the QP has no receive queue of its own (it uses an SRQ): post receives to the SRQ"
+            ),
         }
     }
 }

@@ -49,7 +49,7 @@ fn cq(ctx: &Context, cqe: u32) -> Cq {
     Cq::new(ctx, &CqOptions { cqe, ..Default::default() }).expect("CREATE_CQ")
 }
 
-fn qp(pd: &Pd, cq: &Cq) -> Qp {
+fn qp(pd: &Pd, cq: &Cq) -> Qp<'static> {
     Qp::new(
         pd,
         &QpInit {
@@ -178,7 +178,7 @@ fn cq_rounding_resize_destroy() {
     assert_eq!(cq(&ctx, 10).ncqe(), 16);
     assert_eq!(cq(&ctx, 15).ncqe(), 16);
     assert_eq!(cq(&ctx, 16).ncqe(), 32);
-    let c = cq(&ctx, 10);
+    let mut c = cq(&ctx, 10);
     let g = c.geometry();
     assert_eq!((g.ncqe, g.cqe_size), (16, 64));
     // every op_own starts as 0xF0
@@ -199,14 +199,14 @@ fn a_qp_keeps_its_cq_alive() {
     let (ctx, _f) = open();
     let pd = Pd::new(&ctx).unwrap();
     let c = cq(&ctx, 16);
-    let q = qp(&pd, &c);
+    let mut q = qp(&pd, &c);
     let (c, e) = c.destroy().unwrap_err();
     assert!(e.to_string().contains("still used"), "{e}");
     drop(c);
     drop(pd);
     // The CQ and PD handles are gone, the QP still works on them.
     q.modify(&QpAttr::reset_to_init(Access::LOCAL_WRITE)).expect("the QP still lives");
-    assert_eq!(q.send_cq().ncqe(), 32);
+    assert_eq!(q.send_cqn(), q.recv_cqn());
     assert_eq!(q.query().unwrap().state, Some(QpState::Init));
     drop(q); // DESTROY_QP, then DESTROY_CQ and DEALLOC_PD
 }
@@ -216,7 +216,7 @@ fn loopback_pair_reaches_rts() {
     let (ctx, _f) = open();
     let pd = Pd::new(&ctx).unwrap();
     let c = cq(&ctx, 64);
-    let (a, b) = (qp(&pd, &c), qp(&pd, &c));
+    let (mut a, mut b) = (qp(&pd, &c), qp(&pd, &c));
     let g = a.geometry();
     assert_eq!(g.sq_offset, g.rq_wqe_cnt as usize * (1 << g.rq_wqe_shift));
     assert!(g.sq_wqe_cnt.is_power_of_two() && g.rq_wqe_cnt.is_power_of_two());
@@ -242,7 +242,7 @@ fn bad_transition_and_error_then_reset() {
     let (ctx, _f) = open();
     let pd = Pd::new(&ctx).unwrap();
     let c = cq(&ctx, 8);
-    let q = qp(&pd, &c);
+    let mut q = qp(&pd, &c);
     let e = q.modify(&QpAttr::rtr_to_rts(1, 1)).unwrap_err();
     assert_eq!(e.errno_name(), Some("EINVAL"));
     let s = e.to_string();
