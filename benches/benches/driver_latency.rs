@@ -56,8 +56,16 @@ impl Side {
         let ctx = ferrodat_driver::open("softhca0").expect("open softhca0");
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::new(&ctx, &CqOptions { cqe: 256, ..Default::default() }).unwrap();
-        let caps = QpCaps { max_send_wr: 128, max_recv_wr: 64, max_inline_data: 60, ..Default::default() };
-        let init = QpInit { send_cq: &cq, recv_cq: &cq, srq: None, caps, sq_sig_all: false, user_handle: None };
+        let caps =
+            QpCaps { max_send_wr: 128, max_recv_wr: 64, max_inline_data: 60, ..Default::default() };
+        let init = QpInit {
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            caps,
+            sq_sig_all: false,
+            user_handle: None,
+        };
         let qp = Qp::new(&pd, &init).unwrap();
         // The region lives as long as the process: leaked, so the QP can borrow it 'static.
         let mr: &'static MrBuf = Box::leak(Box::new(pd.alloc_mr(4096, Access::ALL).unwrap()));
@@ -255,7 +263,10 @@ fn parent() {
                 "{:<52} {typical:>10.0} {p99:>10.0} {min:>10.0}",
                 "rdma-core ib_send_lat -s 8 (t_typical)"
             );
-            println!("driver / rdma-core (median vs t_typical): {:.3}x", driver.median_ns / typical);
+            println!(
+                "driver / rdma-core (median vs t_typical): {:.3}x",
+                driver.median_ns / typical
+            );
         }
         Err(why) => println!("rdma-core ib_send_lat: not measured: {why}"),
     }

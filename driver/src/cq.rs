@@ -344,7 +344,7 @@ impl Cq {
 
     /// DESTROY_CQ now, returning the event counts; fails (handing the CQ back) if another
     /// handle or a QP still uses it.
-    pub fn destroy(self) -> std::result::Result<CqEventCounts, (Cq, Error)> {
+    pub fn destroy(self) -> std::result::Result<CqEventCounts, Box<(Cq, Error)>> {
         let Cq { inner, ring } = self;
         match Arc::try_unwrap(inner) {
             Ok(inner) => match inner.destroy() {
@@ -352,13 +352,13 @@ impl Cq {
                     inner.destroyed.store(true, Ordering::Relaxed);
                     Ok(counts)
                 }
-                Err(e) => Err((Cq { inner: Arc::new(inner), ring }, e)),
+                Err(e) => Err(Box::new((Cq { inner: Arc::new(inner), ring }, e))),
             },
-            Err(inner) => Err((
+            Err(inner) => Err(Box::new((
                 Cq { inner, ring },
                 Error::invalid("DESTROY_CQ", "the CQ is still used by a QP or another handle")
-                    .with_hint("drop the QPs using it and the other Cq clones first"),
-            )),
+                    .with_hint("drop the QPs using it first"),
+            ))),
         }
     }
 }

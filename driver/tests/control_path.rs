@@ -200,7 +200,7 @@ fn a_qp_keeps_its_cq_alive() {
     let pd = Pd::new(&ctx).unwrap();
     let c = cq(&ctx, 16);
     let mut q = qp(&pd, &c);
-    let (c, e) = c.destroy().unwrap_err();
+    let (c, e) = *c.destroy().unwrap_err();
     assert!(e.to_string().contains("still used"), "{e}");
     drop(c);
     drop(pd);

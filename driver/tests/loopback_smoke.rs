@@ -9,12 +9,27 @@ use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::fabric::FabricDir;
 use std::time::Duration;
 
+/// Names the device to test instead of a private in-process softhca0 — e.g. `mlx5_0`, a
+/// real HCA, or the one the preload library serves through the kernel channel.
+pub const DEVICE_ENV: &str = "FERRODAT_DRIVER_TEST_DEVICE";
+
 #[test]
 fn send_and_rdma_write_between_two_qps_of_one_context() {
     let path = format!("/dev/shm/ferrodat-drv-smoke-{}", std::process::id());
-    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
-    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
-    let ctx = Context::open_softhca(dev).unwrap();
+    let ctx = match std::env::var(DEVICE_ENV) {
+        Ok(name) => ferrodat_driver::open(&name).unwrap_or_else(|e| panic!("{e}")),
+        Err(_) => {
+            let config =
+                DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+            let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
+            Context::open_softhca(dev).unwrap()
+        }
+    };
+    eprintln!(
+        "device: {} ({})",
+        ctx.name(),
+        if ctx.channel().is_softhca() { "softhca channel" } else { "kernel channel" }
+    );
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
     let mut src = vec![0u8; 4096];
