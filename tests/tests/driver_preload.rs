@@ -39,7 +39,9 @@ fn the_driver_tests_pass_on_the_kernel_channel_under_the_preload_library() {
     let binaries = driver_test_binaries();
     let names: Vec<String> =
         binaries.iter().map(|b| b.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert!(names.iter().any(|n| n.starts_with("loopback_smoke")), "{names:?}");
+    for expected in ["loopback_smoke", "hardware_smoke"] {
+        assert!(names.iter().any(|n| n.starts_with(expected)), "{expected} in {names:?}");
+    }
     let world = World::new("driver");
     let mut ran = 0;
     for bin in &binaries {
@@ -54,6 +56,13 @@ fn the_driver_tests_pass_on_the_kernel_channel_under_the_preload_library() {
         assert!(out.status.success(), "{} under the preload library:\n{text}", bin.display());
         if text.contains("(kernel channel)") {
             ran += 1;
+        }
+        let name = bin.file_name().unwrap().to_string_lossy();
+        if name.starts_with("hardware_smoke") {
+            assert!(
+                text.contains("hardware smoke test on mlx5_0 (kernel channel)"),
+                "the hardware smoke test did not find the preloaded mlx5_0:\n{text}"
+            );
         }
     }
     assert!(ran > 0, "no driver test opened mlx5_0 through the kernel channel");
