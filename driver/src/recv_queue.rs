@@ -8,7 +8,7 @@ use ferrodat_abi::mlx5::INVALID_LKEY;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// What the poller needs to complete receive WQEs (see [`crate::send_queue`] for why
+/// What the poller needs to complete receive WQEs (see [`SendTracker`](crate::raw::SendTracker) for why
 /// relaxed entries and a released/acquired counter suffice). Receives complete in order.
 #[derive(Debug)]
 pub struct RecvTracker {
