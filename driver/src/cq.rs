@@ -344,6 +344,9 @@ impl Cq {
 
     /// DESTROY_CQ now, returning the event counts; fails (handing the CQ back) if another
     /// handle or a QP still uses it.
+    // The Cq comes back on failure so the caller keeps it; boxing it would cost every caller
+    // an allocation for a rare path.
+    #[allow(clippy::result_large_err)]
     pub fn destroy(self) -> std::result::Result<CqEventCounts, (Cq, Error)> {
         let Cq { inner, ring } = self;
         match Arc::try_unwrap(inner) {
