@@ -11,7 +11,7 @@
 //! | `RECVN index n wr_id0 off stride len` | `POSTED` |
 //! | `SRECVN n wr_id0 off stride len` | `POSTED` (to the SRQ) |
 //! | `SEND index wr_id sges` (signalled, not waited for) | `POSTED` |
-//! | `POLL r\|s n` (receive or send CQ, up to n within [`WAIT`]) | `WC …` lines, `POLLED k` |
+//! | `POLL r\|s n` (receive or send CQ, up to n within [`WAIT`]; 0: one look) | `WC …` lines, `POLLED k` |
 //! | `DUMP off len` / `FILL off hex` | `DATA hex` / `FILLED` |
 //! | `EXIT` | (exits) |
 //!
@@ -148,6 +148,13 @@ pub fn poll_n(cq: &mut Cq, n: usize) -> Vec<WorkCompletion> {
     let got = cq.poll_wait(&mut out, WAIT);
     out.truncate(got);
     out
+}
+
+/// One poll without waiting: the completion waiting now, if any.
+pub fn poll_now(cq: &mut Cq) -> Vec<WorkCompletion> {
+    let mut out = [WorkCompletion::default(); 1];
+    let n = cq.poll(&mut out);
+    out[..n].to_vec()
 }
 
 fn wc_line(w: &WorkCompletion) -> String {
@@ -287,7 +294,11 @@ pub fn peer_main() {
             }
             ["POLL", which, n] => {
                 let cq = if *which == "s" { &mut scq } else { &mut rcq };
-                let got = poll_n(cq, n.parse().unwrap());
+                // `POLL x 0`: one look without waiting (reports what is there, if any).
+                let got = match n.parse().unwrap() {
+                    0 => poll_now(cq),
+                    n => poll_n(cq, n),
+                };
                 for c in &got {
                     say(&wc_line(c));
                 }
