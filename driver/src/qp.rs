@@ -503,12 +503,15 @@ impl<'m> Qp<'m> {
         let resp: uverbs::CreateQpResp = crate::command::read("CREATE_QP", &r, 0)?;
         let m: mlx5::CreateQpResp =
             crate::command::read("CREATE_QP", &r, size_of::<uverbs::CreateQpResp>())?;
+        // The kernel echoes the request for user QPs; as rdma-core's mlx5 provider does,
+        // report the inline and gather limits the send queue was sized for, which are the
+        // ones `post_send` enforces (a 256-byte slot takes 124 inline bytes for 100 asked).
         let granted = QpCaps {
             max_send_wr: resp.max_send_wr,
             max_recv_wr: resp.max_recv_wr,
-            max_send_sge: resp.max_send_sge,
+            max_send_sge: resp.max_send_sge.max(sq_max_sge),
             max_recv_sge: resp.max_recv_sge,
-            max_inline_data: resp.max_inline_data,
+            max_inline_data: resp.max_inline_data.max(max_inline),
         };
         let bfreg = match ctx.bfreg(m.bfreg_index) {
             Ok(b) => b,

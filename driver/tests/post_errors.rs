@@ -1,0 +1,139 @@
+//! Single-process data-path tests where a second process adds nothing: the post-time
+//! errors (refused requests leave the queue as it was) and the flush on ERR.
+
+mod support;
+
+use ferrodat_driver::completion::{WcOpcode, WcStatus};
+use ferrodat_driver::work_request::{Payload, PostErrorReason, RecvWr, Remote, SendOp, SendWr};
+use ferrodat_driver::{Access, Context, QpCaps, Srq};
+use support::*;
+
+fn open(tag: &str) -> (Context, TestFabric) {
+    let fabric = TestFabric::new(tag);
+    let ctx = Context::open_softhca(device(fabric.dir(), false)).expect("open softhca0");
+    (ctx, fabric)
+}
+
+#[test]
+fn malformed_requests_are_refused_and_nothing_is_posted() {
+    let (ctx, _fabric) = open("posterr");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut c = cq(&ctx, 32);
+    let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, ..Default::default() };
+    let mut a = new_qp(&pd, &c, &c, None, caps);
+    let mut b = new_qp(&pd, &c, &c, None, caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
+    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    let space = a.send_space();
+    let remote = Remote { addr: mr.addr() + 1024, rkey: mr.rkey() };
+    let eight = [mr.sge(0, 8).unwrap()];
+    let nine = [mr.sge(0, 9).unwrap()];
+    let cases = [
+        (SendOp::FetchAdd { remote, add: 1 }, Payload::Sges(&nine), PostErrorReason::BadAtomic),
+        (
+            SendOp::CompareSwap {
+                remote: Remote { addr: remote.addr + 4, ..remote },
+                compare: 0,
+                swap: 1,
+            },
+            Payload::Sges(&eight),
+            PostErrorReason::BadAtomic,
+        ),
+        (SendOp::FetchAdd { remote, add: 1 }, Payload::EMPTY, PostErrorReason::BadAtomic),
+        (SendOp::RdmaRead(remote), Payload::Inline(b"x"), PostErrorReason::InlineNotAllowed),
+    ];
+    for (op, payload, reason) in cases {
+        let e = a.post_send(&[SendWr::new(1, op, payload)]).unwrap_err();
+        assert_eq!((e.index, e.reason), (0, reason), "{op:?}");
+        assert!(!e.to_string().is_empty());
+        assert_eq!(a.send_space(), space, "{op:?}: nothing posted");
+    }
+    // The receive queue: full after its capacity, refused without a trace.
+    let cap = a.geometry().rq_wqe_cnt as u64;
+    let sge = [mr.sge(2048, 64).unwrap()];
+    let wrs: Vec<RecvWr> = (0..=cap).map(|i| RecvWr { wr_id: 100 + i, sges: &sge }).collect();
+    let e = a.post_recv(&wrs).unwrap_err();
+    assert_eq!(
+        (e.index, e.reason),
+        (cap as usize, PostErrorReason::QueueFull { capacity: cap as u32 })
+    );
+    // Nothing of the refused requests ran: a SEND from b lands in a's first receive, and
+    // a's next send completion is the next request posted.
+    mr.write(0, b"after the errors").unwrap();
+    b.post_send(&[SendWr::new(7, SendOp::Send, Payload::Sges(&[mr.sge(0, 16).unwrap()]))]).unwrap();
+    a.post_send(&[SendWr::new(8, SendOp::Nop, Payload::EMPTY)]).unwrap();
+    let mut got = poll_n(&mut c, 3);
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!((got[0].wr_id, got[0].opcode, got[0].byte_len), (7, WcOpcode::Send, 0));
+    assert_eq!((got[1].wr_id, got[1].opcode), (8, WcOpcode::Nop));
+    assert_eq!((got[2].wr_id, got[2].opcode, got[2].byte_len), (100, WcOpcode::Recv, 16));
+    assert!(got.iter().all(|w| w.is_ok()), "{got:?}");
+    let mut back = [0u8; 16];
+    mr.read(2048, &mut back).unwrap();
+    assert_eq!(&back, b"after the errors");
+
+    // A QP on an SRQ has no receive queue of its own; the SRQ refuses past its size.
+    let srq = Srq::new(&pd, 3, 1).unwrap();
+    let mut s = new_qp(&pd, &c, &c, Some(&srq), caps);
+    let e = s.post_recv(&[RecvWr { wr_id: 1, sges: &sge }]).unwrap_err();
+    assert_eq!(e.reason, PostErrorReason::NoReceiveQueue);
+    let max = srq.max_wr() as u64;
+    let wrs: Vec<RecvWr> = (0..=max).map(|i| RecvWr { wr_id: i, sges: &sge }).collect();
+    let e = srq.post_recv(&wrs).unwrap_err();
+    assert_eq!(e.index as u64, max);
+    assert!(matches!(e.reason, PostErrorReason::QueueFull { .. }), "{e}");
+    assert_eq!(srq.outstanding() as u64, max);
+    let sges2 = [mr.sge(0, 8).unwrap(), mr.sge(8, 8).unwrap()];
+    let e = srq.post_recv(&[RecvWr { wr_id: 9, sges: &sges2 }]).unwrap_err();
+    assert!(matches!(e.reason, PostErrorReason::TooManySges { given: 2, max: 1 }), "{e}");
+}
+
+#[test]
+fn moving_to_err_flushes_every_posted_receive_with_its_wr_id() {
+    let (ctx, _fabric) = open("flush");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut c = cq(&ctx, 64);
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, ..Default::default() };
+    let mut a = new_qp(&pd, &c, &c, None, caps);
+    let mut b = new_qp(&pd, &c, &c, None, caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
+    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    let n = a.geometry().rq_wqe_cnt as u64;
+    // Fill the RQ, consume half, fill it again: the flush starts mid-ring and wraps.
+    let sges: Vec<_> = (0..n).map(|i| [mr.sge(64 * i as usize, 64).unwrap()]).collect();
+    for round in 0..2 {
+        let count = if round == 0 { n } else { n / 2 };
+        let wrs: Vec<RecvWr> = (0..count)
+            .map(|i| RecvWr { wr_id: 1000 * round + i, sges: &sges[i as usize] })
+            .collect();
+        a.post_recv(&wrs).unwrap();
+        if round == 0 {
+            for i in 0..n / 2 {
+                b.post_send(&[SendWr::new(i, SendOp::Send, Payload::Inline(b"hi"))]).unwrap();
+            }
+            let got = poll_n(&mut c, 2 * (n / 2) as usize);
+            assert_eq!(got.len() as u64, n, "{got:?}");
+        }
+    }
+    // Outstanding now: receives n/2..n of round 0, then n/2 of round 1 (the ring full).
+    let e = a.post_recv(&[RecvWr { wr_id: 9, sges: &sges[0] }]).unwrap_err();
+    assert_eq!(e.reason, PostErrorReason::QueueFull { capacity: n as u32 });
+    a.to_error().unwrap();
+    let got = poll_n(&mut c, n as usize);
+    let ids: Vec<u64> = got.iter().map(|w| w.wr_id).collect();
+    let want: Vec<u64> = (n / 2..n).chain(1000..1000 + n / 2).collect();
+    assert_eq!(ids, want);
+    for w in &got {
+        assert_eq!(
+            (w.status, w.opcode, w.qpn),
+            (WcStatus::Flushed, WcOpcode::Recv, a.qpn()),
+            "{w:?}"
+        );
+    }
+    assert!(poll_now(&mut c).is_empty());
+}
