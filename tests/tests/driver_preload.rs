@@ -45,6 +45,10 @@ fn the_driver_tests_pass_on_the_kernel_channel_under_the_preload_library() {
     let world = World::new("driver");
     let mut ran = 0;
     for bin in &binaries {
+        // The compile-fail tests run rustc, not the device.
+        if bin.file_name().unwrap().to_string_lossy().starts_with("borrow_rules") {
+            continue;
+        }
         let out = world
             .command(bin.to_str().unwrap(), &["--test-threads=1", "--nocapture"])
             .env(DEVICE_ENV, "mlx5_0")
