@@ -19,6 +19,7 @@
 //! while it sits reading its pipe, as they would on hardware.
 #![allow(dead_code)]
 
+#[path = "../../../softhca/tests/support/child.rs"]
 pub mod child;
 
 use child::{ChildProc, ROLE_ENV, read_command, say};

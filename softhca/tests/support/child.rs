@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 /// Selects what a re-executed child does.
 pub const ROLE_ENV: &str = "SOFTHCA_TEST_ROLE";
-/// How long the parent waits for any one line.
-pub const CHILD_DEADLINE: Duration = Duration::from_secs(20);
+/// How long the parent waits for any one line (generous: a loaded 2-core machine).
+pub const CHILD_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A re-executed copy of this test binary running `entry` (a test name) in `role`.
 pub struct ChildProc {
@@ -45,6 +45,22 @@ impl ChildProc {
             }
         });
         ChildProc { child, stdin, lines }
+    }
+
+    /// The next line, whole; panics on a `FAIL` line, on the deadline, or when the child
+    /// exits first.
+    pub fn line(&mut self) -> String {
+        match self.lines.recv_timeout(CHILD_DEADLINE) {
+            Ok(line) => {
+                assert!(!line.starts_with("FAIL"), "child failed: {line}");
+                line
+            }
+            Err(RecvTimeoutError::Timeout) => panic!("child: no answer within {CHILD_DEADLINE:?}"),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait().map(|s| s.to_string());
+                panic!("child exited ({status:?}) before answering")
+            }
+        }
     }
 
     /// The rest of the next line starting with `word`; panics on a `FAIL` line, on the
