@@ -4,38 +4,68 @@
 use ferrodat_abi::mlx5::cqe_syndrome as syn;
 use ferrodat_abi::uverbs::wc_status;
 
-/// One finished work request.
+/// One finished work request. Compact (32 bytes) because polling writes one per CQE;
+/// the optional parts are read through methods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkCompletion {
     /// The `wr_id` of the request.
     pub wr_id: u64,
-    /// Success or why not.
-    pub status: WcStatus,
-    /// What completed. For an error completion, the side (send or receive) it belongs to.
-    pub opcode: WcOpcode,
     /// Bytes received (receives), read (RDMA READ) or 8 (atomics); 0 otherwise.
     pub byte_len: u32,
-    /// Immediate data (host order) of a SEND/RDMA WRITE with immediate.
-    pub imm: Option<u32>,
     /// The local QP number.
     pub qpn: u32,
     /// For receives: the sender's QP number.
     pub src_qp: u32,
-    /// For receives: the sender set the solicited-event bit.
-    pub solicited: bool,
-    /// For errors: the mlx5 syndrome and vendor syndrome, as the HCA wrote them.
-    pub syndrome: Option<(u8, u8)>,
+    /// Immediate data, valid when `flags` has [`WorkCompletion::HAS_IMM`].
+    pub(crate) imm_data: u32,
+    /// Success or why not.
+    pub status: WcStatus,
+    /// What completed. For an error completion, the side (send or receive) it belongs to.
+    pub opcode: WcOpcode,
+    /// [`WorkCompletion::HAS_IMM`], [`WorkCompletion::SOLICITED`].
+    pub(crate) flags: u8,
+    /// For errors: the mlx5 syndrome (0 for success).
+    pub(crate) syndrome: u8,
+    /// For errors: the vendor syndrome.
+    pub(crate) vendor_syndrome: u8,
 }
 
 impl WorkCompletion {
+    pub(crate) const HAS_IMM: u8 = 1;
+    pub(crate) const SOLICITED: u8 = 2;
+
     /// True if the request succeeded.
     pub fn is_ok(&self) -> bool {
         self.status == WcStatus::Success
+    }
+
+    /// Immediate data (host order) of a SEND/RDMA WRITE with immediate.
+    pub fn imm(&self) -> Option<u32> {
+        (self.flags & Self::HAS_IMM != 0).then_some(self.imm_data)
+    }
+
+    /// The same completion with immediate data `imm` (for tools and tests that rebuild
+    /// completions, e.g. from another process's report).
+    pub fn with_imm(mut self, imm: Option<u32>) -> WorkCompletion {
+        self.imm_data = imm.unwrap_or(0);
+        self.flags = (self.flags & !Self::HAS_IMM) | if imm.is_some() { Self::HAS_IMM } else { 0 };
+        self
+    }
+
+    /// For receives: the sender set the solicited-event bit.
+    pub fn solicited(&self) -> bool {
+        self.flags & Self::SOLICITED != 0
+    }
+
+    /// For errors: the mlx5 syndrome and vendor syndrome, as the HCA wrote them.
+    pub fn syndrome(&self) -> Option<(u8, u8)> {
+        (self.status != WcStatus::Success).then_some((self.syndrome, self.vendor_syndrome))
     }
 }
 
 /// What a completion reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
 pub enum WcOpcode {
     /// A SEND (with or without immediate) finished.
     #[default]
@@ -58,6 +88,7 @@ pub enum WcOpcode {
 
 /// The status of a completion (`enum ibv_wc_status`), with what it means for the caller.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
 pub enum WcStatus {
     /// The request succeeded.
     #[default]
@@ -186,6 +217,8 @@ impl std::fmt::Display for WcStatus {
         f.write_str(self.explain())
     }
 }
+
+const _: () = assert!(size_of::<WorkCompletion>() == 32);
 
 #[cfg(test)]
 mod tests {

@@ -141,91 +141,39 @@ impl CqRing {
 
     #[inline(always)]
     fn poll_ring(&mut self, out: &mut [WorkCompletion]) -> usize {
-        let mut n = 0;
+        // The loop works on locals: stores to the CQEs and completions cannot alias them.
+        let ring = self.g.ring;
+        let mask = self.g.ncqe - 1;
+        let owner_shift = self.g.ncqe.trailing_zeros();
+        let qps = &self.qps[..];
         let start = self.ci;
+        let mut ci = start;
+        let mut n = 0;
         while n < out.len() {
-            let Some((cqe, op_own)) = self.owned_cqe(self.ci) else { break };
+            // SAFETY: entry `ci & mask` is inside the ring.
+            let cqe = unsafe { ring.add(((ci & mask) as usize) << 6) };
+            // SAFETY: byte 63 of that entry.
+            let op_own = unsafe { cqe.read_u8(63) };
+            // Software's turn: a valid opcode, and the owner bit equal to the pass parity.
+            let parity = (u32::from(op_own) ^ (ci >> owner_shift)) & 1;
+            if op_own >> 4 == cqe_opcode::INVALID || parity != 0 {
+                break;
+            }
             from_device_barrier();
-            self.ci = self.ci.wrapping_add(1);
-            if let Some(wc) = self.decode(cqe, op_own) {
-                out[n] = wc;
+            ci = ci.wrapping_add(1);
+            if decode(qps, cqe, op_own, &mut out[n]) {
                 n += 1;
             }
         }
-        if self.ci != start {
+        self.ci = ci;
+        if ci != start {
             to_device_barrier();
             // SAFETY: word 0 of the CQ doorbell record (geometry contract).
             unsafe {
-                self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be());
+                self.g.dbrec.write_u32(CQ_SET_CI * 4, (ci & CQ_CI_MASK).to_be());
             }
         }
         n
-    }
-
-    /// One CQE into a completion; None for entries that complete nothing (a resize marker,
-    /// a detached QP's leftovers).
-    #[inline(always)]
-    fn decode(&self, cqe: DevPtr, op_own: u8) -> Option<WorkCompletion> {
-        // SAFETY (all reads): fields of a 64-byte CQE the device handed to software.
-        let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
-        let qp = self.qps.get(uidx as usize)?.as_deref()?;
-        let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
-        let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
-        let mut wc = WorkCompletion { qpn: sop_qpn & 0x00ff_ffff, ..WorkCompletion::default() };
-        match op_own >> 4 {
-            cqe_opcode::REQ => {
-                wc.wr_id = qp.send.complete(wqe_counter);
-                (wc.opcode, wc.byte_len) = match (sop_qpn >> 24) as u8 {
-                    opcode::RDMA_READ => {
-                        (WcOpcode::RdmaRead, u32::from_be(unsafe { cqe.read_u32(44) }))
-                    }
-                    opcode::ATOMIC_CS => (WcOpcode::CompareSwap, 8),
-                    opcode::ATOMIC_FA => (WcOpcode::FetchAdd, 8),
-                    opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, 0),
-                    opcode::NOP => (WcOpcode::Nop, 0),
-                    _ => (WcOpcode::Send, 0),
-                };
-            }
-            op @ (cqe_opcode::RESP_SEND
-            | cqe_opcode::RESP_SEND_IMM
-            | cqe_opcode::RESP_SEND_INV
-            | cqe_opcode::RESP_WR_IMM) => {
-                wc.wr_id = recv_wr_id(qp, wqe_counter);
-                wc.byte_len = u32::from_be(unsafe { cqe.read_u32(44) });
-                wc.src_qp = u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff;
-                wc.solicited = op_own & CQE_SE_MASK != 0;
-                wc.opcode = if op == cqe_opcode::RESP_WR_IMM {
-                    WcOpcode::RecvRdmaWithImm
-                } else {
-                    WcOpcode::Recv
-                };
-                if matches!(op, cqe_opcode::RESP_WR_IMM | cqe_opcode::RESP_SEND_IMM) {
-                    wc.imm = Some(u32::from_be(unsafe { cqe.read_u32(36) }));
-                }
-            }
-            op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
-                let syndrome = unsafe { cqe.read_u8(55) };
-                let vendor = unsafe { cqe.read_u8(54) };
-                wc.status = WcStatus::from_syndrome(syndrome);
-                wc.syndrome = Some((syndrome, vendor));
-                if op == cqe_opcode::REQ_ERR {
-                    wc.wr_id = qp.send.complete(wqe_counter);
-                    wc.opcode = match (sop_qpn >> 24) as u8 {
-                        opcode::RDMA_READ => WcOpcode::RdmaRead,
-                        opcode::ATOMIC_CS => WcOpcode::CompareSwap,
-                        opcode::ATOMIC_FA => WcOpcode::FetchAdd,
-                        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => WcOpcode::RdmaWrite,
-                        opcode::NOP => WcOpcode::Nop,
-                        _ => WcOpcode::Send,
-                    };
-                } else {
-                    wc.wr_id = recv_wr_id(qp, wqe_counter);
-                    wc.opcode = WcOpcode::Recv;
-                }
-            }
-            _ => return None, // RESIZE_CQ marker, NO_PACKET, signature errors: nothing to report
-        }
-        Some(wc)
     }
 
     #[cold]
@@ -287,6 +235,100 @@ impl CqRing {
         self.ci = 0;
     }
 }
+
+/// One CQE into `wc`; false for entries that complete nothing (a resize marker, a
+/// detached QP's leftovers).
+#[inline(always)]
+fn decode(
+    qps: &[Option<Arc<QpCompletions>>],
+    cqe: DevPtr,
+    op_own: u8,
+    wc: &mut WorkCompletion,
+) -> bool {
+    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
+    let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
+    let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
+    let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
+    let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
+    let op = op_own >> 4;
+    wc.qpn = sop_qpn & 0x00ff_ffff;
+    wc.flags = 0;
+    if op == cqe_opcode::REQ {
+        wc.wr_id = qp.send.complete(wqe_counter);
+        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x1f];
+        wc.opcode = opcode;
+        wc.byte_len = match len {
+            ReqLen::Zero => 0,
+            ReqLen::Eight => 8,
+            ReqLen::ByteCount => u32::from_be(unsafe { cqe.read_u32(44) }),
+        };
+        wc.src_qp = 0;
+        wc.status = WcStatus::Success;
+        wc.syndrome = 0;
+        return true;
+    }
+    if matches!(
+        op,
+        cqe_opcode::RESP_SEND
+            | cqe_opcode::RESP_SEND_IMM
+            | cqe_opcode::RESP_SEND_INV
+            | cqe_opcode::RESP_WR_IMM
+    ) {
+        wc.wr_id = recv_wr_id(qp, wqe_counter);
+        wc.byte_len = u32::from_be(unsafe { cqe.read_u32(44) });
+        wc.src_qp = u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff;
+        wc.status = WcStatus::Success;
+        wc.syndrome = 0;
+        wc.opcode =
+            if op == cqe_opcode::RESP_WR_IMM { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
+        if op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM {
+            wc.imm_data = u32::from_be(unsafe { cqe.read_u32(36) });
+            wc.flags = WorkCompletion::HAS_IMM;
+        }
+        if op_own & CQE_SE_MASK != 0 {
+            wc.flags |= WorkCompletion::SOLICITED;
+        }
+        return true;
+    }
+    if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
+        let syndrome = unsafe { cqe.read_u8(55) };
+        wc.status = WcStatus::from_syndrome(syndrome);
+        wc.syndrome = syndrome;
+        wc.vendor_syndrome = unsafe { cqe.read_u8(54) };
+        wc.byte_len = 0;
+        wc.src_qp = 0;
+        if op == cqe_opcode::REQ_ERR {
+            wc.wr_id = qp.send.complete(wqe_counter);
+            wc.opcode = REQUESTER[(sop_qpn >> 24) as usize & 0x1f].0;
+        } else {
+            wc.wr_id = recv_wr_id(qp, wqe_counter);
+            wc.opcode = WcOpcode::Recv;
+        }
+        return true;
+    }
+    false // RESIZE_CQ marker, NO_PACKET, signature errors: nothing to report
+}
+
+/// What a requester CQE's byte count means for the WQE's opcode.
+#[derive(Clone, Copy)]
+enum ReqLen {
+    Zero,
+    Eight,
+    ByteCount,
+}
+
+/// The completion opcode and byte length of a requester CQE, by the mlx5 opcode of its WQE
+/// (the top byte of sop_drop_qpn; the opcodes posted here are all below 0x20).
+const REQUESTER: [(WcOpcode, ReqLen); 32] = {
+    let mut t = [(WcOpcode::Send, ReqLen::Zero); 32];
+    t[opcode::NOP as usize] = (WcOpcode::Nop, ReqLen::Zero);
+    t[opcode::RDMA_WRITE as usize] = (WcOpcode::RdmaWrite, ReqLen::Zero);
+    t[opcode::RDMA_WRITE_IMM as usize] = (WcOpcode::RdmaWrite, ReqLen::Zero);
+    t[opcode::RDMA_READ as usize] = (WcOpcode::RdmaRead, ReqLen::ByteCount);
+    t[opcode::ATOMIC_CS as usize] = (WcOpcode::CompareSwap, ReqLen::Eight);
+    t[opcode::ATOMIC_FA as usize] = (WcOpcode::FetchAdd, ReqLen::Eight);
+    t
+};
 
 #[inline(always)]
 fn recv_wr_id(qp: &QpCompletions, wqe_counter: u16) -> u64 {

@@ -291,7 +291,7 @@ fn polling_decodes_completions_and_follows_ownership_across_wraps() {
         );
         assert_eq!(out[1].wr_id, u64::from(100 + round * 2));
         assert_eq!(
-            (out[1].opcode, out[1].byte_len, out[1].imm, out[1].src_qp),
+            (out[1].opcode, out[1].byte_len, out[1].imm(), out[1].src_qp),
             (WcOpcode::Recv, 33, Some(0x0102_0304), 0x77)
         );
         assert_eq!(c.db.be32(0), (round + 1) * 4, "set_ci published");
@@ -309,7 +309,7 @@ fn polling_decodes_completions_and_follows_ownership_across_wraps() {
         (out[0].wr_id, out[0].status, out[0].opcode),
         (77, WcStatus::RemoteAccess, WcOpcode::RdmaRead)
     );
-    assert_eq!(out[0].syndrome, Some((0x13, 0)));
+    assert_eq!(out[0].syndrome(), Some((0x13, 0)));
 }
 
 #[test]

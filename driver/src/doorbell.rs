@@ -81,10 +81,10 @@ impl BlueFlame {
         wc_barrier();
         for c in 0..chunks {
             let src = block(c);
-            for w in 0..8 {
+            for w in 0..4 {
                 // SAFETY: `src` is a 64-byte block of the send ring; the destination is
                 // inside the register half, as the caller keeps chunks * 64 <= buf_size.
-                unsafe { self.reg.write_u64(at + c * 64 + w * 8, src.read_u64(w * 8)) };
+                unsafe { self.reg.write_u128(at + c * 64 + w * 16, src.read_u128(w * 16)) };
             }
         }
         wc_barrier();

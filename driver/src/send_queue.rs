@@ -4,10 +4,14 @@
 
 use crate::doorbell::{BlueFlame, Model};
 use crate::mmio::{DevPtr, to_device_barrier};
-use crate::work_request::{Payload, PostError, PostErrorReason, SendOp, SendWr, Sge};
+use crate::work_request::{Payload, PostError, PostErrorReason, Remote, SendOp, SendWr, Sge};
 use ferrodat_abi::mlx5::{INLINE_SEG, SEND_WQE_BB, opcode, wqe_ctrl};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+// Inline data is assembled as little-endian numbers whose memory image is the bytes.
+#[cfg(not(target_endian = "little"))]
+compile_error!("ferrodat-driver builds WQEs for little-endian hosts (x86_64, aarch64)");
 
 /// What the poller needs to complete send WQEs; shared by the QP (writer of the entries)
 /// and the CQ handle polling its completions (reader, and writer of `retired`).
@@ -119,33 +123,186 @@ impl SendQueue {
     /// Builds one WQE per request and rings once: BlueFlame for a single small WQE, else a
     /// doorbell with the last control segment. On error the requests before the refused
     /// one are posted (and rung).
-    #[inline]
+    #[inline(always)]
     pub fn post(&mut self, wrs: &[SendWr<'_, '_>], model: &impl Model) -> Result<(), PostError> {
-        let mut last: Option<(u32, u32)> = None; // (first WQEBB, ds) of the last WQE built
-        let mut result = Ok(());
-        // Everything the loop needs, in locals: the compiler keeps them in registers
-        // instead of reloading them after every store to the ring.
-        let mut b = Builder {
-            g: self.g,
-            sig_all_bits: self.sig_all_bits,
-            tracker: &self.tracker,
-            cur_post: self.cur_post,
-        };
-        let retired = b.tracker.retired.load(Ordering::Acquire);
+        if let [wr] = wrs {
+            // One request (the common case): a WQE of one 64-byte block if it is one.
+            match self.post_one_block(wr, model) {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(refusal)) => return Err(self.explain(0, wr, refusal)),
+                None => {}
+            }
+        }
+        self.post_general(wrs, model)
+    }
+
+    /// Any batch, any request: the general builder. Kept out of line so the fast path
+    /// compiles small (fewer registers to save, nothing spilled).
+    #[inline(never)]
+    fn post_general(
+        &mut self,
+        wrs: &[SendWr<'_, '_>],
+        model: &impl Model,
+    ) -> Result<(), PostError> {
+        if let [wr] = wrs {
+            let mut b = self.builder();
+            let built = b.build(wr);
+            self.cur_post = b.cur_post;
+            return match built {
+                Ok((first, ds)) => {
+                    self.ring(first, ds, true, model);
+                    Ok(())
+                }
+                Err(refusal) => Err(self.explain(0, wr, refusal)),
+            };
+        }
+        let mut b = self.builder();
+        let mut last = None; // (first WQEBB, ds) of the last WQE built
+        let mut refused = None;
         for (index, wr) in wrs.iter().enumerate() {
-            match b.build(wr, retired) {
+            match b.build(wr) {
                 Ok(built) => last = Some(built),
-                Err(reason) => {
-                    result = Err(PostError { index, reason });
+                Err(refusal) => {
+                    refused = Some((index, refusal));
                     break;
                 }
             }
         }
         self.cur_post = b.cur_post;
         if let Some((first, ds)) = last {
-            self.ring(first, ds, wrs.len() == 1 && result.is_ok(), model);
+            self.ring(first, ds, false, model);
         }
-        result
+        match refused {
+            None => Ok(()),
+            Some((index, refusal)) => Err(self.explain(index, &wrs[index], refusal)),
+        }
+    }
+
+    /// The fast path for the commonest requests: SEND, SEND with immediate, RDMA WRITE
+    /// (with immediate) and RDMA READ whose WQE fits one 64-byte block (up to 3 non-empty
+    /// gather entries, or up to 44 inline bytes, less one segment for a remote address).
+    /// A block never wraps, so segments go to fixed offsets; BlueFlame copies the block.
+    /// None when the request is not of that kind (the general builder takes it).
+    #[inline(always)]
+    fn post_one_block(
+        &mut self,
+        wr: &SendWr<'_, '_>,
+        model: &impl Model,
+    ) -> Option<Result<(), Refusal>> {
+        let (op, imm, remote) = match wr.op {
+            SendOp::Send => (opcode::SEND, 0, None),
+            SendOp::SendImm(imm) => (opcode::SEND_IMM, imm, None),
+            SendOp::RdmaWrite(r) => (opcode::RDMA_WRITE, 0, Some(r)),
+            SendOp::RdmaWriteImm(r, imm) => (opcode::RDMA_WRITE_IMM, imm, Some(r)),
+            SendOp::RdmaRead(r) => (opcode::RDMA_READ, 0, Some(r)),
+            _ => return None,
+        };
+        let room = 3 - u32::from(remote.is_some()); // segments left in the block
+        let g = &self.g;
+        let first = self.cur_post;
+        // SAFETY: block `first & mask` is inside the ring.
+        let block = unsafe { g.ring.add(((first & (g.wqe_cnt - 1)) as usize) << 6) };
+        let put = |k: u32, lo: u64, hi: u64| {
+            // SAFETY: segment k < 4 of the block.
+            unsafe {
+                block.write_u64((k as usize) << 4, lo);
+                block.write_u64(((k as usize) << 4) + 8, hi);
+            }
+        };
+        if first.wrapping_sub(self.tracker.retired.load(Ordering::Acquire)) >= g.wqe_cnt {
+            return Some(Err(Refusal::QueueFull));
+        }
+        let mut k = 1;
+        if let Some(r) = remote {
+            let (lo, hi) = raddr_seg(r);
+            put(1, lo, hi);
+            k = 2;
+        }
+        match wr.payload {
+            Payload::Sges(sges) if sges.len() as u32 <= room => {
+                if sges.len() > g.max_sge as usize {
+                    return Some(Err(Refusal::TooManySges));
+                }
+                for s in sges {
+                    if !s.is_empty() {
+                        put(
+                            k,
+                            ((u64::from(s.len()) << 32) | u64::from(s.lkey())).to_be(),
+                            s.addr().to_be(),
+                        );
+                        k += 1;
+                    }
+                }
+            }
+            Payload::Inline(bytes)
+                if inline_units(bytes.len()) <= room && op != opcode::RDMA_READ =>
+            {
+                if bytes.len() > g.max_inline as usize {
+                    return Some(Err(Refusal::InlineTooLong));
+                }
+                let seg = Segments {
+                    ring: g.ring,
+                    start: first.wrapping_mul(4),
+                    mask: g.wqe_cnt * 4 - 1,
+                };
+                k += seg.inline(k, bytes);
+            }
+            _ => return None,
+        }
+        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
+        let idx_op = ((first & 0xffff) << 8) | u32::from(op);
+        let ctrl = ((u64::from(idx_op) << 32) | u64::from((g.qpn << 8) | k)).to_be();
+        put(0, ctrl, ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be());
+        let slot = self.tracker.slot(first);
+        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
+        slot.end.store(first.wrapping_add(1), Ordering::Relaxed);
+        self.cur_post = first.wrapping_add(1);
+
+        to_device_barrier();
+        // SAFETY: the SQ word of the doorbell record (geometry contract), 4-byte aligned.
+        unsafe { g.dbrec_sq.write_u32(0, (self.cur_post & 0xffff).to_be()) };
+        if k > 1 && self.bf.buf_size() >= 64 {
+            self.bf.ring_blueflame(1, |_| block, model);
+        } else {
+            self.bf.ring_doorbell(ctrl, model);
+        }
+        Some(Ok(()))
+    }
+
+    #[inline(always)]
+    fn builder(&self) -> Builder<'_> {
+        Builder {
+            g: &self.g,
+            sig_all_bits: self.sig_all_bits,
+            tracker: &self.tracker,
+            cur_post: self.cur_post,
+            retired: self.tracker.retired.load(Ordering::Acquire),
+        }
+    }
+
+    /// The full error for a refused request (off the fast path: figures recomputed).
+    #[cold]
+    fn explain(&self, index: usize, wr: &SendWr<'_, '_>, refusal: Refusal) -> PostError {
+        let g = &self.g;
+        let inline_len = match wr.payload {
+            Payload::Inline(b) => b.len(),
+            Payload::InlineSges(s) => s.iter().map(|s| s.len() as usize).sum(),
+            Payload::Sges(_) => 0,
+        };
+        let sges = match wr.payload {
+            Payload::Sges(s) | Payload::InlineSges(s) => s.len(),
+            Payload::Inline(_) => 0,
+        };
+        let reason = match refusal {
+            Refusal::QueueFull => PostErrorReason::QueueFull { capacity: g.wqe_cnt },
+            Refusal::TooManySges => PostErrorReason::TooManySges { given: sges, max: g.max_sge },
+            Refusal::InlineTooLong => {
+                PostErrorReason::InlineTooLong { given: inline_len, max: g.max_inline }
+            }
+            Refusal::BadAtomic => PostErrorReason::BadAtomic,
+            Refusal::InlineNotAllowed => PostErrorReason::InlineNotAllowed,
+        };
+        PostError { index, reason }
     }
 
     /// Publishes the SQ counter and rings (rdma-core's `post_send_db`).
@@ -157,9 +314,8 @@ impl SendQueue {
         let ring = self.g.ring;
         let mask = self.g.wqe_cnt - 1;
         if single && ds > 1 && ds * 16 <= self.bf.buf_size() {
-            let chunks = (ds as usize).div_ceil(4);
             self.bf.ring_blueflame(
-                chunks,
+                (ds as usize + 3) >> 2,
                 // SAFETY: block indices wrap inside the ring.
                 |c| unsafe { ring.add(((first + c as u32) & mask) as usize * SEND_WQE_BB) },
                 model,
@@ -172,108 +328,130 @@ impl SendQueue {
     }
 }
 
+/// Why a request is refused, without the figures: small, so a build's result stays in
+/// registers; [`SendQueue::explain`] makes the full [`PostErrorReason`].
+#[derive(Clone, Copy, Debug)]
+enum Refusal {
+    QueueFull,
+    TooManySges,
+    InlineTooLong,
+    BadAtomic,
+    InlineNotAllowed,
+}
+
 /// The state one post works with.
 struct Builder<'t> {
-    g: SendGeometry,
+    g: &'t SendGeometry,
     sig_all_bits: u8,
     tracker: &'t SendTracker,
     cur_post: u32,
+    /// The retired count read at the start of the post (re-read only when short of room).
+    retired: u32,
+}
+
+/// A raddr segment.
+#[inline(always)]
+fn raddr_seg(r: Remote) -> (u64, u64) {
+    (r.addr.to_be(), (u64::from(r.rkey) << 32).to_be())
+}
+
+/// Inline data's size in 16-byte units (the 4-byte header included).
+#[inline(always)]
+fn inline_units(len: usize) -> u32 {
+    if len == 0 { 0 } else { (len as u32 + 4 + 15) >> 4 }
 }
 
 impl Builder<'_> {
-    /// Checks a request: its opcode, immediate, and an upper bound of its size in 16-byte
-    /// units (exact unless some gather entries are empty).
+    /// Writes one WQE at `cur_post` — the segments after the control segment first, the
+    /// control segment last, once the size is known; returns (its first WQEBB, its ds).
     #[inline(always)]
-    fn check(&self, wr: &SendWr<'_, '_>) -> Result<(u8, u32, u32), PostErrorReason> {
-        let (op, imm, fixed) = match wr.op {
-            SendOp::Send => (opcode::SEND, 0, 1),
-            SendOp::SendImm(imm) => (opcode::SEND_IMM, imm, 1),
-            SendOp::RdmaWrite(_) => (opcode::RDMA_WRITE, 0, 2),
-            SendOp::RdmaWriteImm(_, imm) => (opcode::RDMA_WRITE_IMM, imm, 2),
-            SendOp::RdmaRead(_) => (opcode::RDMA_READ, 0, 2),
-            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
-                let one_8_byte_entry = matches!(wr.payload, Payload::Sges([s]) if s.len() == 8);
-                if !one_8_byte_entry || remote.addr % 8 != 0 {
-                    return Err(PostErrorReason::BadAtomic);
-                }
-                let cs = matches!(wr.op, SendOp::CompareSwap { .. });
-                (if cs { opcode::ATOMIC_CS } else { opcode::ATOMIC_FA }, 0, 3)
+    fn build(&mut self, wr: &SendWr<'_, '_>) -> Result<(u32, u32), Refusal> {
+        const NONE: (u64, u64) = (0, 0);
+        // The operation: opcode, immediate, and up to two segments after the control one.
+        let (op, imm, extra, s1, s2) = match wr.op {
+            SendOp::Send => (opcode::SEND, 0, 0, NONE, NONE),
+            SendOp::SendImm(imm) => (opcode::SEND_IMM, imm, 0, NONE, NONE),
+            SendOp::RdmaWrite(r) => (opcode::RDMA_WRITE, 0, 1, raddr_seg(r), NONE),
+            SendOp::RdmaWriteImm(r, imm) => (opcode::RDMA_WRITE_IMM, imm, 1, raddr_seg(r), NONE),
+            SendOp::RdmaRead(r) => (opcode::RDMA_READ, 0, 1, raddr_seg(r), NONE),
+            SendOp::CompareSwap { remote, compare, swap } => {
+                check_atomic(wr, remote)?;
+                (opcode::ATOMIC_CS, 0, 2, raddr_seg(remote), (swap.to_be(), compare.to_be()))
             }
-            SendOp::Nop => return Ok((opcode::NOP, 0, 1)),
+            SendOp::FetchAdd { remote, add } => {
+                check_atomic(wr, remote)?;
+                (opcode::ATOMIC_FA, 0, 2, raddr_seg(remote), (add.to_be(), 0))
+            }
+            SendOp::Nop => (opcode::NOP, 0, 0, NONE, NONE),
         };
-        let data = match wr.payload {
+        let data_bound = match wr.payload {
+            _ if op == opcode::NOP => 0,
             Payload::Sges(sges) => {
                 if sges.len() > self.g.max_sge as usize {
-                    let max = self.g.max_sge;
-                    return Err(PostErrorReason::TooManySges { given: sges.len(), max });
+                    return Err(Refusal::TooManySges);
                 }
                 sges.len() as u32
             }
             Payload::Inline(_) | Payload::InlineSges(_)
                 if matches!(op, opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA) =>
             {
-                return Err(PostErrorReason::InlineNotAllowed);
+                return Err(Refusal::InlineNotAllowed);
             }
-            Payload::Inline(bytes) => self.inline_ds(bytes.len())?,
+            Payload::Inline(bytes) => self.inline_bound(bytes.len())?,
             Payload::InlineSges(sges) => {
-                self.inline_ds(sges.iter().map(|s| s.len() as usize).sum())?
+                self.inline_bound(sges.iter().map(|s| s.len() as usize).sum())?
             }
         };
-        Ok((op, imm, fixed + data))
-    }
-
-    fn inline_ds(&self, len: usize) -> Result<u32, PostErrorReason> {
-        if len > self.g.max_inline as usize {
-            return Err(PostErrorReason::InlineTooLong { given: len, max: self.g.max_inline });
-        }
-        Ok(if len == 0 { 0 } else { (len as u32 + 4).div_ceil(16) })
-    }
-
-    /// Writes one WQE at `cur_post` — segments first, the control segment last, once its
-    /// size is known; returns (its first WQEBB, its ds).
-    #[inline(always)]
-    fn build(&mut self, wr: &SendWr<'_, '_>, retired: u32) -> Result<(u32, u32), PostErrorReason> {
-        let (op, imm, ds_bound) = self.check(wr)?;
-        if self.cur_post.wrapping_sub(retired) + ((ds_bound + 3) >> 2) > self.g.wqe_cnt {
-            self.check_room(wr, ds_bound)?;
-        }
         let first = self.cur_post;
-        let mut w = SegWriter::new(&self.g, first);
-        let ctrl = w.skip();
-        match wr.op {
-            SendOp::RdmaWrite(r) | SendOp::RdmaWriteImm(r, _) | SendOp::RdmaRead(r) => {
-                w.seg(r.addr.to_be(), (u64::from(r.rkey) << 32).to_be());
-            }
-            SendOp::CompareSwap { remote, compare, swap } => {
-                w.seg(remote.addr.to_be(), (u64::from(remote.rkey) << 32).to_be());
-                w.seg(swap.to_be(), compare.to_be());
-            }
-            SendOp::FetchAdd { remote, add } => {
-                w.seg(remote.addr.to_be(), (u64::from(remote.rkey) << 32).to_be());
-                w.seg(add.to_be(), 0);
-            }
-            SendOp::Send | SendOp::SendImm(_) | SendOp::Nop => {}
+        let bound = 1 + extra + data_bound;
+        if first.wrapping_sub(self.retired) + ((bound + 3) >> 2) > self.g.wqe_cnt {
+            self.make_room(wr, bound)?;
         }
-        match wr.payload {
-            _ if op == opcode::NOP => {}
-            Payload::Sges(sges) => {
-                for s in sges {
-                    if !s.is_empty() {
-                        w.data_seg(s);
+
+        let w = Segments {
+            ring: self.g.ring,
+            start: first.wrapping_mul(4),
+            mask: self.g.wqe_cnt * 4 - 1,
+        };
+        let mut k = 1;
+        if extra > 0 {
+            w.put(k, s1);
+            k += 1;
+            if extra > 1 {
+                w.put(k, s2);
+                k += 1;
+            }
+        }
+        if op != opcode::NOP {
+            match wr.payload {
+                Payload::Sges(sges) => {
+                    for s in sges {
+                        if !s.is_empty() {
+                            w.put(
+                                k,
+                                (
+                                    (u64::from(s.len()) << 32 | u64::from(s.lkey())).to_be(),
+                                    s.addr().to_be(),
+                                ),
+                            );
+                            k += 1;
+                        }
                     }
                 }
+                Payload::Inline(bytes) => k += w.inline(k, bytes),
+                Payload::InlineSges(sges) => k += w.inline_from_sges(k, sges),
             }
-            Payload::Inline(bytes) => w.inline(&[bytes]),
-            Payload::InlineSges(sges) => w.inline_from_sges(sges),
         }
-        let ds = w.written();
+        let ds = k;
         let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
         let idx_op = ((first & 0xffff) << 8) | u32::from(op);
         let qpn_ds = (self.g.qpn << 8) | ds;
-        w.seg_at(
-            ctrl,
-            ((u64::from(idx_op) << 32) | u64::from(qpn_ds)).to_be(),
-            ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be(),
+        w.put(
+            0,
+            (
+                ((u64::from(idx_op) << 32) | u64::from(qpn_ds)).to_be(),
+                ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be(),
+            ),
         );
 
         let blocks = (ds + 3) >> 2;
@@ -284,129 +462,114 @@ impl Builder<'_> {
         Ok((first, ds))
     }
 
+    #[inline(always)]
+    fn inline_bound(&self, len: usize) -> Result<u32, Refusal> {
+        if len > self.g.max_inline as usize {
+            return Err(Refusal::InlineTooLong);
+        }
+        Ok(inline_units(len))
+    }
+
     /// The slow path of the room check: the exact size, against the latest retirements.
     #[cold]
-    fn check_room(&self, wr: &SendWr<'_, '_>, ds_bound: u32) -> Result<(), PostErrorReason> {
+    fn make_room(&mut self, wr: &SendWr<'_, '_>, bound: u32) -> Result<(), Refusal> {
         let empty = match wr.payload {
             Payload::Sges(sges) => sges.iter().filter(|s| s.is_empty()).count() as u32,
             _ => 0,
         };
-        let blocks = (ds_bound - empty + 3) >> 2;
-        let retired = self.tracker.retired.load(Ordering::Acquire);
-        if self.cur_post.wrapping_sub(retired) + blocks > self.g.wqe_cnt {
-            return Err(PostErrorReason::QueueFull { capacity: self.g.wqe_cnt });
+        self.retired = self.tracker.retired.load(Ordering::Acquire);
+        if self.cur_post.wrapping_sub(self.retired) + ((bound - empty + 3) >> 2) > self.g.wqe_cnt {
+            return Err(Refusal::QueueFull);
         }
         Ok(())
     }
 }
 
-/// Writes a WQE's 16-byte segments one after another, wrapping at the ring's end.
-struct SegWriter {
+/// An atomic needs one 8-byte local entry and an 8-byte aligned target.
+#[inline(always)]
+fn check_atomic(wr: &SendWr<'_, '_>, remote: Remote) -> Result<(), Refusal> {
+    let one_8_byte_entry = matches!(wr.payload, Payload::Sges([s]) if s.len() == 8);
+    if one_8_byte_entry && remote.addr % 8 == 0 { Ok(()) } else { Err(Refusal::BadAtomic) }
+}
+
+/// The 16-byte segments of one WQE, by index from its control segment, wrapping at the
+/// ring's end.
+#[derive(Clone, Copy)]
+struct Segments {
     ring: DevPtr,
-    /// Segment index of the WQE's first segment (16-byte units from the ring start).
+    /// Index of the control segment (unwrapped, in 16-byte units).
     start: u32,
-    /// Segment index of the next write (unwrapped; `at` wraps it).
-    next: u32,
+    /// Segments in the ring, minus one.
     mask: u32,
 }
 
-impl SegWriter {
+impl Segments {
+    /// Stores segment `k` from two 8-byte halves already in memory order.
     #[inline(always)]
-    fn new(g: &SendGeometry, first_block: u32) -> SegWriter {
-        let mask = g.wqe_cnt * 4 - 1;
-        let start = (first_block * 4) & mask;
-        SegWriter { ring: g.ring, start, next: start, mask }
-    }
-
-    /// Leaves a segment to fill later; returns its index.
-    #[inline(always)]
-    fn skip(&mut self) -> u32 {
-        self.next += 1;
-        self.next - 1
-    }
-
-    /// Segments used so far.
-    #[inline(always)]
-    fn written(&self) -> u32 {
-        self.next - self.start
-    }
-
-    /// Fills segment `seg` (left by `skip`).
-    #[inline(always)]
-    fn seg_at(&self, seg: u32, lo: u64, hi: u64) {
-        let p = self.at(seg);
-        // SAFETY: 16 bytes of one segment inside the ring, 16-byte aligned.
+    fn put(&self, k: u32, (lo, hi): (u64, u64)) {
+        let at = ((self.start.wrapping_add(k) & self.mask) as usize) << 4;
+        // SAFETY: segment `k` wraps inside the ring (mask), 16-byte aligned.
         unsafe {
-            p.write_u64(0, lo);
-            p.write_u64(8, hi);
+            self.ring.write_u64(at, lo);
+            self.ring.write_u64(at + 8, hi);
         }
     }
 
+    /// An inline segment from segment `k` on: the byte count with the inline bit, then the
+    /// bytes, in whole 16-byte segments (the tail zero-padded); returns the segments used.
     #[inline(always)]
-    fn at(&self, seg: u32) -> DevPtr {
-        // SAFETY: `seg & mask` is a segment inside the ring.
-        unsafe { self.ring.add(((seg & self.mask) as usize) * 16) }
-    }
-
-    /// One segment from two 8-byte halves already in memory (big-endian) order.
-    #[inline(always)]
-    fn seg(&mut self, lo: u64, hi: u64) {
-        self.seg_at(self.next, lo, hi);
-        self.next += 1;
-    }
-
-    #[inline(always)]
-    fn data_seg(&mut self, s: &Sge<'_>) {
-        self.seg(((u64::from(s.len()) << 32) | u64::from(s.lkey())).to_be(), s.addr().to_be());
-    }
-
-    /// An inline segment: the byte count with the inline bit, then the bytes of `parts`.
-    fn inline(&mut self, parts: &[&[u8]]) {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total == 0 {
-            return;
+    fn inline(&self, k: u32, data: &[u8]) -> u32 {
+        if data.is_empty() {
+            return 0;
         }
-        let ring_bytes = (self.mask as usize + 1) * 16;
-        let start = (self.next & self.mask) as usize * 16;
-        // SAFETY: the first 4 bytes of a segment inside the ring.
-        unsafe { self.ring.write_u32(start, (total as u32 | INLINE_SEG).to_be()) };
-        let mut at = start + 4;
-        for part in parts {
-            let mut rest: &[u8] = part;
-            while !rest.is_empty() {
-                let pos = at % ring_bytes;
-                let n = rest.len().min(ring_bytes - pos);
-                // SAFETY: `pos..pos+n` is inside the ring (n stops at its end).
-                unsafe { self.ring.write_bytes(pos, &rest[..n]) };
-                rest = &rest[n..];
-                at += n;
-            }
+        let header = u128::from(u32::from_ne_bytes((data.len() as u32 | INLINE_SEG).to_be_bytes()));
+        let first = data.len().min(12);
+        self.put_u128(k, header | (load_le(&data[..first]) << 32));
+        let mut used = 1;
+        for chunk in data[first..].chunks(16) {
+            self.put_u128(k + used, load_le(chunk));
+            used += 1;
         }
-        self.next += (total as u32 + 4).div_ceil(16);
+        used
     }
 
-    /// Inline data gathered from registered memory, through volatile reads (the device may
-    /// be writing other parts of those regions).
-    fn inline_from_sges(&mut self, sges: &[Sge<'_>]) {
-        let mut bytes = [0u8; 1024];
-        let total: usize = sges.iter().map(|s| s.len() as usize).sum();
-        let mut owned;
-        let buf: &mut [u8] = if total <= bytes.len() {
-            &mut bytes[..total]
-        } else {
-            owned = vec![0u8; total];
-            &mut owned
-        };
-        let mut at = 0;
+    /// Inline data gathered from registered memory, read volatile (the device may be
+    /// writing other parts of those regions).
+    fn inline_from_sges(&self, k: u32, sges: &[Sge<'_>]) -> u32 {
+        let mut bytes = Vec::with_capacity(sges.iter().map(|s| s.len() as usize).sum());
         for s in sges {
-            let len = s.len() as usize;
-            for (i, b) in buf[at..at + len].iter_mut().enumerate() {
+            for i in 0..s.len() as usize {
                 // SAFETY: the Sge names `len` readable bytes at its address (its contract:
                 // made by a region covering them, or by `Sge::from_raw`).
-                *b = unsafe { ((s.addr() as usize + i) as *const u8).read_volatile() };
+                bytes.push(unsafe { ((s.addr() as usize + i) as *const u8).read_volatile() });
             }
-            at += len;
         }
-        self.inline(&[buf]);
+        self.inline(k, &bytes)
     }
+
+    #[inline(always)]
+    fn put_u128(&self, k: u32, v: u128) {
+        self.put(k, (v as u64, (v >> 64) as u64));
+    }
+}
+
+/// Up to 16 bytes as a little-endian number: the value whose memory image (on the
+/// little-endian hosts ferrodat supports) is those bytes followed by zeros.
+#[inline(always)]
+fn load_le(b: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut i = 0;
+    while b.len() - i >= 8 {
+        v |= u128::from(u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))) << (8 * i);
+        i += 8;
+    }
+    if b.len() - i >= 4 {
+        v |= u128::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"))) << (8 * i);
+        i += 4;
+    }
+    while i < b.len() {
+        v |= u128::from(b[i]) << (8 * i);
+        i += 1;
+    }
+    v
 }

@@ -58,7 +58,7 @@ fn every_opcode_moves_the_right_bytes() {
         assert_wc(&one(&mut cq), 1, WcOpcode::Send, WcStatus::Success);
         let r = f.peer_poll("r", 1);
         assert_wc(&r[0], 11, WcOpcode::Recv, WcStatus::Success);
-        assert_eq!((r[0].byte_len, r[0].imm, r[0].src_qp), (3000, None, qp.qpn()));
+        assert_eq!((r[0].byte_len, r[0].imm(), r[0].src_qp), (3000, None, qp.qpn()));
         assert_eq!(f.peer_data(0, 3000), data);
 
         // SEND with immediate: the imm is in the receive completion.
@@ -69,7 +69,7 @@ fn every_opcode_moves_the_right_bytes() {
         assert_wc(&one(&mut cq), 2, WcOpcode::Send, WcStatus::Success);
         let r = f.peer_poll("r", 1);
         assert_wc(&r[0], 12, WcOpcode::Recv, WcStatus::Success);
-        assert_eq!((r[0].byte_len, r[0].imm), (16, Some(0xdead_beef)));
+        assert_eq!((r[0].byte_len, r[0].imm()), (16, Some(0xdead_beef)));
         assert_eq!(f.peer_data(4096, 16), data[100..116]);
 
         // RDMA WRITE: no receive consumed, the bytes land at the remote address.
@@ -85,7 +85,7 @@ fn every_opcode_moves_the_right_bytes() {
         assert_wc(&one(&mut cq), 4, WcOpcode::RdmaWrite, WcStatus::Success);
         let r = f.peer_poll("r", 1);
         assert_wc(&r[0], 13, WcOpcode::RecvRdmaWithImm, WcStatus::Success);
-        assert_eq!((r[0].byte_len, r[0].imm), (32, Some(0xabcd)));
+        assert_eq!((r[0].byte_len, r[0].imm()), (32, Some(0xabcd)));
         assert_eq!(f.peer_data(200_000, 32), data[500..532]);
 
         // RDMA READ: the peer's bytes land in our scatter entry; byte_len is the length.
@@ -482,7 +482,7 @@ fn expect_error_then_flush<'m>(
     let recvs: Vec<_> = got.iter().filter(|w| w.opcode == WcOpcode::Recv).collect();
     assert_eq!(sends.len(), wrs.len(), "{got:?}");
     assert_eq!((sends[0].wr_id, sends[0].status), (wrs[0].wr_id, status), "{got:?}");
-    assert!(sends[0].syndrome.is_some());
+    assert!(sends[0].syndrome().is_some());
     for (w, wr) in sends[1..].iter().zip(&wrs[1..]) {
         assert_eq!((w.wr_id, w.status), (wr.wr_id, WcStatus::Flushed), "{got:?}");
     }

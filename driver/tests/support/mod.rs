@@ -165,7 +165,7 @@ fn wc_line(w: &WorkCompletion) -> String {
         w.status,
         w.opcode,
         w.byte_len,
-        w.imm.map_or("-".to_string(), |i| i.to_string()),
+        w.imm().map_or("-".to_string(), |i| i.to_string()),
         w.qpn,
         w.src_qp
     )
@@ -204,16 +204,14 @@ fn parse_wc(rest: &str) -> WorkCompletion {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let status = *ALL_STATUS.iter().find(|s| format!("{s:?}") == f[1]).expect("status");
     let opcode = *ALL_OPCODES.iter().find(|o| format!("{o:?}") == f[2]).expect("opcode");
-    WorkCompletion {
-        wr_id: f[0].parse().unwrap(),
-        status,
-        opcode,
-        byte_len: f[3].parse().unwrap(),
-        imm: (f[4] != "-").then(|| f[4].parse().unwrap()),
-        qpn: f[5].parse().unwrap(),
-        src_qp: f[6].parse().unwrap(),
-        ..Default::default()
-    }
+    let mut w = WorkCompletion::default();
+    w.wr_id = f[0].parse().unwrap();
+    w.status = status;
+    w.opcode = opcode;
+    w.byte_len = f[3].parse().unwrap();
+    w.qpn = f[5].parse().unwrap();
+    w.src_qp = f[6].parse().unwrap();
+    w.with_imm((f[4] != "-").then(|| f[4].parse().unwrap()))
 }
 
 /// The peer process: runs when the role says so (call it from a `#[test]` named `peer_role`).
