@@ -6,3 +6,26 @@
 //!
 //! The `ferrodat` command (`src/bin/ferrodat.rs`) is the command-line front end; today it
 //! has `softhca env`, which prepares a shell to run unmodified verbs programs on softhca.
+//!
+//! # Architecture (being built; issue 6)
+//!
+//! One concept per module; the Rust API maps one to one onto the DAT 2.0 provider table,
+//! so `capi` is a thin translation of handles, structs and return codes.
+//!
+//! - `error`: [`DatError`](error) — a DAT_RETURN type and subtype (2.0 numbering, from
+//!   `ferrodat_abi::dat::status`), with a message saying what failed and what to do.
+//! - `ep_state`: the endpoint state machine as one pure transition function, used by the
+//!   API calls and by connection-manager events alike; the legal-calls table of the man
+//!   pages, with `DAT_INVALID_STATE` carrying the current state as subtype.
+//! - `evd`: the event queue of an EVD (a bounded lock-free queue that CM, async and
+//!   software producers push into and the waiter or dequeuer pops), the wait machinery
+//!   (spin, arm the CQ, sleep on the completion channel and an eventfd together; exact
+//!   thresholds; unwaitable wakes a sleeper), and the EVD object.
+//! - `cm`: the connection manager — QP number, PSN, GID, RDMA-read limits and private data
+//!   exchanged over TCP on the IA's address (conn_qual = TCP port), then MODIFY_QP through
+//!   RESET→INIT→RTR→RTS; requests, accepts, rejects, disconnects, dead peers.
+//! - the objects: `ia`, `pz`, `lmr`, `rmr`, `cno`, `ep` (with per-EP cookie rings: a work
+//!   request's wr_id is its cookie slot), `srq`, `sp` (PSP, RSP), `cr`.
+//!
+//! DTO completions are harvested from the CQs by whoever waits or dequeues — no library
+//! thread on the data path.
