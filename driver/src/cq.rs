@@ -289,16 +289,11 @@ impl Cq {
         got
     }
 
-    /// RESIZE_CQ to at least `cqe` entries; returns the new entry count. The new ring
-    /// starts empty (every `op_own` 0xF0): poll the CQ dry before resizing, as CQEs left in
-    /// the old ring are not carried over by this driver. The old buffer stays allocated
-    /// until the CQ is destroyed.
+    /// RESIZE_CQ to at least `cqe` entries; returns the new entry count. Completions
+    /// waiting in the old ring are carried over (the device marks where it switched with a
+    /// RESIZE_CQ entry); the old buffer stays allocated until the CQ is destroyed.
     pub fn resize(&mut self, cqe: u32) -> Result<u32> {
         let entries = ring_entries("RESIZE_CQ", cqe)?;
-        if self.ring.has_completion() {
-            return Err(Error::invalid("RESIZE_CQ", "completions are waiting in the CQ")
-                .with_hint("poll the CQ empty before resizing it (waiting CQEs are not moved)"));
-        }
         let mut ring = self.inner.ring.lock().unwrap_or_else(|e| e.into_inner());
         if entries == ring.ncqe {
             return Ok(entries);
@@ -334,8 +329,22 @@ impl Cq {
                 format!("asked for {} entries, the device answered {}", entries - 1, resp.cqe),
             ));
         }
-        // SAFETY: the new buffer lives in `inner` as long as the CQ (old ones too).
-        unsafe { self.ring.switch_buffer(DevPtr::new(buf.as_ptr()), entries) };
+        // SAFETY: the new buffer lives in `inner` as long as the CQ (old ones too); it was
+        // initialised with every op_own 0xF0.
+        let switched = unsafe { self.ring.switch_buffer(DevPtr::new(buf.as_ptr()), entries) };
+        if let Err(seen) = switched {
+            // The device accepted the command but wrote no RESIZE_CQ entry: keep polling the
+            // old ring, and keep the new one allocated in case the device writes it later.
+            ring.retired.push(buf);
+            return Err(Error::invalid(
+                "RESIZE_CQ",
+                format!(
+                    "cqn {:#x}: no RESIZE_CQ entry after {seen} completion(s) in the old ring",
+                    self.inner.cqn
+                ),
+            )
+            .with_hint("the device did not move the CQ; it keeps its old size"));
+        }
         let old = std::mem::replace(&mut ring.buf, buf);
         ring.retired.push(old);
         ring.ncqe = entries;

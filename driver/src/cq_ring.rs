@@ -225,14 +225,49 @@ impl CqRing {
         self.doorbell.ring(cq_arm_doorbell(word, self.g.cqn), model);
     }
 
-    /// RESIZE_CQ moved the CQ to a new, empty ring of `ncqe` entries.
+    /// Moves to the ring RESIZE_CQ installed, as rdma-core's `mlx5_cq_resize_copy_cqes`
+    /// does: the device wrote every completion before the resize into the old ring, then a
+    /// RESIZE_CQ entry, and continues in the new ring after that entry's index. The waiting
+    /// completions are copied to the same running indices (shifted by one, so the resize
+    /// entry's slot is consumed at the front) with the new ring's owner bits; nothing is
+    /// lost. Fails if the old ring holds no RESIZE_CQ entry (the device did not resize).
     ///
     /// # Safety
-    /// As for [`CqRing::new`], for the new ring.
-    pub unsafe fn switch_buffer(&mut self, ring: DevPtr, ncqe: u32) {
-        self.g.ring = ring;
-        self.g.ncqe = ncqe;
-        self.ci = 0;
+    /// As for [`CqRing::new`], for the new ring (`new_ncqe` 64-byte entries, every op_own
+    /// 0xF0).
+    pub unsafe fn switch_buffer(&mut self, new_ring: DevPtr, new_ncqe: u32) -> Result<(), u32> {
+        let mut i = self.ci;
+        loop {
+            let Some((cqe, op_own)) = self.owned_cqe(i) else {
+                return Err(i.wrapping_sub(self.ci));
+            };
+            from_device_barrier();
+            if op_own >> 4 == cqe_opcode::RESIZE_CQ {
+                break;
+            }
+            let to = i.wrapping_add(1);
+            // SAFETY: entry `to` of the new ring (caller's contract).
+            let dst = unsafe { new_ring.add(((to & (new_ncqe - 1)) as usize) << 6) };
+            let mut bytes = [0u8; 64];
+            // SAFETY: a software-owned CQE of the old ring; the new entry is ours until we
+            // publish the consumer index.
+            unsafe {
+                cqe.read_bytes(0, &mut bytes);
+                bytes[63] = (bytes[63] & !CQE_OWNER_MASK) | u8::from(to & new_ncqe != 0);
+                dst.write_bytes(0, &bytes);
+            }
+            i = i.wrapping_add(1);
+            if i.wrapping_sub(self.ci) > self.g.ncqe {
+                return Err(i.wrapping_sub(self.ci));
+            }
+        }
+        self.g.ring = new_ring;
+        self.g.ncqe = new_ncqe;
+        self.ci = self.ci.wrapping_add(1);
+        to_device_barrier();
+        // SAFETY: word 0 of the CQ doorbell record (geometry contract).
+        unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 use ferrodat_driver::work_request::{Payload, RecvWr, Remote, SendOp, SendWr};
-use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpCaps, QpInit, RemoteQp};
+use ferrodat_driver::{Access, Context, Cq, CqOptions, Mr, Pd, Qp, QpCaps, QpInit, RemoteQp};
 use ferrodat_softhca::Device;
 use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::fabric::FabricDir;
@@ -77,6 +77,64 @@ fn send_and_rdma_write_between_two_qps_of_one_context() {
     let mut got = [0u8; 7];
     dst_mr.read(100, &mut got).unwrap();
     assert_eq!(&got, b"written");
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+#[test]
+fn resize_cq_keeps_waiting_completions_and_continues_in_the_new_ring() {
+    let path = format!("/dev/shm/ferrodat-drv-resize-{}", std::process::id());
+    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
+    let ctx = Context::open_softhca(dev).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = Cq::new(&ctx, &CqOptions { cqe: 4, ..Default::default() }).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.reg_mr(&mut buf, Access::ALL).unwrap();
+    let init = QpInit {
+        send_cq: &cq,
+        recv_cq: &cq,
+        srq: None,
+        caps: QpCaps { max_inline_data: 60, ..Default::default() },
+        sq_sig_all: true,
+        user_handle: None,
+    };
+    let mut a = Qp::new(&pd, &init).unwrap();
+    let mut b = Qp::new(&pd, &init).unwrap();
+    let gid = ctx.gid(1, 0).unwrap();
+    let peer = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
+    let (pa, pb) = (peer(&a, 1), peer(&b, 2));
+    a.connect(&pb, 1, 3, Access::ALL).unwrap();
+    b.connect(&pa, 2, 3, Access::ALL).unwrap();
+    fn exchange<'m>(a: &mut Qp<'m>, b: &mut Qp<'m>, cq: &mut Cq, mr: &'m Mr<'_>, round: u64) {
+        let mut wc = [WorkCompletion::default(); 2];
+        b.post_recv(&[RecvWr { wr_id: round, sges: &[mr.sge(0, 64).unwrap()] }]).unwrap();
+        let msg = round.to_le_bytes();
+        a.post_send(&[SendWr::new(round, SendOp::Send, Payload::Inline(&msg))]).unwrap();
+        assert_eq!(cq.poll_wait(&mut wc, Duration::from_secs(5)), 2, "round {round}");
+        assert!(wc.iter().all(|w| w.is_ok() && w.wr_id == round), "{wc:?}");
+    }
+    for round in 0..6 {
+        exchange(&mut a, &mut b, &mut cq, &mr, round); // wraps the 8-entry ring
+    }
+    assert_eq!(cq.resize(60).unwrap(), 64);
+    for round in 6..140 {
+        exchange(&mut a, &mut b, &mut cq, &mr, round); // wraps the 64-entry ring twice
+    }
+    // Completions waiting in the old ring are carried over to the new one.
+    b.post_recv(&[RecvWr { wr_id: 500, sges: &[mr.sge(0, 64).unwrap()] }]).unwrap();
+    a.post_send(&[SendWr::new(501, SendOp::Send, Payload::Inline(b"carried"))]).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !cq.has_completion() && std::time::Instant::now() < deadline {
+        ctx.channel().progress();
+    }
+    assert_eq!(cq.resize(200).unwrap(), 256);
+    let mut wc = [WorkCompletion::default(); 2];
+    assert_eq!(cq.poll_wait(&mut wc, Duration::from_secs(5)), 2);
+    let mut ids: Vec<u64> = wc.iter().map(|w| w.wr_id).collect();
+    ids.sort();
+    assert_eq!(ids, [500, 501]);
+    exchange(&mut a, &mut b, &mut cq, &mr, 600);
     drop((a, b));
     let _ = std::fs::remove_dir_all(&path);
 }

@@ -124,6 +124,16 @@ impl CompletionQueue {
         }
     }
 
+    /// RESIZE_CQ: the marker into the current ring, then on in the new one.
+    pub fn resize(
+        &mut self,
+        buf: super::app_memory::AppSpan,
+        ncqe: u32,
+        cqe_size: usize,
+    ) -> Result<(), CqError> {
+        self.producer.resize(buf, ncqe, cqe_size)
+    }
+
     /// Doorbell record word 1 (`sn << 28 | cmd | ci`) as the consumer last wrote it.
     pub fn arm_word(&self) -> Option<u32> {
         self.producer.arm_word().ok()

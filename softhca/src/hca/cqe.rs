@@ -166,6 +166,24 @@ impl CqProducer {
         Ok(())
     }
 
+    /// RESIZE_CQ: writes the RESIZE_CQ entry at the producer index of the current ring, then
+    /// continues in `buf` (`ncqe` entries) at the next index, as the firmware does; the
+    /// consumer copies what it had not polled yet and skips the marker. The marker is
+    /// written even into a full ring (the firmware does not count it as a completion).
+    pub fn resize(&mut self, buf: AppSpan, ncqe: u32, cqe_size: usize) -> Result<(), CqError> {
+        debug_assert!(ncqe.is_power_of_two());
+        let mut marker = [0u8; 64];
+        marker[63] = cqe_opcode::RESIZE_CQ << 4 | u8::from(self.producer_index & self.ncqe != 0);
+        let index = self.producer_index & (self.ncqe - 1);
+        let offset = index as usize * self.cqe_size + (self.cqe_size - 64);
+        self.buf.publish_entry(offset, &marker)?;
+        self.producer_index = self.producer_index.wrapping_add(1);
+        self.buf = buf;
+        self.ncqe = ncqe;
+        self.cqe_size = cqe_size;
+        Ok(())
+    }
+
     /// The arm word the consumer last wrote into doorbell record word 1:
     /// `sn << 28 | cmd << 24 | ci`.
     pub fn arm_word(&self) -> Result<u32, OutOfSpan> {
@@ -215,6 +233,37 @@ mod tests {
             assert!(!owned_by_software(&buf, ci, ncqe), "next pass not yet written");
             db[..4].copy_from_slice(&ci.to_be_bytes());
         }
+    }
+
+    #[test]
+    fn resize_marks_the_old_ring_and_continues_at_the_next_index_in_the_new_one() {
+        let mut old = vec![0xf0u8; 64 * 4];
+        let mut new = vec![0xf0u8; 64 * 16];
+        let mut db = [0u8; 8];
+        // SAFETY: the buffers outlive the producer.
+        let (o, n, d) = unsafe {
+            (
+                AppSpan::new(old.as_mut_ptr() as usize, old.len()),
+                AppSpan::new(new.as_mut_ptr() as usize, new.len()),
+                AppSpan::new(db.as_mut_ptr() as usize, 8),
+            )
+        };
+        let mut cq = CqProducer::new(o, d, 4, 64);
+        let c = Completion {
+            cqe_opcode: cqe_opcode::REQ,
+            wqe_opcode: opcode::SEND,
+            ..Default::default()
+        };
+        for _ in 0..3 {
+            cq.push(success_cqe(&c)).unwrap();
+        }
+        cq.resize(n, 16, 64).unwrap();
+        // The marker sits at index 3 of the old ring, owned by software (first pass).
+        assert_eq!(old[3 * 64 + 63], cqe_opcode::RESIZE_CQ << 4);
+        assert_eq!(cq.producer_index(), 4);
+        cq.push(success_cqe(&c)).unwrap();
+        assert!(owned_by_software(&new, 4, 16), "the next completion is index 4 of the new ring");
+        assert!(!owned_by_software(&new, 5, 16));
     }
 
     #[test]

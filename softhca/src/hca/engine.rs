@@ -449,6 +449,13 @@ impl Engine {
             .unwrap_or((0, 0))
     }
 
+    /// RESIZE_CQ: the CQ goes on in `buf` (`ncqe` entries of `cqe_size` bytes) after a
+    /// RESIZE_CQ entry in its current ring. False if the CQ is gone or its ring is out of
+    /// the application's memory.
+    pub fn resize_cq(&self, cqn: u32, buf: AppSpan, ncqe: u32, cqe_size: usize) -> bool {
+        self.tables().cqs.get_mut(&cqn).is_some_and(|cq| cq.resize(buf, ncqe, cqe_size).is_ok())
+    }
+
     /// The consumer rang the CQ doorbell with `arm_word` (UAR offset 0x20).
     pub fn arm_cq(&self, cqn: u32, arm_word: u32) {
         if let Some(cq) = self.tables().cqs.get_mut(&cqn) {

@@ -7,8 +7,8 @@
 //!
 //! Not modelled (refused as by a device without the capability): CQE compression
 //! (EOPNOTSUPP), 128-byte padding of 64-byte CQEs (EOPNOTSUPP), UAR page indices from
-//! dynamically allocated UARs (EINVAL: softhca allocates none). RESIZE_CQ records the new
-//! ring; moving the CQEs (the RESIZE_CQ CQE in the old ring) is the hardware side's.
+//! dynamically allocated UARs (EINVAL: softhca allocates none). RESIZE_CQ hands the new
+//! ring to the hardware side, which marks the switch with a RESIZE_CQ entry in the old ring.
 
 use super::Session;
 use super::call::{Call, read_extended};
@@ -212,6 +212,13 @@ pub(crate) fn resize_cq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> 
         check_cq_buffer(ucmd.buf_addr, entries, cqe_size)?;
         if cqe_size != 64 && cqe_size != 128 {
             return Err(Errno::EINVAL); // the firmware knows no other CQE size
+        }
+        // SAFETY: check_cq_buffer verified the range; the application keeps it mapped
+        // until DESTROY_CQ or the next resize (the Uverbs memory contract).
+        let buf =
+            unsafe { AppSpan::new(ucmd.buf_addr as usize, entries as usize * cqe_size as usize) };
+        if !s.dev.engine().resize_cq(cqn, buf, entries, cqe_size as usize) {
+            return Err(Errno::EINVAL);
         }
         if let Some(cq) = s.dev.state().cqs.get_mut(&cqn) {
             cq.buf_addr = ucmd.buf_addr;
