@@ -127,8 +127,11 @@ impl SendQueue {
     pub fn post(&mut self, wrs: &[SendWr<'_, '_>], model: &impl Model) -> Result<(), PostError> {
         if let [wr] = wrs {
             // One request (the common case): a WQE of one 64-byte block if it is one.
-            match self.post_one_block(wr, model) {
-                Some(Ok(())) => return Ok(()),
+            match self.write_one_block(wr) {
+                Some(Ok(ds)) => {
+                    self.ring_block(ds, model);
+                    return Ok(());
+                }
                 Some(Err(refusal)) => return Err(self.explain(0, wr, refusal)),
                 None => {}
             }
@@ -156,11 +159,20 @@ impl SendQueue {
                 Err(refusal) => Err(self.explain(0, wr, refusal)),
             };
         }
-        let mut b = self.builder();
         let mut last = None; // (first WQEBB, ds) of the last WQE built
         let mut refused = None;
         for (index, wr) in wrs.iter().enumerate() {
-            match b.build(wr) {
+            let first = self.cur_post;
+            let built = match self.write_one_block(wr) {
+                Some(result) => result.map(|ds| (first, ds)),
+                None => {
+                    let mut b = self.builder();
+                    let built = b.build(wr);
+                    self.cur_post = b.cur_post;
+                    built
+                }
+            };
+            match built {
                 Ok(built) => last = Some(built),
                 Err(refusal) => {
                     refused = Some((index, refusal));
@@ -168,7 +180,6 @@ impl SendQueue {
                 }
             }
         }
-        self.cur_post = b.cur_post;
         if let Some((first, ds)) = last {
             self.ring(first, ds, false, model);
         }
@@ -181,14 +192,11 @@ impl SendQueue {
     /// The fast path for the commonest requests: SEND, SEND with immediate, RDMA WRITE
     /// (with immediate) and RDMA READ whose WQE fits one 64-byte block (up to 3 non-empty
     /// gather entries, or up to 44 inline bytes, less one segment for a remote address).
-    /// A block never wraps, so segments go to fixed offsets; BlueFlame copies the block.
-    /// None when the request is not of that kind (the general builder takes it).
+    /// A block never wraps, so segments go to fixed offsets. Returns the WQE's size in
+    /// 16-byte units; None when the request is not of that kind (the general builder takes
+    /// it). The caller rings.
     #[inline(always)]
-    fn post_one_block(
-        &mut self,
-        wr: &SendWr<'_, '_>,
-        model: &impl Model,
-    ) -> Option<Result<(), Refusal>> {
+    fn write_one_block(&mut self, wr: &SendWr<'_, '_>) -> Option<Result<u32, Refusal>> {
         let (op, imm, remote) = match wr.op {
             SendOp::Send => (opcode::SEND, 0, None),
             SendOp::SendImm(imm) => (opcode::SEND_IMM, imm, None),
@@ -209,6 +217,23 @@ impl SendQueue {
                 block.write_u64(((k as usize) << 4) + 8, hi);
             }
         };
+        // The request is checked before anything is written or the room looked at, so a
+        // malformed one is reported as such even on a full queue.
+        match wr.payload {
+            Payload::Sges(sges) if sges.len() as u32 <= room => {
+                if sges.len() > g.max_sge as usize {
+                    return Some(Err(Refusal::TooManySges));
+                }
+            }
+            Payload::Inline(bytes)
+                if inline_units(bytes.len()) <= room && op != opcode::RDMA_READ =>
+            {
+                if bytes.len() > g.max_inline as usize {
+                    return Some(Err(Refusal::InlineTooLong));
+                }
+            }
+            _ => return None,
+        }
         if first.wrapping_sub(self.tracker.retired.load(Ordering::Acquire)) >= g.wqe_cnt {
             return Some(Err(Refusal::QueueFull));
         }
@@ -219,10 +244,7 @@ impl SendQueue {
             k = 2;
         }
         match wr.payload {
-            Payload::Sges(sges) if sges.len() as u32 <= room => {
-                if sges.len() > g.max_sge as usize {
-                    return Some(Err(Refusal::TooManySges));
-                }
+            Payload::Sges(sges) => {
                 for s in sges {
                     if !s.is_empty() {
                         put(
@@ -234,12 +256,7 @@ impl SendQueue {
                     }
                 }
             }
-            Payload::Inline(bytes)
-                if inline_units(bytes.len()) <= room && op != opcode::RDMA_READ =>
-            {
-                if bytes.len() > g.max_inline as usize {
-                    return Some(Err(Refusal::InlineTooLong));
-                }
+            Payload::Inline(bytes) => {
                 let seg = Segments {
                     ring: g.ring,
                     start: first.wrapping_mul(4),
@@ -257,16 +274,27 @@ impl SendQueue {
         slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
         slot.end.store(first.wrapping_add(1), Ordering::Relaxed);
         self.cur_post = first.wrapping_add(1);
+        Some(Ok(k))
+    }
 
+    /// Rings for the one-block WQE just written (`cur_post - 1`): BlueFlame copies the
+    /// block when it carries more than a control segment.
+    #[inline(always)]
+    fn ring_block(&mut self, ds: u32, model: &impl Model) {
+        let g = &self.g;
         to_device_barrier();
         // SAFETY: the SQ word of the doorbell record (geometry contract), 4-byte aligned.
         unsafe { g.dbrec_sq.write_u32(0, (self.cur_post & 0xffff).to_be()) };
-        if k > 1 && self.bf.buf_size() >= 64 {
+        let first = self.cur_post.wrapping_sub(1);
+        // SAFETY: block `first & mask` is inside the ring.
+        let block = unsafe { g.ring.add(((first & (g.wqe_cnt - 1)) as usize) << 6) };
+        if ds > 1 && self.bf.buf_size() >= 64 {
             self.bf.ring_blueflame(1, |_| block, model);
         } else {
+            // SAFETY: the control segment, inside the ring.
+            let ctrl = unsafe { block.read_u64(0) };
             self.bf.ring_doorbell(ctrl, model);
         }
-        Some(Ok(()))
     }
 
     #[inline(always)]
