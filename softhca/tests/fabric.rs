@@ -14,7 +14,8 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, WaitOutcome,
+    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, SmallRecord,
+    WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -641,6 +642,50 @@ fn full_ring_applies_back_pressure_and_never_overwrites() {
     assert_eq!(peeked, Ok(Some(*b"bc")));
     assert!(consumer.skip().expect("skip"));
     assert!(!consumer.skip().expect("nothing left"));
+}
+
+#[test]
+fn word_records_and_small_pops_match_byte_records_across_wraps() {
+    let dir = TestDir::new("words");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    assert_eq!(producer.try_push_words(0xffff, &[0], 8), Err(PushError::ReservedKind));
+    // Records of 1..=40 bytes, alternately pushed as words and as bytes, popped alternately
+    // whole and piecewise, many times round the ring (padding records included).
+    for n in 0..2000usize {
+        let len = 1 + n % 40;
+        let bytes: Vec<u8> = (0..len).map(|i| (n + i) as u8).collect();
+        let kind = 1 + (n % 5) as u16;
+        if n % 2 == 0 {
+            let mut padded = [0u8; 40];
+            padded[..len].copy_from_slice(&bytes);
+            let words: Vec<u64> = padded
+                .chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            producer.try_push_words(kind, &words, len).expect("room");
+        } else {
+            producer.try_push(kind, &bytes, &[]).expect("room");
+        }
+        if n % 3 == 0 {
+            let record = consumer.pop().expect("ok").expect("record");
+            assert_eq!((record.kind, &record.bytes[..]), (kind, &bytes[..]), "record {n}");
+        } else {
+            let mut short = [0u64; 2];
+            if len > 16 {
+                assert_eq!(consumer.pop_small(&mut short), Ok(SmallRecord::Larger));
+            }
+            let mut out = [0u64; 5];
+            assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::Record { kind, len }));
+            let got: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            assert_eq!(got[..len], bytes[..], "record {n}");
+        }
+        assert_eq!(consumer.pop_small(&mut [0u64; 5]), Ok(SmallRecord::None));
+    }
+    assert!(producer.is_drained());
 }
 
 #[test]

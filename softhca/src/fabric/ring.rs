@@ -136,6 +136,22 @@ impl std::fmt::Display for RingError {
 
 impl std::error::Error for RingError {}
 
+/// What [`RingConsumer::pop_small`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmallRecord {
+    /// No record.
+    None,
+    /// A record of `len` bytes, copied out and consumed.
+    Record {
+        /// The producer's kind.
+        kind: u16,
+        /// Header plus payload length.
+        len: usize,
+    },
+    /// The next record is larger than the buffer: nothing was consumed.
+    Larger,
+}
+
 /// A record copied out of the ring.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -361,6 +377,55 @@ impl RingProducer {
             debug_assert!(written.is_ok(), "record overran the ring area");
             at += part.len();
         }
+        self.tail = self.tail.wrapping_add(needed as u32);
+        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
+        Ok(())
+    }
+
+    /// Appends one record of `len` bytes (header and payload as the consumer will read
+    /// them) held in `words` (`len <= 8 * words.len()`; bytes past `len` are not part of
+    /// the record). The same record as [`Self::try_push`] would write, for small records:
+    /// whole-word stores and one bounds check instead of byte copies.
+    pub fn try_push_words(
+        &mut self,
+        kind: u16,
+        words: &[u64],
+        len: usize,
+    ) -> Result<(), PushError> {
+        if kind == lay::KIND_PAD {
+            return Err(PushError::ReservedKind);
+        }
+        let max = self.max_record_len();
+        if len > max {
+            return Err(PushError::TooLarge { len, max });
+        }
+        let body = round_up_8(len) / 8;
+        assert!(body <= words.len(), "record of {len} bytes in {} words", words.len());
+        let record_bytes = lay::RECORD_HEADER_BYTES + 8 * body;
+        let offset = (self.tail & (self.capacity - 1)) as usize;
+        let to_end = self.capacity as usize - offset;
+        let padding = if record_bytes > to_end { to_end } else { 0 };
+        let needed = padding + record_bytes;
+        if self.free_from_cache() < needed {
+            self.refresh_head();
+            let free = self.free_from_cache();
+            if free < needed {
+                return Err(PushError::Full { needed, free });
+            }
+        }
+        let mut offset = offset;
+        if padding != 0 {
+            let pad_len = (padding - lay::RECORD_HEADER_BYTES) as u32;
+            self.map
+                .u64_at(lay::DATA_OFFSET + offset)
+                .store(record_header(pad_len, lay::KIND_PAD, self.epoch), Ordering::Relaxed);
+            offset = 0;
+        }
+        let base = lay::DATA_OFFSET + offset;
+        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Relaxed);
+        // In bounds by construction: the record fits before the end of the area.
+        let written = self.map.store_words(base + lay::RECORD_HEADER_BYTES, &words[..body]);
+        debug_assert!(written.is_ok(), "record overran the ring area");
         self.tail = self.tail.wrapping_add(needed as u32);
         self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
         Ok(())
@@ -702,6 +767,68 @@ impl RingConsumer {
         self.head = at.end;
         self.store_head();
         Ok(Some(result))
+    }
+
+    /// Consumes the next record if it fits in `out` (its bytes from the start of `out`,
+    /// in whole words), else leaves it for [`Self::consume`]. The checks are those of
+    /// [`Self::consume`]; the common case (same epoch, no padding) reads the tail, the
+    /// record header and the record's words, and stores the head.
+    pub fn pop_small(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
+        let tail = self.map.u64_at(lay::OFF_TAIL).load(Ordering::Acquire);
+        let Some(epoch) = self.epoch.filter(|&e| e == (tail >> 32) as u32) else {
+            return self.pop_small_slow(out);
+        };
+        let tail = tail as u32;
+        let available = tail.wrapping_sub(self.head);
+        if available == 0 {
+            return Ok(SmallRecord::None);
+        }
+        if available > self.capacity || available % 8 != 0 {
+            return Err(self.corrupt("tail not within capacity after head", u64::from(tail)));
+        }
+        let offset = (self.head & (self.capacity - 1)) as usize;
+        let header = self.map.u64_at(lay::DATA_OFFSET + offset).load(Ordering::Relaxed);
+        let (len, kind, tag) =
+            (header as u32 as usize, (header >> 32) as u16, (header >> 48) as u16);
+        if tag != epoch as u16 {
+            return Err(self.corrupt("record tag is not the epoch's", header));
+        }
+        if kind == lay::KIND_PAD {
+            return self.pop_small_slow(out);
+        }
+        let to_end = self.capacity as usize - offset;
+        let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
+        if len > max_record_len(self.capacity as usize)
+            || record_bytes > to_end
+            || record_bytes > available as usize
+        {
+            return Err(self.corrupt("record length out of bounds", header));
+        }
+        let words = round_up_8(len) / 8;
+        let Some(dst) = out.get_mut(..words) else {
+            return Ok(SmallRecord::Larger);
+        };
+        // Validated above: the record lies inside the mapping.
+        let _ = self.map.load_words(lay::DATA_OFFSET + offset + lay::RECORD_HEADER_BYTES, dst);
+        self.head = self.head.wrapping_add(record_bytes as u32);
+        self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, self.head), Ordering::Release);
+        Ok(SmallRecord::Record { kind, len })
+    }
+
+    /// [`Self::pop_small`] across a new epoch or a padding record.
+    #[cold]
+    fn pop_small_slow(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
+        let Some(at) = self.locate()? else {
+            return Ok(SmallRecord::None);
+        };
+        let Some(dst) = out.get_mut(..round_up_8(at.len) / 8) else {
+            return Ok(SmallRecord::Larger);
+        };
+        // Validated by `locate`: the record lies inside the mapping.
+        let _ = self.map.load_words(at.data_offset, dst);
+        self.head = at.end;
+        self.store_head();
+        Ok(SmallRecord::Record { kind: at.kind, len: at.len })
     }
 
     /// Consumes the next record, copied out.

@@ -107,6 +107,41 @@ impl SharedMapping {
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
     }
 
+    /// Copies `dst.len()` 8-byte words starting at `offset` (8-aligned) out of the mapping,
+    /// with volatile loads: one bounds check for the whole range.
+    pub(crate) fn load_words(&self, offset: usize, dst: &mut [u64]) -> Result<(), OutOfBounds> {
+        let len = dst.len() * 8;
+        if offset % 8 != 0 {
+            return Err(OutOfBounds { offset, len, mapping_len: self.len });
+        }
+        self.checked_range(offset, len)?;
+        // SAFETY: offset..offset+len is inside the mapping and 8-aligned (checked above;
+        // the mapping is page-aligned), so every word read is in bounds and aligned.
+        let src = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        for (i, word) in dst.iter_mut().enumerate() {
+            // SAFETY: i < dst.len(): inside the checked range.
+            *word = unsafe { src.add(i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the mapping at `offset` (8-aligned) as 8-byte volatile stores: one
+    /// bounds check for the whole range.
+    pub(crate) fn store_words(&self, offset: usize, src: &[u64]) -> Result<(), OutOfBounds> {
+        let len = src.len() * 8;
+        if offset % 8 != 0 {
+            return Err(OutOfBounds { offset, len, mapping_len: self.len });
+        }
+        self.checked_range(offset, len)?;
+        // SAFETY: as in `load_words`.
+        let dst = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        for (i, &word) in src.iter().enumerate() {
+            // SAFETY: i < src.len(): inside the checked range.
+            unsafe { dst.add(i).write_volatile(word) };
+        }
+        Ok(())
+    }
+
     /// Copies `dst.len()` bytes starting at `offset` out of the mapping (volatile loads:
     /// 8 bytes at a time where the shared side is aligned).
     pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {

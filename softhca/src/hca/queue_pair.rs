@@ -24,7 +24,7 @@ use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
-use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer};
+use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
 use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
 use ferrodat_abi::uverbs::{access, event, qp_state};
 use std::collections::VecDeque;
@@ -40,6 +40,11 @@ const MAX_RECEIVE_ENTRY_BYTES: usize = 1024;
 
 /// A requester asks for an immediate ACK at least this often, so unsignalled WQEs retire.
 const ACK_REQUEST_EVERY: usize = 16;
+
+/// Packets of at most this many bytes (header and payload) travel through the ring as
+/// whole words copied in one go: every ACK, a small SEND with either header.
+const SMALL_RECORD_WORDS: usize = 12;
+const SMALL_RECORD_BYTES: usize = 8 * SMALL_RECORD_WORDS;
 
 /// Responses queued but not yet on the ring before the responder stops reading requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -1009,13 +1014,20 @@ impl QueuePair {
             h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
         }
         let outbound = &mut self.link.outbound;
-        let pushed = match CompactHeader::compact(&h, payload.len()) {
-            Some(c) => outbound.try_push(
-                wire::COMPACT_RECORD | u16::from(h.kind),
-                c.as_bytes(),
-                &[payload],
-            ),
-            None => outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]),
+        let compact = CompactHeader::compact(&h, payload.len());
+        let (kind, header_bytes) = match &compact {
+            Some(c) => (wire::COMPACT_RECORD | u16::from(h.kind), c.as_bytes()),
+            None => (u16::from(h.kind), h.as_bytes()),
+        };
+        let len = header_bytes.len() + payload.len();
+        let pushed = if len <= SMALL_RECORD_BYTES {
+            let mut words = [0u64; SMALL_RECORD_WORDS];
+            let bytes = words.as_mut_bytes();
+            bytes[..header_bytes.len()].copy_from_slice(header_bytes);
+            bytes[header_bytes.len()..len].copy_from_slice(payload);
+            outbound.try_push_words(kind, &words, len)
+        } else {
+            outbound.try_push(kind, header_bytes, &[payload])
         }
         .is_ok();
         self.unannounced |= pushed;
@@ -1112,53 +1124,70 @@ impl QueuePair {
                 break;
             }
             let src_qpn = inbound.src_qpn();
-            let read = inbound.consume(|rec| {
-                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
-                    let mut c = [0u8; size_of::<CompactHeader>()];
-                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+            // Small records (every ACK, small SENDs) are copied out whole in one go.
+            let mut small = [0u64; SMALL_RECORD_WORDS];
+            let mut small_payload = None;
+            let read = match inbound.pop_small(&mut small) {
+                Ok(SmallRecord::None) => Ok(None),
+                Ok(SmallRecord::Record { kind, len }) => Ok(Some(
+                    parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
+                        small_payload = Some(at..len);
+                        h
+                    }),
+                )),
+                Ok(SmallRecord::Larger) => inbound.consume(|rec| {
+                    if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
+                        let mut c = [0u8; size_of::<CompactHeader>()];
+                        if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+                            return None;
+                        }
+                        let payload_len = rec.len() - c.len();
+                        if payload_len > SEGMENT_BYTES {
+                            return None;
+                        }
+                        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+                            rec.kind() as u8,
+                            src_qpn,
+                            payload_len,
+                        )?;
+                        payload.resize(payload_len, 0);
+                        rec.read(c.len(), &mut payload).ok()?;
+                        return Some(header);
+                    }
+                    let mut h = [0u8; size_of::<PacketHeader>()];
+                    if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
                         return None;
                     }
-                    let payload_len = rec.len() - c.len();
-                    if payload_len > SEGMENT_BYTES {
+                    let header = PacketHeader::read_from_bytes(&h).ok()?;
+                    if header.payload_len as usize != rec.len() - h.len()
+                        || header.payload_len as usize > SEGMENT_BYTES
+                    {
                         return None;
                     }
-                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-                        rec.kind() as u8,
-                        src_qpn,
-                        payload_len,
-                    )?;
-                    payload.resize(payload_len, 0);
-                    rec.read(c.len(), &mut payload).ok()?;
-                    return Some(header);
-                }
-                let mut h = [0u8; size_of::<PacketHeader>()];
-                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
-                    return None;
-                }
-                let header = PacketHeader::read_from_bytes(&h).ok()?;
-                if header.payload_len as usize != rec.len() - h.len()
-                    || header.payload_len as usize > SEGMENT_BYTES
-                {
-                    return None;
-                }
-                payload.resize(header.payload_len as usize, 0);
-                rec.read(h.len(), &mut payload).ok()?;
-                Some(header)
-            });
+                    payload.resize(header.payload_len as usize, 0);
+                    rec.read(h.len(), &mut payload).ok()?;
+                    Some(header)
+                }),
+                Err(e) => Err(e),
+            };
             match read {
                 Ok(Some(Some(header))) => {
                     if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
                         continue; // dropped, as a QP in ERR or a stranger's packet is
                     }
+                    let data = match small_payload {
+                        Some(range) => &small.as_bytes()[range],
+                        None => &payload[..],
+                    };
                     if header.kind >= kind::ACK {
-                        self.handle_response(&header, &payload, hw);
+                        self.handle_response(&header, data, hw);
                     } else {
                         if header.flags & flag::ACK_PIGGYBACK != 0 {
                             self.ack_timer_running = false;
                             self.timeouts = 0;
                             self.ack_through(header.ack_psn);
                         }
-                        self.handle_request(&header, &payload, hw);
+                        self.handle_request(&header, data, hw);
                     }
                 }
                 Ok(Some(None)) => continue, // malformed packet: dropped
@@ -1670,6 +1699,31 @@ impl QueuePair {
         self.rnr_psn = Some(psn);
         self.respond(kind::RNR_NAK, psn, self.attrs.min_rnr_timer, 0);
     }
+}
+
+/// Parses a whole packet record of kind `kind` from `src_qpn`: its header and where its
+/// payload starts. `None`: malformed (the same checks as a record read piecewise).
+fn parse_packet(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<(PacketHeader, usize)> {
+    if kind & 0xff00 == wire::COMPACT_RECORD {
+        const C: usize = size_of::<CompactHeader>();
+        let payload_len = bytes.len().checked_sub(C)?;
+        if payload_len > SEGMENT_BYTES {
+            return None;
+        }
+        let header = CompactHeader::read_from_bytes(bytes.get(..C)?).ok()?.expand(
+            kind as u8,
+            src_qpn,
+            payload_len,
+        )?;
+        return Some((header, C));
+    }
+    const H: usize = size_of::<PacketHeader>();
+    let header = PacketHeader::read_from_bytes(bytes.get(..H)?).ok()?;
+    if header.payload_len as usize != bytes.len() - H || header.payload_len as usize > SEGMENT_BYTES
+    {
+        return None;
+    }
+    Some((header, H))
 }
 
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
