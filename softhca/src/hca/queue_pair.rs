@@ -25,7 +25,10 @@ use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
-use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
+use ferrodat_abi::mlx5::{
+    INLINE_SEG, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode, cqe_syndrome, opcode,
+    wqe_ctrl,
+};
 use ferrodat_abi::uverbs::{access, event, qp_state};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -45,6 +48,9 @@ const ACK_REQUEST_EVERY: usize = 16;
 /// whole words copied in one go: every ACK, a small SEND with either header.
 const SMALL_RECORD_WORDS: usize = 12;
 const SMALL_RECORD_BYTES: usize = 8 * SMALL_RECORD_WORDS;
+
+/// The largest SEND the requester's fast path carries (a compact packet in a small record).
+const SMALL_SEND_BYTES: usize = SMALL_RECORD_BYTES - size_of::<CompactHeader>();
 
 /// Responses queued but not yet on the ring before the responder stops reading requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -745,6 +751,9 @@ impl QueuePair {
                 break;
             }
             let pos = self.sq_head;
+            if self.send_small(pos, hw) {
+                continue;
+            }
             let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
             let entry = match send_wqe::decode(&bytes) {
                 Ok(wqe) => {
@@ -781,6 +790,121 @@ impl QueuePair {
             self.outstanding.push_back(entry);
         }
         *hw.scratch = bytes;
+    }
+
+    /// The common case of [`Self::fetch_new_wqes`] without decoding into the general
+    /// structures: a SEND of at most [`SMALL_SEND_BYTES`] bytes (inline, or one data
+    /// segment), without fence, that can go out at once (as [`Self::can_transmit_at_once`])
+    /// travels as one compact packet built straight from the WQE. False, with nothing
+    /// done, for anything else (the general path handles it, errors included).
+    fn send_small(&mut self, pos: u16, hw: &mut Hardware<'_>) -> bool {
+        if self.state != qp_state::RTS
+            || self.cursor.index != self.outstanding.len()
+            || self.cursor.offset != 0
+            || self.resume_at.is_some()
+            || self.link.peer.is_none()
+        {
+            return false;
+        }
+        // A WQE of at most 4 ds lies inside its first basic block: no ring wrap.
+        let at = (u32::from(pos) & (self.setup.sq_wqebbs - 1)) as usize * SEND_WQE_BB;
+        let mut wqe = [0u8; SEND_WQE_BB];
+        if self.setup.sq.read(at, &mut wqe).is_err() {
+            return false;
+        }
+        let Ok((ctrl, rest)) = WqeCtrlSeg::read_from_prefix(&wqe) else { return false };
+        let word = ctrl.opmod_idx_opcode.get();
+        let (op, wqe_index) = ((word & 0xff) as u8, (word >> 8) as u16);
+        let ds = (ctrl.qpn_ds.get() & 0x3f) as usize;
+        let fence = wqe_ctrl::FENCE | wqe_ctrl::INITIATOR_SMALL_FENCE;
+        if !matches!(op, opcode::SEND | opcode::SEND_IMM)
+            || !(2..=4).contains(&ds)
+            || ctrl.fm_ce_se & fence != 0
+        {
+            return false;
+        }
+        let mut words = [0u64; SMALL_RECORD_WORDS];
+        let record = words.as_mut_bytes();
+        let header_len = size_of::<CompactHeader>();
+        let seg_word = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let len = if seg_word & INLINE_SEG != 0 {
+            // As `send_wqe::decode`: the inline bytes must lie inside the WQE.
+            let len = (seg_word & !INLINE_SEG) as usize;
+            if len > SMALL_SEND_BYTES || SEND_WQE_DS + 4 + len > ds * SEND_WQE_DS {
+                return false;
+            }
+            record[header_len..header_len + len].copy_from_slice(&rest[4..4 + len]);
+            len
+        } else {
+            if ds != 2 {
+                return false;
+            }
+            let Ok(seg) = WqeDataSeg::read_from_bytes(&rest[..SEND_WQE_DS]) else { return false };
+            let len = seg.byte_count.get() as usize; // 0 would mean 2 GiB
+            if len == 0 || len > SMALL_SEND_BYTES {
+                return false;
+            }
+            let source =
+                hw.regions.translate(seg.lkey.get(), self.setup.pdn, seg.addr.get(), len as u64, 0);
+            match source {
+                Ok(span) if span.read(0, &mut record[header_len..header_len + len]).is_ok() => len,
+                _ => return false,
+            }
+        };
+        let signaled = ctrl.fm_ce_se & wqe_ctrl::CQ_UPDATE != 0;
+        let mut flags = flag::FIRST | flag::LAST;
+        if ctrl.fm_ce_se & wqe_ctrl::SOLICITED != 0 {
+            flags |= flag::SOLICITED;
+        }
+        if op == opcode::SEND_IMM {
+            flags |= flag::IMMEDIATE;
+        }
+        // As `send_packets` (which runs with the entry at the cursor, not counted yet).
+        if signaled
+            || self.setup.sq_sig_all
+            || (self.awaiting >= ACK_REQUEST_EVERY && self.unacknowledged() >= ACK_REQUEST_EVERY)
+        {
+            flags |= flag::ACK_REQUEST;
+        }
+        let mut ack_psn = 0;
+        if let Some((psn, _)) = self.deferred_ack {
+            flags |= flag::ACK_PIGGYBACK;
+            ack_psn = psn;
+        }
+        let psn = self.next_psn;
+        let header = CompactHeader {
+            flags,
+            rnr_retry: self.attrs.rnr_retry,
+            reserved: 0,
+            imm: ctrl.imm.get().to_be_bytes(),
+            psn,
+            ack_psn,
+        };
+        record[..header_len].copy_from_slice(header.as_bytes());
+        self.next_psn = wire::next_psn(psn);
+        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds));
+        self.outstanding.push_back(Outstanding {
+            sq_pos: pos,
+            wqe_index,
+            wqe_opcode: op,
+            signaled,
+            fence: false,
+            psn,
+            operation: Operation::Transfer,
+            outcome: None,
+            rnr_naks: 0,
+        });
+        let kind = wire::COMPACT_RECORD | u16::from(kind::SEND);
+        if self.link.outbound.try_push_words(kind, &words, header_len + len).is_ok() {
+            self.unannounced = true;
+            if flags & flag::ACK_PIGGYBACK != 0 {
+                self.deferred_ack = None;
+            }
+            self.advance_cursor();
+        }
+        // Else the ring is full: the cursor stays on the entry and `transmit` sends it
+        // later from the WQE, as for any other.
+        true
     }
 
     /// Whether `entry`, about to be appended, can be transmitted right away: transmission
