@@ -250,6 +250,8 @@ pub struct QueuePair {
     /// Current state (`qp_state::*`).
     state: u8,
     attrs: QpAttributes,
+    /// The local ACK timeout of `attrs.timeout` (None: infinite).
+    ack_timeout: Option<Duration>,
     link: Link,
     /// WQEBB counter of the next WQE to execute.
     sq_head: u16,
@@ -331,6 +333,7 @@ impl QueuePair {
             setup,
             state: qp_state::RESET,
             attrs: QpAttributes::default(),
+            ack_timeout: None,
             link,
             sq_head: 0,
             rq_head: 0,
@@ -417,6 +420,7 @@ impl QueuePair {
     ) {
         let previous = self.state;
         self.attrs = attrs;
+        self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
         match state {
             qp_state::RESET => self.forget_everything(),
@@ -482,10 +486,14 @@ impl QueuePair {
     }
 
     /// Tells the peer that packets wait for it (a syscall only if it sleeps).
+    #[inline]
     fn notify_peer(&mut self) {
-        if !self.unannounced {
-            return;
+        if self.unannounced {
+            self.announce();
         }
+    }
+
+    fn announce(&mut self) {
         if let Some(n) = self.link.peer.as_ref().and_then(|p| p.notifier.as_ref()) {
             // A peer polling our ring sees the records without being told.
             if !self.link.outbound.consumer_polls() {
@@ -539,6 +547,13 @@ impl QueuePair {
         }
     }
 
+    /// Writes the requester CQE of `o` (out of line: most WQEs complete silently).
+    #[inline(never)]
+    fn push_requester_cqe(&self, o: &Outstanding, result: Result<u32, u8>, hw: &mut Hardware<'_>) {
+        let cqe = self.requester_cqe(o, result);
+        self.push_cqe(self.setup.send_cqn, cqe, hw);
+    }
+
     fn responder_srqn_uidx(&self) -> u32 {
         match (self.setup.cqe_version, self.setup.srqn) {
             (v, _) if v >= 1 => self.setup.uidx,
@@ -580,8 +595,7 @@ impl QueuePair {
         while let Some(head) = self.outstanding.front() {
             let Some(result) = head.outcome else { break };
             if head.signaled || self.setup.sq_sig_all || result.is_err() {
-                let cqe = self.requester_cqe(head, result);
-                self.push_cqe(self.setup.send_cqn, cqe, hw);
+                self.push_requester_cqe(head, result, hw);
             }
             self.outstanding.pop_front();
             self.cursor.index = self.cursor.index.saturating_sub(1);
@@ -594,6 +608,7 @@ impl QueuePair {
     }
 
     /// ERR: flush every WQE still owned by the HCA.
+    #[inline(never)]
     fn enter_error(&mut self, hw: &mut Hardware<'_>) {
         let flush = Err(cqe_syndrome::WR_FLUSH_ERR);
         while let Some(o) = self.outstanding.pop_front() {
@@ -982,7 +997,19 @@ impl QueuePair {
 
     /// Sends packets from the cursor on, until the ring is full, a fence or the RDMA READ
     /// limit holds, or an RNR back-off is running.
+    #[inline]
     fn transmit(&mut self, hw: &mut Hardware<'_>) {
+        // Most calls find everything sent: decide that without a call.
+        if self.resume_at.is_none() && self.cursor.index >= self.outstanding.len() {
+            if self.link.peer.is_some() {
+                self.notify_peer();
+            }
+            return;
+        }
+        self.transmit_from_cursor(hw);
+    }
+
+    fn transmit_from_cursor(&mut self, hw: &mut Hardware<'_>) {
         if let Some(at) = self.resume_at {
             if hw.now() < at {
                 return;
@@ -1174,9 +1201,9 @@ impl QueuePair {
             self.start_ack_timer(hw);
             return;
         }
-        let Some(timeout_us) = wire::ack_timeout_us(self.attrs.timeout) else { return };
+        let Some(timeout) = self.ack_timeout else { return };
         let now = hw.now();
-        if now.duration_since(self.last_response) < Duration::from_micros(timeout_us) {
+        if now.duration_since(self.last_response) < timeout {
             return;
         }
         self.last_response = now;
@@ -1221,8 +1248,7 @@ impl QueuePair {
         if !self.ack_timer_running {
             return Some(self.last_response); // due now: starts the timer
         }
-        let timeout = wire::ack_timeout_us(self.attrs.timeout)?;
-        Some(self.last_response + Duration::from_micros(timeout))
+        Some(self.last_response + self.ack_timeout?)
     }
 
     // ================================================================ inbound packets
@@ -1482,7 +1508,16 @@ impl QueuePair {
     }
 
     /// Pushes owed responses; false if the ring filled up.
-    fn send_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
+    #[inline]
+    fn send_responses(&mut self, hw: &mut Hardware<'_>) -> bool {
+        if self.responses.is_empty() {
+            self.notify_peer();
+            return true;
+        }
+        self.send_owed_responses(hw)
+    }
+
+    fn send_owed_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
         let mut chunk = Vec::new();
         while let Some(r) = self.responses.front_mut() {
             match r {
