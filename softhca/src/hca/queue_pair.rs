@@ -26,8 +26,8 @@ use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
 use ferrodat_abi::mlx5::{
-    INLINE_SEG, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode, cqe_syndrome, opcode,
-    wqe_ctrl,
+    INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
+    cqe_syndrome, opcode, wqe_ctrl,
 };
 use ferrodat_abi::uverbs::{access, event, qp_state};
 use std::collections::VecDeque;
@@ -1277,7 +1277,17 @@ impl QueuePair {
             // Small records (every ACK, small SENDs) are copied out whole in one go.
             let mut small = [0u64; SMALL_RECORD_WORDS];
             let mut small_payload = None;
-            let read = match inbound.pop_small(&mut small) {
+            let popped = inbound.pop_small(&mut small);
+            if let Ok(SmallRecord::Record { kind, len }) = popped
+                && kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
+                && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw)
+            {
+                continue;
+            }
+            let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
+                break;
+            };
+            let read = match popped {
                 Ok(SmallRecord::None) => Ok(None),
                 Ok(SmallRecord::Record { kind, len }) => Ok(Some(
                     parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
@@ -1678,6 +1688,102 @@ impl QueuePair {
         } else {
             self.deferred_ack = Some((msg.psn, false));
         }
+    }
+
+    /// The common case of a compact SEND record (`bytes`) from `src_qpn`, handled without
+    /// the general structures: the next expected message, in one piece, whose receive
+    /// entry (RQ, not SRQ) has one data segment that holds it and translates. Does what
+    /// the general path does for it (piggybacked ACK, scatter, CQE, ACK owed). False, with
+    /// nothing done, for anything else.
+    fn receive_small_send(&mut self, bytes: &[u8], src_qpn: u32, hw: &mut Hardware<'_>) -> bool {
+        const C: usize = size_of::<CompactHeader>();
+        let whole = flag::FIRST | flag::LAST;
+        let Some((Ok(c), payload)) =
+            bytes.split_at_checked(C).map(|(h, p)| (CompactHeader::read_from_bytes(h), p))
+        else {
+            return false;
+        };
+        if c.reserved != 0
+            || c.flags & whole != whole
+            || self.state == qp_state::ERR
+            || !matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD)
+            || src_qpn != self.attrs.dest_qpn
+            || self.rnr_psn.is_some()
+            || self.inbound.is_some()
+            || c.psn != self.expected_psn
+            || self.setup.srqn.is_some()
+            || self.setup.rq_wqe_count == 0
+            || self.rq_head == self.rq_tail()
+        {
+            return false;
+        }
+        // The receive entry: one data segment holding the message, then the terminator
+        // or the end of the entry (the general path translates every segment).
+        let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
+        let stride = 1usize << self.setup.rq_wqe_shift;
+        let at = usize::from(index) * stride + self.setup.rq_skip;
+        let last = usize::from(index) * stride + stride.min(MAX_RECEIVE_ENTRY_BYTES);
+        let mut raw = [0u8; 2 * SEND_WQE_DS];
+        let segments = if at + 2 * SEND_WQE_DS <= last { 2 } else { 1 };
+        if at + SEND_WQE_DS > last
+            || self.setup.rq.read(at, &mut raw[..segments * SEND_WQE_DS]).is_err()
+        {
+            return false;
+        }
+        // As `scatter_list`: segments up to one with the invalid lkey.
+        let (Ok((first, _)), Ok((second, _))) =
+            (WqeDataSeg::read_from_prefix(&raw), WqeDataSeg::read_from_prefix(&raw[SEND_WQE_DS..]))
+        else {
+            return false;
+        };
+        let (lkey, length) = (first.lkey.get(), first.byte_count.get());
+        if lkey == INVALID_LKEY
+            || (segments == 2 && second.lkey.get() != INVALID_LKEY)
+            || (length as usize) < payload.len()
+        {
+            return false;
+        }
+        let Ok(target) = hw.regions.translate(
+            lkey,
+            self.setup.pdn,
+            first.addr.get(),
+            u64::from(length),
+            access::LOCAL_WRITE,
+        ) else {
+            return false;
+        };
+        if target.write(0, payload).is_err() {
+            return false;
+        }
+        if c.flags & flag::ACK_PIGGYBACK != 0 {
+            self.ack_timer_running = false;
+            self.timeouts = 0;
+            self.ack_through(c.ack_psn);
+        }
+        self.rq_head = self.rq_head.wrapping_add(1);
+        self.expected_psn = wire::next_psn(self.expected_psn);
+        let imm = c.flags & flag::IMMEDIATE != 0;
+        let cqe = success_cqe(&Completion {
+            cqe_opcode: if imm { cqe_opcode::RESP_SEND_IMM } else { cqe_opcode::RESP_SEND },
+            qpn: self.setup.qpn,
+            srqn_uidx: self.responder_srqn_uidx(),
+            wqe_counter: index,
+            byte_cnt: payload.len() as u32,
+            imm: if imm { c.imm } else { [0; 4] },
+            src_qpn: self.attrs.dest_qpn,
+            solicited: c.flags & flag::SOLICITED != 0,
+            ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+            ..Default::default()
+        });
+        if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
+            self.responder_fatal(c.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
+        } else if c.flags & flag::ACK_REQUEST != 0 {
+            self.deferred_ack = None;
+            self.respond(kind::ACK, c.psn, 0, 0);
+        } else {
+            self.deferred_ack = Some((c.psn, false));
+        }
+        true
     }
 
     /// Checks a new request and sets up its message. False: it was answered (NAK, RNR,
