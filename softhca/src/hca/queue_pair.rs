@@ -486,7 +486,7 @@ impl QueuePair {
     }
 
     /// Tells the peer that packets wait for it (a syscall only if it sleeps).
-    #[inline]
+    #[inline(always)]
     fn notify_peer(&mut self) {
         if self.unannounced {
             self.announce();
@@ -562,6 +562,7 @@ impl QueuePair {
         }
     }
 
+    #[inline]
     fn push_cqe(&self, cqn: u32, cqe: [u8; 64], hw: &mut Hardware<'_>) -> bool {
         match hw.cqs.get_mut(&cqn) {
             Some(cq) => cq.push(cqe).is_ok(),
@@ -583,7 +584,7 @@ impl QueuePair {
 
     /// Completes finished WQEs at the head of the send queue, in order. An error
     /// completion moves the QP to ERR.
-    #[inline]
+    #[inline(always)]
     fn complete_in_order(&mut self, hw: &mut Hardware<'_>) {
         // Most calls find nothing finished: decide that without a call.
         if self.outstanding.front().is_some_and(|head| head.outcome.is_some()) {
@@ -997,7 +998,7 @@ impl QueuePair {
 
     /// Sends packets from the cursor on, until the ring is full, a fence or the RDMA READ
     /// limit holds, or an RNR back-off is running.
-    #[inline]
+    #[inline(always)]
     fn transmit(&mut self, hw: &mut Hardware<'_>) {
         // Most calls find everything sent: decide that without a call.
         if self.resume_at.is_none() && self.cursor.index >= self.outstanding.len() {
@@ -1451,6 +1452,7 @@ impl QueuePair {
     }
 
     /// The cursor passes the entry it is at (sent, or needing no packet).
+    #[inline]
     fn advance_cursor(&mut self) {
         if self.outstanding[self.cursor.index].outcome.is_none() {
             self.awaiting += 1;
@@ -1518,7 +1520,7 @@ impl QueuePair {
     }
 
     /// Pushes owed responses; false if the ring filled up.
-    #[inline]
+    #[inline(always)]
     fn send_responses(&mut self, hw: &mut Hardware<'_>) -> bool {
         if self.responses.is_empty() {
             self.notify_peer();
