@@ -742,6 +742,64 @@ fn epoch_reset_resyncs_the_consumer() {
     assert_eq!(consumer.pop().expect("ok").expect("rec").bytes, b"last");
 }
 
+#[test]
+fn header_polling_never_sees_skipped_or_consumed_records_again() {
+    let dir = TestDir::new("headers");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b, c) = (
+        me.alloc_qpn().expect("a").qpn,
+        me.alloc_qpn().expect("b").qpn,
+        me.alloc_qpn().expect("c").qpn,
+    );
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let mut out = [0u64; 8];
+    let mut n = 0usize;
+    for round in 0..40 {
+        // Some records, some of them left unread when the producer resets; every other
+        // round the epoch in between goes to c, whose consumer reads part of it.
+        let pushed = 3 + round % 5;
+        for _ in 0..pushed {
+            n += 1;
+            let len = 8 + (n * 7) % 50;
+            producer.try_push(1 + (n % 3) as u16, &vec![n as u8; len], &[]).expect("room");
+        }
+        let mut consumed = 0;
+        for _ in 0..round % 3 {
+            match consumer.pop_small(&mut out).expect("ok") {
+                SmallRecord::Record { .. } => consumed += 1,
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert!(consumed < pushed);
+        if round % 2 == 1 {
+            producer.reset(c);
+            producer.try_push(9, b"for-c", &[]).expect("room");
+            producer.try_push(9, b"for-c-unread", &[]).expect("room");
+            let mut for_c = hca.open_ring(a, c).expect("consumer c");
+            assert_eq!(for_c.pop().expect("ok").expect("rec").bytes, b"for-c");
+        }
+        producer.reset(b);
+        // Only records of the new epoch come out, and nothing after them.
+        for _ in 0..3 {
+            n += 1;
+            let bytes = vec![n as u8; 8 + n % 40];
+            producer.try_push(7, &bytes, &[]).expect("room");
+            match consumer.pop_small(&mut out).expect("ok") {
+                SmallRecord::Record { kind: 7, len } => {
+                    let got: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                    assert_eq!(&got[..len], &bytes[..], "round {round}");
+                }
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert!(!consumer.may_have_records(), "round {round}");
+        assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::None), "round {round}");
+        assert!(producer.is_drained(), "round {round}");
+    }
+}
+
 /// Writes `bytes` at `offset` of the file behind `path` (through the page cache, which
 /// the consumer's mapping shares).
 fn poke(path: &Path, offset: usize, bytes: &[u8]) {

@@ -92,6 +92,7 @@ impl SharedMapping {
     }
 
     /// The 8-byte word at `offset` (must be in bounds and 8-aligned; panics otherwise).
+    #[inline]
     pub(crate) fn u64_at(&self, offset: usize) -> &AtomicU64 {
         self.assert_word(offset, 8);
         // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
@@ -101,6 +102,7 @@ impl SharedMapping {
     }
 
     /// The 4-byte word at `offset` (must be in bounds and 4-aligned; panics otherwise).
+    #[inline]
     pub(crate) fn u32_at(&self, offset: usize) -> &AtomicU32 {
         self.assert_word(offset, 4);
         // SAFETY: as for `u64_at`, with 4-byte size and alignment.
@@ -109,6 +111,7 @@ impl SharedMapping {
 
     /// Copies `dst.len()` 8-byte words starting at `offset` (8-aligned) out of the mapping,
     /// with volatile loads: one bounds check for the whole range.
+    #[inline]
     pub(crate) fn load_words(&self, offset: usize, dst: &mut [u64]) -> Result<(), OutOfBounds> {
         let len = dst.len() * 8;
         if offset % 8 != 0 {
@@ -127,6 +130,7 @@ impl SharedMapping {
 
     /// Copies `src` into the mapping at `offset` (8-aligned) as 8-byte volatile stores: one
     /// bounds check for the whole range.
+    #[inline]
     pub(crate) fn store_words(&self, offset: usize, src: &[u64]) -> Result<(), OutOfBounds> {
         let len = src.len() * 8;
         if offset % 8 != 0 {
