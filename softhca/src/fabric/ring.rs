@@ -816,36 +816,41 @@ impl RingConsumer {
         let Some(epoch) = self.epoch.filter(|&e| e == self.start_epoch()) else {
             return self.pop_small_slow(out);
         };
-        let offset = (self.head & (self.capacity - 1)) as usize;
-        let header = self.map.u64_at(lay::DATA_OFFSET + offset).load(Ordering::Acquire);
+        let area = self.area();
+        let at = (self.head & (self.capacity - 1)) as usize / 8;
+        let header = area[at].load(Ordering::Acquire);
         if header == 0 {
             return Ok(SmallRecord::None);
         }
         let (len, kind, tag) =
             (header as u32 as usize, (header >> 32) as u16, (header >> 48) as u16);
-        let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
+        let words = round_up_8(len) / 8;
         if tag != epoch as u16
             || kind == lay::KIND_PAD
             || len > max_record_len(self.capacity as usize)
-            || record_bytes > self.capacity as usize - offset
+            || at + 1 + words > area.len()
         {
             return self.pop_small_slow(out);
         }
-        let Some(dst) = out.get_mut(..round_up_8(len) / 8) else {
+        let Some(dst) = out.get_mut(..words) else {
             return Ok(SmallRecord::Larger);
         };
-        // Checked above: the record lies inside the area.
-        let _ = self.map.load_words(lay::DATA_OFFSET + offset + lay::RECORD_HEADER_BYTES, dst);
-        const ZEROS: [u64; 16] = [0; 16];
-        match ZEROS.get(..record_bytes / 8) {
-            Some(zeros) => {
-                let _ = self.map.store_words(lay::DATA_OFFSET + offset, zeros);
-            }
-            None => self.zero(self.head, self.head.wrapping_add(record_bytes as u32)),
+        let record = &area[at..at + 1 + words];
+        for (d, word) in dst.iter_mut().zip(&record[1..]) {
+            *d = word.load(Ordering::Relaxed);
         }
-        self.head = self.head.wrapping_add(record_bytes as u32);
+        for word in record {
+            word.store(0, Ordering::Relaxed);
+        }
+        self.head = self.head.wrapping_add(8 * record.len() as u32);
         self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, self.head), Ordering::Release);
         Ok(SmallRecord::Record { kind, len })
+    }
+
+    /// The record area as words.
+    #[inline]
+    fn area(&self) -> &[std::sync::atomic::AtomicU64] {
+        self.map.u64_slice(lay::DATA_OFFSET, self.capacity as usize / 8)
     }
 
     /// The epoch the producer last started (its epoch-start word, on a line written only
@@ -904,9 +909,8 @@ impl RingConsumer {
         match self.epoch {
             // The header at the head, as `pop_small` reads it: not the tail's line.
             Some(epoch) => {
-                let offset = (self.head & (self.capacity - 1)) as usize;
-                self.start_epoch() != epoch
-                    || self.map.u64_at(lay::DATA_OFFSET + offset).load(Ordering::Acquire) != 0
+                let at = (self.head & (self.capacity - 1)) as usize / 8;
+                self.start_epoch() != epoch || self.area()[at].load(Ordering::Acquire) != 0
             }
             None => self.unread_behind_tail(),
         }
