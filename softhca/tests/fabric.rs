@@ -14,7 +14,8 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, WaitOutcome,
+    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, SmallRecord,
+    WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -644,6 +645,50 @@ fn full_ring_applies_back_pressure_and_never_overwrites() {
 }
 
 #[test]
+fn word_records_and_small_pops_match_byte_records_across_wraps() {
+    let dir = TestDir::new("words");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    assert_eq!(producer.try_push_words(0xffff, &[0], 8), Err(PushError::ReservedKind));
+    // Records of 1..=40 bytes, alternately pushed as words and as bytes, popped alternately
+    // whole and piecewise, many times round the ring (padding records included).
+    for n in 0..2000usize {
+        let len = 1 + n % 40;
+        let bytes: Vec<u8> = (0..len).map(|i| (n + i) as u8).collect();
+        let kind = 1 + (n % 5) as u16;
+        if n % 2 == 0 {
+            let mut padded = [0u8; 40];
+            padded[..len].copy_from_slice(&bytes);
+            let words: Vec<u64> = padded
+                .chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            producer.try_push_words(kind, &words, len).expect("room");
+        } else {
+            producer.try_push(kind, &bytes, &[]).expect("room");
+        }
+        if n % 3 == 0 {
+            let record = consumer.pop().expect("ok").expect("record");
+            assert_eq!((record.kind, &record.bytes[..]), (kind, &bytes[..]), "record {n}");
+        } else {
+            let mut short = [0u64; 2];
+            if len > 16 {
+                assert_eq!(consumer.pop_small(&mut short), Ok(SmallRecord::Larger));
+            }
+            let mut out = [0u64; 5];
+            assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::Record { kind, len }));
+            let got: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            assert_eq!(got[..len], bytes[..], "record {n}");
+        }
+        assert_eq!(consumer.pop_small(&mut [0u64; 5]), Ok(SmallRecord::None));
+    }
+    assert!(producer.is_drained());
+}
+
+#[test]
 fn epoch_reset_resyncs_the_consumer() {
     let dir = TestDir::new("epoch");
     let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
@@ -695,6 +740,64 @@ fn epoch_reset_resyncs_the_consumer() {
     assert!(producer.is_drained(), "following the epoch released the old bytes");
     producer.try_push(6, b"last", &[]).expect("room again");
     assert_eq!(consumer.pop().expect("ok").expect("rec").bytes, b"last");
+}
+
+#[test]
+fn header_polling_never_sees_skipped_or_consumed_records_again() {
+    let dir = TestDir::new("headers");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b, c) = (
+        me.alloc_qpn().expect("a").qpn,
+        me.alloc_qpn().expect("b").qpn,
+        me.alloc_qpn().expect("c").qpn,
+    );
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let mut out = [0u64; 8];
+    let mut n = 0usize;
+    for round in 0..40 {
+        // Some records, some of them left unread when the producer resets; every other
+        // round the epoch in between goes to c, whose consumer reads part of it.
+        let pushed = 3 + round % 5;
+        for _ in 0..pushed {
+            n += 1;
+            let len = 8 + (n * 7) % 50;
+            producer.try_push(1 + (n % 3) as u16, &vec![n as u8; len], &[]).expect("room");
+        }
+        let mut consumed = 0;
+        for _ in 0..round % 3 {
+            match consumer.pop_small(&mut out).expect("ok") {
+                SmallRecord::Record { .. } => consumed += 1,
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert!(consumed < pushed);
+        if round % 2 == 1 {
+            producer.reset(c);
+            producer.try_push(9, b"for-c", &[]).expect("room");
+            producer.try_push(9, b"for-c-unread", &[]).expect("room");
+            let mut for_c = hca.open_ring(a, c).expect("consumer c");
+            assert_eq!(for_c.pop().expect("ok").expect("rec").bytes, b"for-c");
+        }
+        producer.reset(b);
+        // Only records of the new epoch come out, and nothing after them.
+        for _ in 0..3 {
+            n += 1;
+            let bytes = vec![n as u8; 8 + n % 40];
+            producer.try_push(7, &bytes, &[]).expect("room");
+            match consumer.pop_small(&mut out).expect("ok") {
+                SmallRecord::Record { kind: 7, len } => {
+                    let got: Vec<u8> = out.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                    assert_eq!(&got[..len], &bytes[..], "round {round}");
+                }
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert!(!consumer.may_have_records(), "round {round}");
+        assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::None), "round {round}");
+        assert!(producer.is_drained(), "round {round}");
+    }
 }
 
 /// Writes `bytes` at `offset` of the file behind `path` (through the page cache, which

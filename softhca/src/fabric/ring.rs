@@ -18,7 +18,24 @@
 //! empty for it. The producer keeps counting the old epoch's unconsumed bytes as used until
 //! the consumer has moved `head`, which is what guarantees that a producer never
 //! overwrites bytes a consumer may still be reading, even across a reset. Each record
-//! header carries the low 16 bits of its epoch, checked by the consumer.
+//! header carries the low 16 bits of its epoch, checked by the consumer (epochs whose low
+//! 16 bits are zero are skipped, so no header is all zero).
+//!
+//! # Headers
+//!
+//! A record's 8-byte header is written after its payload, with Release, so a record is
+//! published twice: by its header, then (with any padding record before it) by `tail`.
+//! The consumer zeroes every byte it moves its head past — records it consumed, padding,
+//! and old epochs' records it skips at a resync or a discard — before it stores `head`
+//! (Release), and the producer only writes where `head` (Acquire) let it. So everything at
+//! and after the head that the producer has not published in this lap reads as zero, and
+//! the header word at the head is a complete "is there a record?" flag:
+//! [`RingConsumer::pop_small`] and [`RingConsumer::may_have_records`] read it (and the
+//! epoch-start word, which only changes at resets) instead of `tail`. The consumer then
+//! never reads the tail's line while the producer writes it: a small message costs one
+//! cache-line transfer, not two. Whatever the header word does not settle (a padding
+//! record, another epoch's tag, an impossible length) goes through the tail-checked path.
+//! Model: `loom-tests/tests/ring_headers.rs`.
 //!
 //! # Trust
 //!
@@ -38,9 +55,10 @@
 //!
 //! # Cost
 //!
-//! A push: one load of `head` only when the cached free space is too small, one 8-byte
-//! header store, the payload copy, one Release store of `tail`. A pop: one Acquire load of
-//! `tail`, one header load, the copy, one Release store of `head`.
+//! A push: one load of `head` only when the cached free space is too small, the payload
+//! copy, one Release store of the header, one Release store of `tail`. A small pop: one
+//! load of the epoch-start word (a line that stays shared), one Acquire load of the
+//! header, the copy, the zeroing, one Release store of `head`.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -135,6 +153,22 @@ impl std::fmt::Display for RingError {
 }
 
 impl std::error::Error for RingError {}
+
+/// What [`RingConsumer::pop_small`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmallRecord {
+    /// No record.
+    None,
+    /// A record of `len` bytes, copied out and consumed.
+    Record {
+        /// The producer's kind.
+        kind: u16,
+        /// Header plus payload length.
+        len: usize,
+    },
+    /// The next record is larger than the buffer: nothing was consumed.
+    Larger,
+}
 
 /// A record copied out of the ring.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,7 +387,6 @@ impl RingProducer {
             offset = 0;
         }
         let base = lay::DATA_OFFSET + offset;
-        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Relaxed);
         let mut at = base + lay::RECORD_HEADER_BYTES;
         for part in std::iter::once(header).chain(payload.iter().copied()) {
             // In bounds by construction: the record fits before the end of the area.
@@ -361,6 +394,58 @@ impl RingProducer {
             debug_assert!(written.is_ok(), "record overran the ring area");
             at += part.len();
         }
+        // The header last, with Release: it publishes the record (see "Headers").
+        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Release);
+        self.tail = self.tail.wrapping_add(needed as u32);
+        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
+        Ok(())
+    }
+
+    /// Appends one record of `len` bytes (header and payload as the consumer will read
+    /// them) held in `words` (`len <= 8 * words.len()`; bytes past `len` are not part of
+    /// the record). The same record as [`Self::try_push`] would write, for small records:
+    /// whole-word stores and one bounds check instead of byte copies.
+    pub fn try_push_words(
+        &mut self,
+        kind: u16,
+        words: &[u64],
+        len: usize,
+    ) -> Result<(), PushError> {
+        if kind == lay::KIND_PAD {
+            return Err(PushError::ReservedKind);
+        }
+        let max = self.max_record_len();
+        if len > max {
+            return Err(PushError::TooLarge { len, max });
+        }
+        let body = round_up_8(len) / 8;
+        assert!(body <= words.len(), "record of {len} bytes in {} words", words.len());
+        let record_bytes = lay::RECORD_HEADER_BYTES + 8 * body;
+        let offset = (self.tail & (self.capacity - 1)) as usize;
+        let to_end = self.capacity as usize - offset;
+        let padding = if record_bytes > to_end { to_end } else { 0 };
+        let needed = padding + record_bytes;
+        if self.free_from_cache() < needed {
+            self.refresh_head();
+            let free = self.free_from_cache();
+            if free < needed {
+                return Err(PushError::Full { needed, free });
+            }
+        }
+        let mut offset = offset;
+        if padding != 0 {
+            let pad_len = (padding - lay::RECORD_HEADER_BYTES) as u32;
+            self.map
+                .u64_at(lay::DATA_OFFSET + offset)
+                .store(record_header(pad_len, lay::KIND_PAD, self.epoch), Ordering::Relaxed);
+            offset = 0;
+        }
+        let base = lay::DATA_OFFSET + offset;
+        // In bounds by construction: the record fits before the end of the area.
+        let written = self.map.store_words(base + lay::RECORD_HEADER_BYTES, &words[..body]);
+        debug_assert!(written.is_ok(), "record overran the ring area");
+        // The header last, with Release: it publishes the record (see "Headers").
+        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Release);
         self.tail = self.tail.wrapping_add(needed as u32);
         self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
         Ok(())
@@ -379,11 +464,17 @@ impl RingProducer {
     /// every record pushed before. Unconsumed old bytes stay accounted as used until the
     /// consumer notices the new epoch, so no byte it may be reading is overwritten.
     pub fn reset(&mut self, dest_qpn: u32) {
-        self.epoch = self.epoch.wrapping_add(1).max(1);
+        // Epochs whose low 16 bits are 0 are skipped: a record header is never all zero.
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch as u16 == 0 {
+            self.epoch = self.epoch.wrapping_add(1);
+        }
         // A new consumer starts out notified, whatever an earlier one left here.
         self.map.u32_at(lay::OFF_POLLED_BY).store(0, Ordering::Relaxed);
         self.map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
-        self.map.u64_at(lay::OFF_EPOCH_START).store(pack(self.epoch, self.tail), Ordering::Relaxed);
+        // Release: a consumer that sees the new epoch here (its per-record check) or in
+        // tail sees dest too.
+        self.map.u64_at(lay::OFF_EPOCH_START).store(pack(self.epoch, self.tail), Ordering::Release);
         // Release: a consumer that sees the new epoch in tail sees dest and start too.
         self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
     }
@@ -600,10 +691,12 @@ impl RingConsumer {
             return Err(self.corrupt("epoch start not within capacity before tail", start));
         }
         let mut head = start_position;
+        // Where the bytes nobody consumed begin: the head the last consumer stored.
+        let old = self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire);
+        let (old_epoch, old_position) = ((old >> 32) as u32, old as u32);
+        let consumed_to = old_position;
         if !self.attached {
             // A consumer re-attaching to the same epoch resumes where the last one stopped.
-            let old = self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire);
-            let (old_epoch, old_position) = ((old >> 32) as u32, old as u32);
             if old_epoch == tail_epoch
                 && old_position % 8 == 0
                 && old_position.wrapping_sub(start_position)
@@ -611,6 +704,11 @@ impl RingConsumer {
             {
                 head = old_position;
             }
+        }
+        // Records of earlier epochs skipped unread are zeroed like consumed ones (see
+        // "Headers"); the producer does not reuse their space before we move the head.
+        if consumed_to % 8 == 0 && head.wrapping_sub(consumed_to) <= self.capacity {
+            self.zero(consumed_to, head);
         }
         self.attached = true;
         self.epoch = Some(tail_epoch);
@@ -648,7 +746,9 @@ impl RingConsumer {
                 if len + lay::RECORD_HEADER_BYTES != to_end || to_end > available as usize {
                     return Err(self.corrupt("padding record does not end at the wrap", header));
                 }
-                self.head = self.head.wrapping_add(to_end as u32);
+                let end = self.head.wrapping_add(to_end as u32);
+                self.zero(self.head, end);
+                self.head = end;
                 self.store_head();
                 continue;
             }
@@ -699,9 +799,97 @@ impl RingConsumer {
             len: at.len,
             kind: at.kind,
         });
+        self.zero(self.head, at.end);
         self.head = at.end;
         self.store_head();
         Ok(Some(result))
+    }
+
+    /// Consumes the next record if it fits in `out` (its bytes from the start of `out`,
+    /// in whole words), else leaves it for [`Self::consume`]. The checks are those of
+    /// [`Self::consume`]; the common case (same epoch, no padding) reads the tail, the
+    /// record header and the record's words, and stores the head.
+    pub fn pop_small(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
+        // The record's own header tells whether it is there (see "Headers"): the tail's
+        // line is not read. Anything unusual goes through `locate`, which checks against
+        // the tail.
+        let Some(epoch) = self.epoch.filter(|&e| e == self.start_epoch()) else {
+            return self.pop_small_slow(out);
+        };
+        let area = self.area();
+        let at = (self.head & (self.capacity - 1)) as usize / 8;
+        let header = area[at].load(Ordering::Acquire);
+        if header == 0 {
+            return Ok(SmallRecord::None);
+        }
+        let (len, kind, tag) =
+            (header as u32 as usize, (header >> 32) as u16, (header >> 48) as u16);
+        let words = round_up_8(len) / 8;
+        if tag != epoch as u16
+            || kind == lay::KIND_PAD
+            || len > max_record_len(self.capacity as usize)
+            || at + 1 + words > area.len()
+        {
+            return self.pop_small_slow(out);
+        }
+        let Some(dst) = out.get_mut(..words) else {
+            return Ok(SmallRecord::Larger);
+        };
+        let record = &area[at..at + 1 + words];
+        for (d, word) in dst.iter_mut().zip(&record[1..]) {
+            *d = word.load(Ordering::Relaxed);
+        }
+        for word in record {
+            word.store(0, Ordering::Relaxed);
+        }
+        self.head = self.head.wrapping_add(8 * record.len() as u32);
+        self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, self.head), Ordering::Release);
+        Ok(SmallRecord::Record { kind, len })
+    }
+
+    /// The record area as words.
+    #[inline]
+    fn area(&self) -> &[std::sync::atomic::AtomicU64] {
+        self.map.u64_slice(lay::DATA_OFFSET, self.capacity as usize / 8)
+    }
+
+    /// The epoch the producer last started (its epoch-start word, on a line written only
+    /// at resets).
+    #[inline]
+    fn start_epoch(&self) -> u32 {
+        (self.map.u64_at(lay::OFF_EPOCH_START).load(Ordering::Acquire) >> 32) as u32
+    }
+
+    /// Zeroes the area from position `from` to `to` (8-aligned, at most the capacity
+    /// apart), wrapping at the end: consumed bytes read as "nothing published".
+    fn zero(&self, from: u32, to: u32) {
+        const ZEROS: [u64; 64] = [0; 64];
+        let mut at = from;
+        while at != to {
+            let offset = (at & (self.capacity - 1)) as usize;
+            let words = ((to.wrapping_sub(at) as usize).min(self.capacity as usize - offset) / 8)
+                .min(ZEROS.len());
+            // In bounds: offset + 8 * words <= capacity.
+            let _ = self.map.store_words(lay::DATA_OFFSET + offset, &ZEROS[..words]);
+            at = at.wrapping_add(8 * words as u32);
+        }
+    }
+
+    /// [`Self::pop_small`] across a new epoch or a padding record.
+    #[cold]
+    fn pop_small_slow(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
+        let Some(at) = self.locate()? else {
+            return Ok(SmallRecord::None);
+        };
+        let Some(dst) = out.get_mut(..round_up_8(at.len) / 8) else {
+            return Ok(SmallRecord::Larger);
+        };
+        // Validated by `locate`: the record lies inside the mapping.
+        let _ = self.map.load_words(at.data_offset, dst);
+        self.zero(self.head, at.end);
+        self.head = at.end;
+        self.store_head();
+        Ok(SmallRecord::Record { kind: at.kind, len: at.len })
     }
 
     /// Consumes the next record, copied out.
@@ -716,7 +904,20 @@ impl RingConsumer {
 
     /// True if the producer published something not consumed yet (records or a new
     /// epoch): one load of the tail, for polling.
+    #[inline]
     pub fn may_have_records(&self) -> bool {
+        match self.epoch {
+            // The header at the head, as `pop_small` reads it: not the tail's line.
+            Some(epoch) => {
+                let at = (self.head & (self.capacity - 1)) as usize / 8;
+                self.start_epoch() != epoch || self.area()[at].load(Ordering::Acquire) != 0
+            }
+            None => self.unread_behind_tail(),
+        }
+    }
+
+    /// True if the tail shows something not consumed yet (records or a new epoch).
+    fn unread_behind_tail(&self) -> bool {
         let tail = self.map.u64_at(lay::OFF_TAIL).load(Ordering::Acquire);
         match self.epoch {
             Some(epoch) => tail != pack(epoch, self.head),
@@ -747,7 +948,7 @@ impl RingConsumer {
             return false;
         }
         fence(Ordering::SeqCst);
-        self.may_have_records()
+        self.unread_behind_tail()
     }
 
     /// Drops everything published so far (recovery after `Corrupt`). Fails only if the
@@ -760,6 +961,7 @@ impl RingConsumer {
         if available > self.capacity || available % 8 != 0 {
             return Err(self.corrupt("tail not within capacity after head", u64::from(tail)));
         }
+        self.zero(self.head, tail);
         self.head = tail;
         self.store_head();
         Ok(())

@@ -91,7 +91,24 @@ impl SharedMapping {
         );
     }
 
+    /// The `count` 8-byte words from `offset` (in bounds and 8-aligned; panics otherwise),
+    /// for code that reaches many words of one area: one check here, then slice indexing.
+    #[inline]
+    pub(crate) fn u64_slice(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        let fits = count.checked_mul(8).is_some_and(|len| self.checked_range(offset, len).is_ok());
+        assert!(
+            offset % 8 == 0 && fits,
+            "softhca fabric bug: {count} words at offset {offset} in a {}-byte mapping",
+            self.len
+        );
+        // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
+        // the memory stays mapped while `&self` lives; AtomicU64 has u64's layout and
+        // permits concurrent mutation by other processes.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset).cast(), count) }
+    }
+
     /// The 8-byte word at `offset` (must be in bounds and 8-aligned; panics otherwise).
+    #[inline]
     pub(crate) fn u64_at(&self, offset: usize) -> &AtomicU64 {
         self.assert_word(offset, 8);
         // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
@@ -101,10 +118,48 @@ impl SharedMapping {
     }
 
     /// The 4-byte word at `offset` (must be in bounds and 4-aligned; panics otherwise).
+    #[inline]
     pub(crate) fn u32_at(&self, offset: usize) -> &AtomicU32 {
         self.assert_word(offset, 4);
         // SAFETY: as for `u64_at`, with 4-byte size and alignment.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    }
+
+    /// Copies `dst.len()` 8-byte words starting at `offset` (8-aligned) out of the mapping,
+    /// with volatile loads: one bounds check for the whole range.
+    #[inline]
+    pub(crate) fn load_words(&self, offset: usize, dst: &mut [u64]) -> Result<(), OutOfBounds> {
+        let len = dst.len() * 8;
+        if offset % 8 != 0 {
+            return Err(OutOfBounds { offset, len, mapping_len: self.len });
+        }
+        self.checked_range(offset, len)?;
+        // SAFETY: offset..offset+len is inside the mapping and 8-aligned (checked above;
+        // the mapping is page-aligned), so every word read is in bounds and aligned.
+        let src = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        for (i, word) in dst.iter_mut().enumerate() {
+            // SAFETY: i < dst.len(): inside the checked range.
+            *word = unsafe { src.add(i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the mapping at `offset` (8-aligned) as 8-byte volatile stores: one
+    /// bounds check for the whole range.
+    #[inline]
+    pub(crate) fn store_words(&self, offset: usize, src: &[u64]) -> Result<(), OutOfBounds> {
+        let len = src.len() * 8;
+        if offset % 8 != 0 {
+            return Err(OutOfBounds { offset, len, mapping_len: self.len });
+        }
+        self.checked_range(offset, len)?;
+        // SAFETY: as in `load_words`.
+        let dst = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        for (i, &word) in src.iter().enumerate() {
+            // SAFETY: i < src.len(): inside the checked range.
+            unsafe { dst.add(i).write_volatile(word) };
+        }
+        Ok(())
     }
 
     /// Copies `dst.len()` bytes starting at `offset` out of the mapping (volatile loads:

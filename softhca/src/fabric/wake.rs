@@ -44,7 +44,9 @@
 //!   something is unread, run the QP (it may have been pushed without a notification).
 //!
 //! By the two SeqCst fences either the producer sees 0 and notifies, or the consumer sees
-//! the record. Starting to poll needs no fence: the consumer then reads the tail on its
+//! the record. (While polling, the consumer looks at the record header at its head rather
+//! than at `tail`, see `ring.rs`, "Headers"; the header is stored before `tail`, so the
+//! tail re-check above covers it.) Starting to poll needs no fence: the consumer then reads the tail on its
 //! next pass anyway. The engine polls at most a few rings (those that just had records),
 //! stops polling one after a few thousand passes without records, and stops polling all
 //! of them before any of its threads sleeps (announcing the sleep first, so no ring starts

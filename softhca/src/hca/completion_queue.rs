@@ -85,6 +85,7 @@ impl CompletionQueue {
     }
 
     /// Writes one CQE, then fires the channel if the CQ is armed for it.
+    #[inline]
     pub fn push(&mut self, cqe: [u8; 64]) -> Result<(), CqError> {
         if self.broken {
             return Err(CqError::Overrun);

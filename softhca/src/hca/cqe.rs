@@ -38,6 +38,7 @@ pub struct Completion {
 }
 
 /// Encodes a successful completion (without the owner bit, which [`CqProducer`] sets).
+#[inline]
 pub fn success_cqe(c: &Completion) -> [u8; 64] {
     let responder = c.cqe_opcode != cqe_opcode::REQ;
     let mut cqe = Cqe64 {
@@ -153,6 +154,7 @@ impl CqProducer {
     }
 
     /// Writes one CQE with the owner bit of its pass over the ring, last.
+    #[inline]
     pub fn push(&mut self, mut cqe: [u8; 64]) -> Result<(), CqError> {
         if self.outstanding()? >= self.ncqe {
             return Err(CqError::Overrun);

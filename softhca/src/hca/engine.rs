@@ -590,12 +590,19 @@ impl Engine {
                 }
             }
         }
-        self.background.polling.store(!t.polled.is_empty(), Ordering::Relaxed);
+        let polling = !t.polled.is_empty();
+        if self.background.polling.load(Ordering::Relaxed) != polling {
+            self.background.polling.store(polling, Ordering::Relaxed);
+        }
         let had_packets = !work.is_empty();
         work.extend_from_slice(&t.always);
         if let Some(now) = clock {
             t.last_clock = now;
             t.due_timers(now, &mut work);
+        } else if work.is_empty() {
+            // An idle look at the polled rings: no list changed, nothing to publish.
+            t.work = work;
+            return false;
         }
         if work.len() > 1 {
             work.sort_unstable();

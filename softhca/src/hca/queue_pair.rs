@@ -24,8 +24,11 @@ use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
-use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer};
-use ferrodat_abi::mlx5::{SEND_WQE_BB, SEND_WQE_DS, cqe_opcode, cqe_syndrome, opcode};
+use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
+use ferrodat_abi::mlx5::{
+    INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
+    cqe_syndrome, opcode, wqe_ctrl,
+};
 use ferrodat_abi::uverbs::{access, event, qp_state};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -40,6 +43,14 @@ const MAX_RECEIVE_ENTRY_BYTES: usize = 1024;
 
 /// A requester asks for an immediate ACK at least this often, so unsignalled WQEs retire.
 const ACK_REQUEST_EVERY: usize = 16;
+
+/// Packets of at most this many bytes (header and payload) travel through the ring as
+/// whole words copied in one go: every ACK, a small SEND with either header.
+const SMALL_RECORD_WORDS: usize = 12;
+const SMALL_RECORD_BYTES: usize = 8 * SMALL_RECORD_WORDS;
+
+/// The largest SEND the requester's fast path carries (a compact packet in a small record).
+const SMALL_SEND_BYTES: usize = SMALL_RECORD_BYTES - size_of::<CompactHeader>();
 
 /// Responses queued but not yet on the ring before the responder stops reading requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -239,6 +250,8 @@ pub struct QueuePair {
     /// Current state (`qp_state::*`).
     state: u8,
     attrs: QpAttributes,
+    /// The local ACK timeout of `attrs.timeout` (None: infinite).
+    ack_timeout: Option<Duration>,
     link: Link,
     /// WQEBB counter of the next WQE to execute.
     sq_head: u16,
@@ -320,6 +333,7 @@ impl QueuePair {
             setup,
             state: qp_state::RESET,
             attrs: QpAttributes::default(),
+            ack_timeout: None,
             link,
             sq_head: 0,
             rq_head: 0,
@@ -406,6 +420,7 @@ impl QueuePair {
     ) {
         let previous = self.state;
         self.attrs = attrs;
+        self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
         match state {
             qp_state::RESET => self.forget_everything(),
@@ -471,10 +486,14 @@ impl QueuePair {
     }
 
     /// Tells the peer that packets wait for it (a syscall only if it sleeps).
+    #[inline(always)]
     fn notify_peer(&mut self) {
-        if !self.unannounced {
-            return;
+        if self.unannounced {
+            self.announce();
         }
+    }
+
+    fn announce(&mut self) {
         if let Some(n) = self.link.peer.as_ref().and_then(|p| p.notifier.as_ref()) {
             // A peer polling our ring sees the records without being told.
             if !self.link.outbound.consumer_polls() {
@@ -528,6 +547,13 @@ impl QueuePair {
         }
     }
 
+    /// Writes the requester CQE of `o` (out of line: most WQEs complete silently).
+    #[inline(never)]
+    fn push_requester_cqe(&self, o: &Outstanding, result: Result<u32, u8>, hw: &mut Hardware<'_>) {
+        let cqe = self.requester_cqe(o, result);
+        self.push_cqe(self.setup.send_cqn, cqe, hw);
+    }
+
     fn responder_srqn_uidx(&self) -> u32 {
         match (self.setup.cqe_version, self.setup.srqn) {
             (v, _) if v >= 1 => self.setup.uidx,
@@ -536,6 +562,7 @@ impl QueuePair {
         }
     }
 
+    #[inline]
     fn push_cqe(&self, cqn: u32, cqe: [u8; 64], hw: &mut Hardware<'_>) -> bool {
         match hw.cqs.get_mut(&cqn) {
             Some(cq) => cq.push(cqe).is_ok(),
@@ -557,7 +584,7 @@ impl QueuePair {
 
     /// Completes finished WQEs at the head of the send queue, in order. An error
     /// completion moves the QP to ERR.
-    #[inline]
+    #[inline(always)]
     fn complete_in_order(&mut self, hw: &mut Hardware<'_>) {
         // Most calls find nothing finished: decide that without a call.
         if self.outstanding.front().is_some_and(|head| head.outcome.is_some()) {
@@ -569,8 +596,7 @@ impl QueuePair {
         while let Some(head) = self.outstanding.front() {
             let Some(result) = head.outcome else { break };
             if head.signaled || self.setup.sq_sig_all || result.is_err() {
-                let cqe = self.requester_cqe(head, result);
-                self.push_cqe(self.setup.send_cqn, cqe, hw);
+                self.push_requester_cqe(head, result, hw);
             }
             self.outstanding.pop_front();
             self.cursor.index = self.cursor.index.saturating_sub(1);
@@ -583,6 +609,7 @@ impl QueuePair {
     }
 
     /// ERR: flush every WQE still owned by the HCA.
+    #[inline(never)]
     fn enter_error(&mut self, hw: &mut Hardware<'_>) {
         let flush = Err(cqe_syndrome::WR_FLUSH_ERR);
         while let Some(o) = self.outstanding.pop_front() {
@@ -740,6 +767,9 @@ impl QueuePair {
                 break;
             }
             let pos = self.sq_head;
+            if self.send_small(pos, hw) {
+                continue;
+            }
             let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
             let entry = match send_wqe::decode(&bytes) {
                 Ok(wqe) => {
@@ -776,6 +806,121 @@ impl QueuePair {
             self.outstanding.push_back(entry);
         }
         *hw.scratch = bytes;
+    }
+
+    /// The common case of [`Self::fetch_new_wqes`] without decoding into the general
+    /// structures: a SEND of at most [`SMALL_SEND_BYTES`] bytes (inline, or one data
+    /// segment), without fence, that can go out at once (as [`Self::can_transmit_at_once`])
+    /// travels as one compact packet built straight from the WQE. False, with nothing
+    /// done, for anything else (the general path handles it, errors included).
+    fn send_small(&mut self, pos: u16, hw: &mut Hardware<'_>) -> bool {
+        if self.state != qp_state::RTS
+            || self.cursor.index != self.outstanding.len()
+            || self.cursor.offset != 0
+            || self.resume_at.is_some()
+            || self.link.peer.is_none()
+        {
+            return false;
+        }
+        // A WQE of at most 4 ds lies inside its first basic block: no ring wrap.
+        let at = (u32::from(pos) & (self.setup.sq_wqebbs - 1)) as usize * SEND_WQE_BB;
+        let mut wqe = [0u8; SEND_WQE_BB];
+        if self.setup.sq.read(at, &mut wqe).is_err() {
+            return false;
+        }
+        let Ok((ctrl, rest)) = WqeCtrlSeg::read_from_prefix(&wqe) else { return false };
+        let word = ctrl.opmod_idx_opcode.get();
+        let (op, wqe_index) = ((word & 0xff) as u8, (word >> 8) as u16);
+        let ds = (ctrl.qpn_ds.get() & 0x3f) as usize;
+        let fence = wqe_ctrl::FENCE | wqe_ctrl::INITIATOR_SMALL_FENCE;
+        if !matches!(op, opcode::SEND | opcode::SEND_IMM)
+            || !(2..=4).contains(&ds)
+            || ctrl.fm_ce_se & fence != 0
+        {
+            return false;
+        }
+        let mut words = [0u64; SMALL_RECORD_WORDS];
+        let record = words.as_mut_bytes();
+        let header_len = size_of::<CompactHeader>();
+        let seg_word = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let len = if seg_word & INLINE_SEG != 0 {
+            // As `send_wqe::decode`: the inline bytes must lie inside the WQE.
+            let len = (seg_word & !INLINE_SEG) as usize;
+            if len > SMALL_SEND_BYTES || SEND_WQE_DS + 4 + len > ds * SEND_WQE_DS {
+                return false;
+            }
+            record[header_len..header_len + len].copy_from_slice(&rest[4..4 + len]);
+            len
+        } else {
+            if ds != 2 {
+                return false;
+            }
+            let Ok(seg) = WqeDataSeg::read_from_bytes(&rest[..SEND_WQE_DS]) else { return false };
+            let len = seg.byte_count.get() as usize; // 0 would mean 2 GiB
+            if len == 0 || len > SMALL_SEND_BYTES {
+                return false;
+            }
+            let source =
+                hw.regions.translate(seg.lkey.get(), self.setup.pdn, seg.addr.get(), len as u64, 0);
+            match source {
+                Ok(span) if span.read(0, &mut record[header_len..header_len + len]).is_ok() => len,
+                _ => return false,
+            }
+        };
+        let signaled = ctrl.fm_ce_se & wqe_ctrl::CQ_UPDATE != 0;
+        let mut flags = flag::FIRST | flag::LAST;
+        if ctrl.fm_ce_se & wqe_ctrl::SOLICITED != 0 {
+            flags |= flag::SOLICITED;
+        }
+        if op == opcode::SEND_IMM {
+            flags |= flag::IMMEDIATE;
+        }
+        // As `send_packets` (which runs with the entry at the cursor, not counted yet).
+        if signaled
+            || self.setup.sq_sig_all
+            || (self.awaiting >= ACK_REQUEST_EVERY && self.unacknowledged() >= ACK_REQUEST_EVERY)
+        {
+            flags |= flag::ACK_REQUEST;
+        }
+        let mut ack_psn = 0;
+        if let Some((psn, _)) = self.deferred_ack {
+            flags |= flag::ACK_PIGGYBACK;
+            ack_psn = psn;
+        }
+        let psn = self.next_psn;
+        let header = CompactHeader {
+            flags,
+            rnr_retry: self.attrs.rnr_retry,
+            reserved: 0,
+            imm: ctrl.imm.get().to_be_bytes(),
+            psn,
+            ack_psn,
+        };
+        record[..header_len].copy_from_slice(header.as_bytes());
+        self.next_psn = wire::next_psn(psn);
+        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds));
+        self.outstanding.push_back(Outstanding {
+            sq_pos: pos,
+            wqe_index,
+            wqe_opcode: op,
+            signaled,
+            fence: false,
+            psn,
+            operation: Operation::Transfer,
+            outcome: None,
+            rnr_naks: 0,
+        });
+        let kind = wire::COMPACT_RECORD | u16::from(kind::SEND);
+        if self.link.outbound.try_push_words(kind, &words, header_len + len).is_ok() {
+            self.unannounced = true;
+            if flags & flag::ACK_PIGGYBACK != 0 {
+                self.deferred_ack = None;
+            }
+            self.advance_cursor();
+        }
+        // Else the ring is full: the cursor stays on the entry and `transmit` sends it
+        // later from the WQE, as for any other.
+        true
     }
 
     /// Whether `entry`, about to be appended, can be transmitted right away: transmission
@@ -853,7 +998,19 @@ impl QueuePair {
 
     /// Sends packets from the cursor on, until the ring is full, a fence or the RDMA READ
     /// limit holds, or an RNR back-off is running.
+    #[inline(always)]
     fn transmit(&mut self, hw: &mut Hardware<'_>) {
+        // Most calls find everything sent: decide that without a call.
+        if self.resume_at.is_none() && self.cursor.index >= self.outstanding.len() {
+            if self.link.peer.is_some() {
+                self.notify_peer();
+            }
+            return;
+        }
+        self.transmit_from_cursor(hw);
+    }
+
+    fn transmit_from_cursor(&mut self, hw: &mut Hardware<'_>) {
         if let Some(at) = self.resume_at {
             if hw.now() < at {
                 return;
@@ -1009,13 +1166,20 @@ impl QueuePair {
             h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
         }
         let outbound = &mut self.link.outbound;
-        let pushed = match CompactHeader::compact(&h, payload.len()) {
-            Some(c) => outbound.try_push(
-                wire::COMPACT_RECORD | u16::from(h.kind),
-                c.as_bytes(),
-                &[payload],
-            ),
-            None => outbound.try_push(u16::from(h.kind), h.as_bytes(), &[payload]),
+        let compact = CompactHeader::compact(&h, payload.len());
+        let (kind, header_bytes) = match &compact {
+            Some(c) => (wire::COMPACT_RECORD | u16::from(h.kind), c.as_bytes()),
+            None => (u16::from(h.kind), h.as_bytes()),
+        };
+        let len = header_bytes.len() + payload.len();
+        let pushed = if len <= SMALL_RECORD_BYTES {
+            let mut words = [0u64; SMALL_RECORD_WORDS];
+            let bytes = words.as_mut_bytes();
+            bytes[..header_bytes.len()].copy_from_slice(header_bytes);
+            bytes[header_bytes.len()..len].copy_from_slice(payload);
+            outbound.try_push_words(kind, &words, len)
+        } else {
+            outbound.try_push(kind, header_bytes, &[payload])
         }
         .is_ok();
         self.unannounced |= pushed;
@@ -1038,9 +1202,9 @@ impl QueuePair {
             self.start_ack_timer(hw);
             return;
         }
-        let Some(timeout_us) = wire::ack_timeout_us(self.attrs.timeout) else { return };
+        let Some(timeout) = self.ack_timeout else { return };
         let now = hw.now();
-        if now.duration_since(self.last_response) < Duration::from_micros(timeout_us) {
+        if now.duration_since(self.last_response) < timeout {
             return;
         }
         self.last_response = now;
@@ -1085,8 +1249,7 @@ impl QueuePair {
         if !self.ack_timer_running {
             return Some(self.last_response); // due now: starts the timer
         }
-        let timeout = wire::ack_timeout_us(self.attrs.timeout)?;
-        Some(self.last_response + Duration::from_micros(timeout))
+        Some(self.last_response + self.ack_timeout?)
     }
 
     // ================================================================ inbound packets
@@ -1112,53 +1275,80 @@ impl QueuePair {
                 break;
             }
             let src_qpn = inbound.src_qpn();
-            let read = inbound.consume(|rec| {
-                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
-                    let mut c = [0u8; size_of::<CompactHeader>()];
-                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+            // Small records (every ACK, small SENDs) are copied out whole in one go.
+            let mut small = [0u64; SMALL_RECORD_WORDS];
+            let mut small_payload = None;
+            let popped = inbound.pop_small(&mut small);
+            if let Ok(SmallRecord::Record { kind, len }) = popped
+                && kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
+                && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw)
+            {
+                continue;
+            }
+            let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
+                break;
+            };
+            let read = match popped {
+                Ok(SmallRecord::None) => Ok(None),
+                Ok(SmallRecord::Record { kind, len }) => Ok(Some(
+                    parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
+                        small_payload = Some(at..len);
+                        h
+                    }),
+                )),
+                Ok(SmallRecord::Larger) => inbound.consume(|rec| {
+                    if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
+                        let mut c = [0u8; size_of::<CompactHeader>()];
+                        if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+                            return None;
+                        }
+                        let payload_len = rec.len() - c.len();
+                        if payload_len > SEGMENT_BYTES {
+                            return None;
+                        }
+                        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+                            rec.kind() as u8,
+                            src_qpn,
+                            payload_len,
+                        )?;
+                        payload.resize(payload_len, 0);
+                        rec.read(c.len(), &mut payload).ok()?;
+                        return Some(header);
+                    }
+                    let mut h = [0u8; size_of::<PacketHeader>()];
+                    if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
                         return None;
                     }
-                    let payload_len = rec.len() - c.len();
-                    if payload_len > SEGMENT_BYTES {
+                    let header = PacketHeader::read_from_bytes(&h).ok()?;
+                    if header.payload_len as usize != rec.len() - h.len()
+                        || header.payload_len as usize > SEGMENT_BYTES
+                    {
                         return None;
                     }
-                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-                        rec.kind() as u8,
-                        src_qpn,
-                        payload_len,
-                    )?;
-                    payload.resize(payload_len, 0);
-                    rec.read(c.len(), &mut payload).ok()?;
-                    return Some(header);
-                }
-                let mut h = [0u8; size_of::<PacketHeader>()];
-                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
-                    return None;
-                }
-                let header = PacketHeader::read_from_bytes(&h).ok()?;
-                if header.payload_len as usize != rec.len() - h.len()
-                    || header.payload_len as usize > SEGMENT_BYTES
-                {
-                    return None;
-                }
-                payload.resize(header.payload_len as usize, 0);
-                rec.read(h.len(), &mut payload).ok()?;
-                Some(header)
-            });
+                    payload.resize(header.payload_len as usize, 0);
+                    rec.read(h.len(), &mut payload).ok()?;
+                    Some(header)
+                }),
+                Err(e) => Err(e),
+            };
             match read {
                 Ok(Some(Some(header))) => {
                     if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
                         continue; // dropped, as a QP in ERR or a stranger's packet is
                     }
+                    let data = match small_payload {
+                        Some(range) => &small.as_bytes()[range],
+                        None => &payload[..],
+                    };
                     if header.kind >= kind::ACK {
-                        self.handle_response(&header, &payload, hw);
+                        self.handle_response(&header, data, hw);
                     } else {
                         if header.flags & flag::ACK_PIGGYBACK != 0 {
                             self.ack_timer_running = false;
                             self.timeouts = 0;
                             self.ack_through(header.ack_psn);
                         }
-                        self.handle_request(&header, &payload, hw);
+                        self.handle_request(&header, data, hw);
                     }
                 }
                 Ok(Some(None)) => continue, // malformed packet: dropped
@@ -1262,6 +1452,7 @@ impl QueuePair {
     }
 
     /// The cursor passes the entry it is at (sent, or needing no packet).
+    #[inline]
     fn advance_cursor(&mut self) {
         if self.outstanding[self.cursor.index].outcome.is_none() {
             self.awaiting += 1;
@@ -1329,7 +1520,16 @@ impl QueuePair {
     }
 
     /// Pushes owed responses; false if the ring filled up.
-    fn send_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
+    #[inline(always)]
+    fn send_responses(&mut self, hw: &mut Hardware<'_>) -> bool {
+        if self.responses.is_empty() {
+            self.notify_peer();
+            return true;
+        }
+        self.send_owed_responses(hw)
+    }
+
+    fn send_owed_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
         let mut chunk = Vec::new();
         while let Some(r) = self.responses.front_mut() {
             match r {
@@ -1490,6 +1690,102 @@ impl QueuePair {
         } else {
             self.deferred_ack = Some((msg.psn, false));
         }
+    }
+
+    /// The common case of a compact SEND record (`bytes`) from `src_qpn`, handled without
+    /// the general structures: the next expected message, in one piece, whose receive
+    /// entry (RQ, not SRQ) has one data segment that holds it and translates. Does what
+    /// the general path does for it (piggybacked ACK, scatter, CQE, ACK owed). False, with
+    /// nothing done, for anything else.
+    fn receive_small_send(&mut self, bytes: &[u8], src_qpn: u32, hw: &mut Hardware<'_>) -> bool {
+        const C: usize = size_of::<CompactHeader>();
+        let whole = flag::FIRST | flag::LAST;
+        let Some((Ok(c), payload)) =
+            bytes.split_at_checked(C).map(|(h, p)| (CompactHeader::read_from_bytes(h), p))
+        else {
+            return false;
+        };
+        if c.reserved != 0
+            || c.flags & whole != whole
+            || self.state == qp_state::ERR
+            || !matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD)
+            || src_qpn != self.attrs.dest_qpn
+            || self.rnr_psn.is_some()
+            || self.inbound.is_some()
+            || c.psn != self.expected_psn
+            || self.setup.srqn.is_some()
+            || self.setup.rq_wqe_count == 0
+            || self.rq_head == self.rq_tail()
+        {
+            return false;
+        }
+        // The receive entry: one data segment holding the message, then the terminator
+        // or the end of the entry (the general path translates every segment).
+        let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
+        let stride = 1usize << self.setup.rq_wqe_shift;
+        let at = usize::from(index) * stride + self.setup.rq_skip;
+        let last = usize::from(index) * stride + stride.min(MAX_RECEIVE_ENTRY_BYTES);
+        let mut raw = [0u8; 2 * SEND_WQE_DS];
+        let segments = if at + 2 * SEND_WQE_DS <= last { 2 } else { 1 };
+        if at + SEND_WQE_DS > last
+            || self.setup.rq.read(at, &mut raw[..segments * SEND_WQE_DS]).is_err()
+        {
+            return false;
+        }
+        // As `scatter_list`: segments up to one with the invalid lkey.
+        let (Ok((first, _)), Ok((second, _))) =
+            (WqeDataSeg::read_from_prefix(&raw), WqeDataSeg::read_from_prefix(&raw[SEND_WQE_DS..]))
+        else {
+            return false;
+        };
+        let (lkey, length) = (first.lkey.get(), first.byte_count.get());
+        if lkey == INVALID_LKEY
+            || (segments == 2 && second.lkey.get() != INVALID_LKEY)
+            || (length as usize) < payload.len()
+        {
+            return false;
+        }
+        let Ok(target) = hw.regions.translate(
+            lkey,
+            self.setup.pdn,
+            first.addr.get(),
+            u64::from(length),
+            access::LOCAL_WRITE,
+        ) else {
+            return false;
+        };
+        if target.write(0, payload).is_err() {
+            return false;
+        }
+        if c.flags & flag::ACK_PIGGYBACK != 0 {
+            self.ack_timer_running = false;
+            self.timeouts = 0;
+            self.ack_through(c.ack_psn);
+        }
+        self.rq_head = self.rq_head.wrapping_add(1);
+        self.expected_psn = wire::next_psn(self.expected_psn);
+        let imm = c.flags & flag::IMMEDIATE != 0;
+        let cqe = success_cqe(&Completion {
+            cqe_opcode: if imm { cqe_opcode::RESP_SEND_IMM } else { cqe_opcode::RESP_SEND },
+            qpn: self.setup.qpn,
+            srqn_uidx: self.responder_srqn_uidx(),
+            wqe_counter: index,
+            byte_cnt: payload.len() as u32,
+            imm: if imm { c.imm } else { [0; 4] },
+            src_qpn: self.attrs.dest_qpn,
+            solicited: c.flags & flag::SOLICITED != 0,
+            ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+            ..Default::default()
+        });
+        if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
+            self.responder_fatal(c.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
+        } else if c.flags & flag::ACK_REQUEST != 0 {
+            self.deferred_ack = None;
+            self.respond(kind::ACK, c.psn, 0, 0);
+        } else {
+            self.deferred_ack = Some((c.psn, false));
+        }
+        true
     }
 
     /// Checks a new request and sets up its message. False: it was answered (NAK, RNR,
@@ -1670,6 +1966,31 @@ impl QueuePair {
         self.rnr_psn = Some(psn);
         self.respond(kind::RNR_NAK, psn, self.attrs.min_rnr_timer, 0);
     }
+}
+
+/// Parses a whole packet record of kind `kind` from `src_qpn`: its header and where its
+/// payload starts. `None`: malformed (the same checks as a record read piecewise).
+fn parse_packet(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<(PacketHeader, usize)> {
+    if kind & 0xff00 == wire::COMPACT_RECORD {
+        const C: usize = size_of::<CompactHeader>();
+        let payload_len = bytes.len().checked_sub(C)?;
+        if payload_len > SEGMENT_BYTES {
+            return None;
+        }
+        let header = CompactHeader::read_from_bytes(bytes.get(..C)?).ok()?.expand(
+            kind as u8,
+            src_qpn,
+            payload_len,
+        )?;
+        return Some((header, C));
+    }
+    const H: usize = size_of::<PacketHeader>();
+    let header = PacketHeader::read_from_bytes(bytes.get(..H)?).ok()?;
+    if header.payload_len as usize != bytes.len() - H || header.payload_len as usize > SEGMENT_BYTES
+    {
+        return None;
+    }
+    Some((header, H))
 }
 
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
