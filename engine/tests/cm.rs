@@ -484,12 +484,14 @@ fn aborting_a_connection_being_set_up() {
     let mut req = requests.request();
     ca.disconnect(false).unwrap();
     assert_eq!(ea.disconnected(), DisconnectReason::LocalAbort);
-    // The passive side accepts a request whose requester is gone.
+    // The passive side accepts a request whose requester is gone. (Whether its CM saw the
+    // close before the accept or the REP then hits a closed or reset socket is a race;
+    // the event is the same.)
     let (sb, eb) = sink();
     let _cb = req.accept(&fake_info(2), &[], sb).unwrap();
     match eb.next() {
         CmEvent::AcceptCompletionError { detail, .. } => {
-            assert!(detail.contains("gave up") || detail.contains("closed"), "{detail}")
+            assert!(detail.contains("peer") || detail.contains("active side"), "{detail}")
         }
         other => panic!("expected AcceptCompletionError, got {other:?}"),
     }
