@@ -490,3 +490,19 @@ fn deadline_after(d: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(d).unwrap_or(now + Duration::from_secs(86400 * 365))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_may_be_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<Cm>();
+        send_sync::<Connection>();
+        send_sync::<Listener>();
+        send_sync::<ConnRequest>();
+        send::<CmEvent>();
+    }
+}
