@@ -30,5 +30,6 @@
 //! DTO completions are harvested from the CQs by whoever waits or dequeues — no library
 //! thread on the data path.
 
+pub mod cm;
 pub mod ep_state;
 pub mod error;

@@ -1,0 +1,226 @@
+//! The active side: connect, the REQ, and what the passive side answers.
+
+use super::reactor::{Conn, Reactor, State};
+use super::wire::{ConnInfo, Msg, RejectReason};
+use super::{Cm, CmError, CmEvent, Cmd, ConnId, Connection, NonPeerReason, Sink};
+use std::io;
+use std::mem::size_of;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// A connection handed to the CM thread: the socket with its TCP connect under way (or
+/// done), the REQ to send and the deadline.
+pub(super) struct Connecting {
+    id: ConnId,
+    sock: TcpStream,
+    req: Vec<u8>,
+    deadline: Option<Instant>,
+    sink: Sink,
+}
+
+impl Cm {
+    /// Connects to the listener at (`remote`, `conn_qual`) with this side's QP `local`
+    /// (at RESET or INIT) and `private_data`. Returns at once; `sink` gets the outcome:
+    /// `Established` (bring the QP to RTS in the sink, see the module docs),
+    /// `PeerRejected`, `NonPeerRejected`, `Unreachable` or `TimedOut` (no REP within
+    /// `timeout`; `None` waits forever), then the connection's disconnect events. Fails at
+    /// once on too much private data, a bad `local`, or no socket.
+    pub fn connect(
+        &self,
+        remote: IpAddr,
+        conn_qual: u16,
+        local: &ConnInfo,
+        private_data: &[u8],
+        timeout: Option<Duration>,
+        sink: Sink,
+    ) -> Result<Connection, CmError> {
+        if conn_qual == 0 {
+            return Err(CmError::Invalid(
+                "conn_qual 0 names no listener: pass the PSP's conn_qual".into(),
+            ));
+        }
+        let req = Msg::Req { info: *local, private_data: private_data.to_vec() }.encode()?;
+        let id = ConnId(self.shared.new_id());
+        let to = SocketAddr::new(remote, conn_qual);
+        let conn = Connection { id, shared: self.shared.clone() };
+        match start_connect(self.shared.local, to) {
+            Ok(sock) => {
+                let deadline = timeout.map(super::deadline_after);
+                self.shared.send(Cmd::Connect(Connecting { id, sock, req, deadline, sink }))?;
+            }
+            Err(Start::Local(e)) => return Err(e),
+            Err(Start::Refused(err)) => {
+                let ev = outcome_of(id, &err);
+                self.shared.send(Cmd::Deliver { sink, ev })?;
+            }
+        }
+        Ok(conn)
+    }
+}
+
+enum Start {
+    /// Our side could not make the socket.
+    Local(CmError),
+    /// connect() failed at once (refused, no route): an outcome for the sink.
+    Refused(io::Error),
+}
+
+/// A nonblocking TCP socket bound to the IA address with its connect to `to` started.
+fn start_connect(local: IpAddr, to: SocketAddr) -> Result<TcpStream, Start> {
+    let family = if to.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: socket() takes no pointers; a non-negative result is a new fd we own.
+    let fd = unsafe {
+        libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+    };
+    if fd < 0 {
+        return Err(Start::Local(CmError::Io {
+            what: "create a TCP socket for a connection (out of file descriptors?)".into(),
+            err: io::Error::last_os_error(),
+        }));
+    }
+    // SAFETY: fd was just created and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if local.is_ipv4() == to.is_ipv4() && !local.is_unspecified() {
+        let (sa, len) = sockaddr(SocketAddr::new(local, 0));
+        // SAFETY: sa is a live sockaddr_storage of which len bytes are initialised.
+        if unsafe { libc::bind(fd.as_raw_fd(), (&raw const sa).cast(), len) } != 0 {
+            return Err(Start::Local(CmError::Io {
+                what: format!(
+                    "bind the connection's socket to the IA address {local}: is it an address \
+                     of this host?"
+                ),
+                err: io::Error::last_os_error(),
+            }));
+        }
+    }
+    let (sa, len) = sockaddr(to);
+    // SAFETY: as above.
+    if unsafe { libc::connect(fd.as_raw_fd(), (&raw const sa).cast(), len) } != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(Start::Refused(err));
+        }
+    }
+    let sock = TcpStream::from(fd);
+    let _ = sock.set_nodelay(true);
+    Ok(sock)
+}
+
+fn sockaddr(a: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { (&raw mut ss).cast::<libc::sockaddr_in>().write(sin) };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { (&raw mut ss).cast::<libc::sockaddr_in6>().write(sin6) };
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// The event for a TCP connect that failed with `err`.
+pub(super) fn outcome_of(conn: ConnId, err: &io::Error) -> CmEvent {
+    match err.raw_os_error() {
+        Some(libc::ECONNREFUSED) => {
+            CmEvent::NonPeerRejected { conn, reason: NonPeerReason::NoListener }
+        }
+        Some(libc::ETIMEDOUT) => CmEvent::TimedOut { conn },
+        Some(libc::ECONNRESET | libc::ECONNABORTED) => {
+            CmEvent::NonPeerRejected { conn, reason: NonPeerReason::ListenerGone }
+        }
+        _ => CmEvent::Unreachable { conn, detail: format!("TCP connect failed: {err}") },
+    }
+}
+
+impl Reactor {
+    pub(super) fn start_active(&mut self, c: Connecting) {
+        let mut conn = Conn::new(c.sock, State::Connecting, c.deadline);
+        conn.sink = Some(c.sink);
+        conn.out = c.req;
+        self.conns.insert(c.id, conn);
+    }
+
+    /// The TCP connect finished (POLLOUT/POLLERR): send the REQ or report the failure.
+    pub(super) fn connect_ready(&mut self, id: ConnId) {
+        let Some(c) = self.conns.get_mut(&id) else { return };
+        match c.sock.take_error() {
+            Ok(None) => {
+                // Writable without error: connected (a reset right after shows up on the
+                // first read or write).
+                c.state = State::ReqSent;
+                self.send_frame(id, Vec::new());
+            }
+            Ok(Some(err)) | Err(err) => {
+                let ev = outcome_of(id, &err);
+                self.finish(id, Some(ev));
+            }
+        }
+    }
+
+    pub(super) fn on_rep(&mut self, id: ConnId, peer: ConnInfo, private_data: Vec<u8>) {
+        let Some(c) = self.conns.get_mut(&id) else { return };
+        c.state = State::Established;
+        c.deadline = None;
+        // The sink brings the QP to RTS while handling this; the RTU goes after.
+        self.notify(id, CmEvent::Established { conn: id, peer, private_data });
+        self.send(id, &Msg::Rtu);
+    }
+
+    pub(super) fn on_rej(&mut self, id: ConnId, reason: RejectReason, private_data: Vec<u8>) {
+        let ev = match reason {
+            RejectReason::Consumer => CmEvent::PeerRejected { conn: id, private_data },
+            RejectReason::NoListener => {
+                CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::ListenerGone }
+            }
+            RejectReason::Backlog => {
+                CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::Backlog }
+            }
+            RejectReason::Provider => {
+                CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::Provider }
+            }
+        };
+        self.finish(id, Some(ev));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_errors_map_to_dat_events() {
+        let id = ConnId(1);
+        let ev = |errno| outcome_of(id, &io::Error::from_raw_os_error(errno));
+        assert!(matches!(
+            ev(libc::ECONNREFUSED),
+            CmEvent::NonPeerRejected { reason: NonPeerReason::NoListener, .. }
+        ));
+        assert!(matches!(ev(libc::ETIMEDOUT), CmEvent::TimedOut { .. }));
+        for e in [libc::EHOSTUNREACH, libc::ENETUNREACH, libc::ENETDOWN, libc::EHOSTDOWN] {
+            match ev(e) {
+                CmEvent::Unreachable { detail, .. } => assert!(detail.contains("TCP connect")),
+                other => panic!("errno {e}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,606 @@
+//! The connection manager end to end over 127.0.0.1: handshakes between two CMs of one
+//! process (on real softhca QPs where the QPs matter), private data, rejects, failures,
+//! disconnects, a killed peer process and a connection loop that must not leak.
+//!
+//! Ports: listeners use `listen_any` (20000–29999) or, where a fixed conn_qual is the
+//! point, 47100–47199; "nothing listens here" and "never answers" use kernel-picked ports.
+//! Waits are for events with a generous deadline (a loaded 2-core machine), never timed
+//! assertions.
+
+#[path = "../../softhca/tests/support/child.rs"]
+#[allow(dead_code)]
+mod child;
+
+use child::{ChildProc, ROLE_ENV, read_command, say};
+use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
+use ferrodat_driver::work_request::{Payload, RecvWr, SendOp, SendWr};
+use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpAttr, QpCaps, QpInit};
+use ferrodat_engine::cm::{
+    self, Cm, CmError, CmEvent, ConnInfo, ConnRequest, DisconnectReason, MAX_PRIVATE_DATA,
+    NonPeerReason, Sink,
+};
+use ferrodat_softhca::Device;
+use ferrodat_softhca::config::DeviceConfig;
+use ferrodat_softhca::fabric::FabricDir;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+/// How long any one event may take before the test gives up (a hang guard, not a check).
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Events of one sink, in order.
+struct Events(Receiver<CmEvent>);
+
+impl Events {
+    fn next(&self) -> CmEvent {
+        match self.0.recv_timeout(WAIT) {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => panic!("no CM event within {WAIT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the CM dropped the sink"),
+        }
+    }
+
+    fn request(&self) -> ConnRequest {
+        match self.next() {
+            CmEvent::ConnRequest(r) => r,
+            other => panic!("expected a connection request, got {other:?}"),
+        }
+    }
+
+    fn established(&self) -> (ConnInfo, Vec<u8>) {
+        match self.next() {
+            CmEvent::Established { peer, private_data, .. } => (peer, private_data),
+            other => panic!("expected Established, got {other:?}"),
+        }
+    }
+
+    fn disconnected(&self) -> DisconnectReason {
+        match self.next() {
+            CmEvent::Disconnected { reason, .. } => reason,
+            other => panic!("expected Disconnected, got {other:?}"),
+        }
+    }
+
+    fn nothing_pending(&self) -> bool {
+        self.0.try_recv().is_err()
+    }
+}
+
+fn sink() -> (Sink, Events) {
+    let (tx, rx) = channel();
+    (Arc::new(move |ev| drop(tx.send(ev))), Events(rx))
+}
+
+/// A sink that, on `Established`, waits until the test thread has brought the QP up
+/// (`ready`) before returning — as the EP layer does by running `connect_qp` in the sink —
+/// so the RTU leaves only then.
+fn gated_sink() -> (Sink, Events, Sender<()>) {
+    let (tx, rx) = channel();
+    let (ready_tx, ready_rx) = channel::<()>();
+    let ready_rx = Mutex::new(ready_rx);
+    let s: Sink = Arc::new(move |ev: CmEvent| {
+        let gate = matches!(ev, CmEvent::Established { .. });
+        let _ = tx.send(ev);
+        if gate {
+            let _ = ready_rx.lock().unwrap().recv_timeout(WAIT);
+        }
+    });
+    (s, Events(rx), ready_tx)
+}
+
+/// A QP description for tests where no QP is involved.
+fn fake_info(qpn: u32) -> ConnInfo {
+    ConnInfo {
+        qpn,
+        psn: cm::random_psn(),
+        gid: [0; 16],
+        responder_resources: 4,
+        initiator_depth: 4,
+        path_mtu: 3,
+    }
+}
+
+fn pdata(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| seed.wrapping_add(i as u8)).collect()
+}
+
+/// A port nothing listens on (the kernel's pick, released).
+fn dead_port() -> u16 {
+    TcpListener::bind((LOCALHOST, 0)).unwrap().local_addr().unwrap().port()
+}
+
+/// A private fabric directory under /dev/shm, removed on drop.
+struct Fabric(PathBuf);
+
+impl Fabric {
+    fn new() -> Fabric {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = PathBuf::from(format!("/dev/shm/ferrodat-cm-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        Fabric(path)
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn softhca(fabric: &Fabric) -> Context {
+    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+    let dev = Device::new_in(config, FabricDir::new(&fabric.0)).expect("join the private fabric");
+    Context::open_softhca(dev).expect("open softhca0")
+}
+
+fn new_qp<'m>(pd: &Pd, cq: &Cq) -> Qp<'m> {
+    Qp::new(
+        pd,
+        &QpInit {
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            caps: QpCaps { max_inline_data: 64, ..Default::default() },
+            sq_sig_all: false,
+            user_handle: None,
+        },
+    )
+    .expect("CREATE_QP")
+}
+
+fn poll_one(cq: &mut Cq) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default()];
+    assert_eq!(cq.poll_wait(&mut wc, WAIT), 1, "no completion within {WAIT:?}");
+    wc[0]
+}
+
+/// The full handshake on real QPs, then SENDs both ways through the driver, then a
+/// graceful disconnect seen by both.
+#[test]
+fn handshake_connects_real_qps_and_data_flows_both_ways() {
+    let fabric = Fabric::new();
+    let ctx = softhca(&fabric);
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq_a = Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
+    let mut cq_b = Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
+    let mr_a = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mr_b = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut qp_a = new_qp(&pd, &cq_a);
+    let mut qp_b = new_qp(&pd, &cq_b);
+
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let port = listener.conn_qual();
+    assert!(cm::CONN_QUAL_ANY.contains(&port), "{port}");
+
+    // Active: the EP's QP is in INIT with a receive pre-posted, as DAT allows.
+    let info_a = cm::local_conn_info(&ctx, &qp_a, 4, 4).unwrap();
+    qp_a.modify(&QpAttr::reset_to_init(Access::ALL)).unwrap();
+    qp_a.post_recv(&[RecvWr { wr_id: 10, sges: &[mr_a.sge(0, 256).unwrap()] }]).unwrap();
+    let (sink_a, events_a, ready_a) = gated_sink();
+    let req_pd = pdata(48, 1);
+    let conn_a = cm_a.connect(LOCALHOST, port, &info_a, &req_pd, None, sink_a).unwrap();
+
+    // Passive: the request, then the QP up, then accept.
+    let mut req = requests.request();
+    assert_eq!(req.private_data(), &req_pd[..]);
+    assert_eq!(*req.peer(), info_a);
+    assert_eq!(req.conn_qual(), port);
+    assert_eq!(req.remote().ip(), LOCALHOST);
+    assert_eq!(req.id(), req.id());
+    let info_b = cm::local_conn_info(&ctx, &qp_b, 4, 4).unwrap();
+    cm::connect_qp(&mut qp_b, &info_b, req.peer(), Access::ALL).unwrap();
+    qp_b.post_recv(&[RecvWr { wr_id: 20, sges: &[mr_b.sge(0, 256).unwrap()] }]).unwrap();
+    let rep_pd = pdata(48, 2);
+    let (sink_b, events_b) = sink();
+    let conn_b = req.accept(&info_b, &rep_pd, sink_b).unwrap();
+    assert!(matches!(req.accept(&info_b, &[], sink().0), Err(CmError::AlreadyDecided { .. })));
+    drop(req);
+
+    // Active: REP → Established with the passive QP and private data; QP up; RTU.
+    let (peer, got_pd) = events_a.established();
+    assert_eq!((peer, got_pd), (info_b, rep_pd));
+    cm::connect_qp(&mut qp_a, &info_a, &peer, Access::ALL).unwrap();
+    ready_a.send(()).unwrap();
+    // Passive: RTU → Established, no private data.
+    let (peer, got_pd) = events_b.established();
+    assert_eq!((peer, got_pd.len()), (info_a, 0));
+
+    // The QPs are really connected: a SEND each way.
+    let msgs: [&[u8]; 2] = [b"active to passive", b"passive to active"];
+    qp_a.post_send(&[SendWr::new(1, SendOp::Send, Payload::Inline(msgs[0]))]).unwrap();
+    qp_b.post_send(&[SendWr::new(2, SendOp::Send, Payload::Inline(msgs[1]))]).unwrap();
+    // Each CQ gets its side's send completion and the peer's message, in either order.
+    for (cq, mr, send_id, recv_id, msg, src) in [
+        (&mut cq_a, &mr_a, 1, 10, msgs[1], qp_b.qpn()),
+        (&mut cq_b, &mr_b, 2, 20, msgs[0], qp_a.qpn()),
+    ] {
+        let mut wc = [poll_one(cq), poll_one(cq)];
+        wc.sort_by_key(|w| w.opcode != WcOpcode::Send);
+        assert_eq!(
+            (wc[0].wr_id, wc[0].opcode, wc[0].status),
+            (send_id, WcOpcode::Send, WcStatus::Success)
+        );
+        let r = wc[1];
+        assert_eq!((r.wr_id, r.opcode, r.status), (recv_id, WcOpcode::Recv, WcStatus::Success));
+        assert_eq!((r.byte_len as usize, r.src_qp), (msg.len(), src));
+        let mut got = vec![0u8; msg.len()];
+        mr.read(0, &mut got).unwrap();
+        assert_eq!(got, msg);
+    }
+
+    // Graceful disconnect from the active side.
+    conn_a.disconnect(true).unwrap();
+    assert_eq!(events_b.disconnected(), DisconnectReason::PeerRequest);
+    assert_eq!(events_a.disconnected(), DisconnectReason::LocalGraceful);
+    // A second disconnect of a finished connection does nothing.
+    conn_a.disconnect(true).unwrap();
+    conn_b.disconnect(false).unwrap();
+    drop((conn_a, conn_b, listener, cm_a, cm_b));
+    assert!(events_a.nothing_pending() && events_b.nothing_pending());
+    drop((qp_a, qp_b));
+}
+
+/// One connection with fake QPs between `active` and a listener's `requests`; returns the
+/// two connections with their event streams, established.
+fn establish(
+    active: &Cm,
+    port: u16,
+    requests: &Events,
+    req_pd: &[u8],
+    rep_pd: &[u8],
+) -> ((cm::Connection, Events), (cm::Connection, Events)) {
+    let (sa, ea) = sink();
+    let (ia, ib) = (fake_info(0x100), fake_info(0x200));
+    let ca = active.connect(LOCALHOST, port, &ia, req_pd, Some(WAIT), sa).unwrap();
+    let mut req = requests.request();
+    assert_eq!(req.private_data(), req_pd);
+    assert_eq!(*req.peer(), ia);
+    let (sb, eb) = sink();
+    let cb = req.accept(&ib, rep_pd, sb).unwrap();
+    assert_eq!(ea.established(), (ib, rep_pd.to_vec()));
+    assert_eq!(eb.established(), (ia, vec![]));
+    ((ca, ea), (cb, eb))
+}
+
+#[test]
+fn private_data_of_every_allowed_size_both_ways_and_one_too_many_refused() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let port = listener.conn_qual();
+    for len in [0, 1, 48, MAX_PRIVATE_DATA] {
+        let ((ca, ea), (cb, eb)) =
+            establish(&cm_a, port, &requests, &pdata(len, 3), &pdata(len, 7));
+        cb.disconnect(false).unwrap();
+        assert_eq!(eb.disconnected(), DisconnectReason::LocalAbrupt);
+        assert_eq!(ea.disconnected(), DisconnectReason::PeerRequest);
+        drop((ca, cb));
+    }
+    // max + 1: connect refuses at once, nothing is sent.
+    let too_long = pdata(MAX_PRIVATE_DATA + 1, 0);
+    let e = cm_a.connect(LOCALHOST, port, &fake_info(1), &too_long, None, sink().0).unwrap_err();
+    assert!(e.to_string().contains("257 bytes of private data"), "{e}");
+    // … and so does accept, leaving the request undecided and acceptable.
+    let (sa, ea) = sink();
+    let _ca = cm_a.connect(LOCALHOST, port, &fake_info(1), &[], None, sa).unwrap();
+    let mut req = requests.request();
+    let (sb, eb) = sink();
+    assert!(matches!(req.accept(&fake_info(2), &too_long, sb.clone()), Err(CmError::Wire(_))));
+    assert!(matches!(req.reject(&too_long), Err(CmError::Wire(_))));
+    let bad_qpn = ConnInfo { qpn: 1 << 24, ..fake_info(2) };
+    assert!(matches!(req.accept(&bad_qpn, &[], sb.clone()), Err(CmError::Wire(_))));
+    let _cb = req.accept(&fake_info(2), &[], sb).unwrap();
+    ea.established();
+    eb.established();
+}
+
+#[test]
+fn reject_reaches_the_active_side_with_its_private_data() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let (sa, ea) = sink();
+    let ca = cm_a.connect(LOCALHOST, listener.conn_qual(), &fake_info(1), b"hi", None, sa);
+    let ca = ca.unwrap();
+    let mut req = requests.request();
+    req.reject(b"go away").unwrap();
+    assert!(matches!(req.reject(&[]), Err(CmError::AlreadyDecided { .. })));
+    match ea.next() {
+        CmEvent::PeerRejected { conn, private_data } => {
+            assert_eq!((conn, &private_data[..]), (ca.id(), &b"go away"[..]));
+        }
+        other => panic!("expected PeerRejected, got {other:?}"),
+    }
+    // A request dropped undecided is refused by the provider, not the peer.
+    let (sa, ea) = sink();
+    let _ca = cm_a.connect(LOCALHOST, listener.conn_qual(), &fake_info(1), &[], None, sa);
+    drop(requests.request());
+    match ea.next() {
+        CmEvent::NonPeerRejected { reason, .. } => assert_eq!(reason, NonPeerReason::Provider),
+        other => panic!("expected NonPeerRejected, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_backlog_refuses_as_non_peer_and_frees_up_after_a_decision() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(1, lsink).unwrap();
+    let port = listener.conn_qual();
+    let (sa, _ea) = sink();
+    let _first = cm_a.connect(LOCALHOST, port, &fake_info(1), &[], None, sa).unwrap();
+    let mut pending = requests.request();
+    let (sa, ea) = sink();
+    let _second = cm_a.connect(LOCALHOST, port, &fake_info(2), &[], None, sa).unwrap();
+    match ea.next() {
+        CmEvent::NonPeerRejected { reason, .. } => assert_eq!(reason, NonPeerReason::Backlog),
+        other => panic!("expected NonPeerRejected(Backlog), got {other:?}"),
+    }
+    pending.reject(&[]).unwrap();
+    let ((_ca, _ea), (_cb, _eb)) = establish(&cm_a, port, &requests, &[], &[]);
+}
+
+#[test]
+fn no_listener_is_non_peer_rejected() {
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let (sa, ea) = sink();
+    let c = cm_a.connect(LOCALHOST, dead_port(), &fake_info(1), &[], None, sa).unwrap();
+    match ea.next() {
+        CmEvent::NonPeerRejected { conn, reason } => {
+            assert_eq!((conn, reason), (c.id(), NonPeerReason::NoListener));
+        }
+        other => panic!("expected NonPeerRejected(NoListener), got {other:?}"),
+    }
+    // A listener that went away before answering: its undecided request is refused.
+    let cm_b = Cm::new(LOCALHOST).unwrap();
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let (sa, ea) = sink();
+    let _c = cm_a.connect(LOCALHOST, listener.conn_qual(), &fake_info(1), &[], None, sa);
+    let req = requests.request();
+    drop(listener);
+    drop(cm_b); // IA closed: the request's socket closes
+    match ea.next() {
+        CmEvent::NonPeerRejected { reason, .. } => assert_eq!(reason, NonPeerReason::ListenerGone),
+        other => panic!("expected NonPeerRejected(ListenerGone), got {other:?}"),
+    }
+    drop(req);
+}
+
+#[test]
+fn a_listener_that_never_answers_times_out() {
+    // The kernel completes the TCP handshake from the backlog; nobody ever reads the REQ.
+    let silent = TcpListener::bind((LOCALHOST, 0)).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let (sa, ea) = sink();
+    let c = cm_a
+        .connect(LOCALHOST, port, &fake_info(1), &[1, 2, 3], Some(Duration::from_millis(200)), sa)
+        .unwrap();
+    match ea.next() {
+        CmEvent::TimedOut { conn } => assert_eq!(conn, c.id()),
+        other => panic!("expected TimedOut, got {other:?}"),
+    }
+    drop(silent);
+}
+
+#[test]
+fn garbage_from_the_listener_is_a_clear_non_peer_reject() {
+    let not_cm = TcpListener::bind((LOCALHOST, 0)).unwrap();
+    let port = not_cm.local_addr().unwrap().port();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let (sa, ea) = sink();
+    let _c = cm_a.connect(LOCALHOST, port, &fake_info(1), &[], None, sa).unwrap();
+    let (mut s, _) = not_cm.accept().unwrap();
+    std::io::Write::write_all(&mut s, b"\0\0\0\x08HTTP/1.1").unwrap();
+    match ea.next() {
+        CmEvent::NonPeerRejected { reason: NonPeerReason::Protocol(why), .. } => {
+            assert!(why.contains("not a ferrodat connection manager"), "{why}");
+        }
+        other => panic!("expected NonPeerRejected(Protocol), got {other:?}"),
+    }
+}
+
+#[test]
+fn conn_qual_in_use_is_refused_until_freed() {
+    let cm_b = Cm::new(LOCALHOST).unwrap();
+    let first = cm_b.listen(47101, 4, sink().0).unwrap();
+    assert_eq!(first.conn_qual(), 47101);
+    let e = cm_b.listen(47101, 4, sink().0).unwrap_err();
+    assert!(matches!(e, CmError::ConnQualInUse { .. }), "{e:?}");
+    assert!(e.to_string().contains("conn_qual 47101 is in use on 127.0.0.1"), "{e}");
+    // Another program's socket counts too.
+    let other = TcpListener::bind((LOCALHOST, 47102)).unwrap();
+    assert!(matches!(cm_b.listen(47102, 4, sink().0), Err(CmError::ConnQualInUse { .. })));
+    drop(other);
+    let again = cm_b.listen(47102, 4, sink().0).unwrap();
+    // Freed: listening again works at once (dropping a listener waits for the close).
+    drop(first);
+    let relisten = cm_b.listen(47101, 4, sink().0).unwrap();
+    assert!(matches!(cm_b.listen(0, 4, sink().0), Err(CmError::Invalid(_))));
+    drop((again, relisten));
+}
+
+#[test]
+fn abrupt_disconnect_and_dropped_handles_are_seen_by_the_peer() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let port = listener.conn_qual();
+
+    // Abrupt from the passive side: both see Disconnected at once.
+    let ((ca, ea), (cb, eb)) = establish(&cm_a, port, &requests, &[], &[]);
+    cb.disconnect(false).unwrap();
+    assert_eq!(eb.disconnected(), DisconnectReason::LocalAbrupt);
+    assert_eq!(ea.disconnected(), DisconnectReason::PeerRequest);
+    drop((ca, cb));
+
+    // Graceful from the passive side.
+    let ((ca, ea), (cb, eb)) = establish(&cm_a, port, &requests, &[], &[]);
+    cb.disconnect(true).unwrap();
+    assert_eq!(ea.disconnected(), DisconnectReason::PeerRequest);
+    assert_eq!(eb.disconnected(), DisconnectReason::LocalGraceful);
+    drop((ca, cb));
+
+    // Both at once: each ends up disconnected, exactly once.
+    let ((ca, ea), (cb, eb)) = establish(&cm_a, port, &requests, &[], &[]);
+    ca.disconnect(true).unwrap();
+    cb.disconnect(true).unwrap();
+    ea.disconnected();
+    eb.disconnected();
+    drop((ca, cb));
+    assert!(ea.nothing_pending() && eb.nothing_pending());
+
+    // The EP freed (handle dropped): the peer sees a disconnect, the dropper nothing.
+    let ((ca, ea), (cb, eb)) = establish(&cm_a, port, &requests, &[], &[]);
+    drop(ca);
+    assert_eq!(eb.disconnected(), DisconnectReason::PeerRequest);
+    drop(cb);
+    assert!(matches!(ea.0.recv_timeout(WAIT), Err(RecvTimeoutError::Disconnected)));
+
+    // The IA closed (CM dropped): the peer sees its socket close.
+    let ((ca, _ea), (cb, eb)) = establish(&cm_a, port, &requests, &[], &[]);
+    drop(cm_a);
+    assert_eq!(eb.disconnected(), DisconnectReason::PeerClosed);
+    assert!(matches!(ca.disconnect(true), Err(CmError::Closed)));
+    drop((ca, cb));
+}
+
+#[test]
+fn aborting_a_connection_being_set_up() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let (sa, ea) = sink();
+    let ca = cm_a.connect(LOCALHOST, listener.conn_qual(), &fake_info(1), &[], None, sa).unwrap();
+    let mut req = requests.request();
+    ca.disconnect(false).unwrap();
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalAbort);
+    // The passive side accepts a request whose requester is gone. (Whether its CM saw the
+    // close before the accept or the REP then hits a closed or reset socket is a race;
+    // the event is the same.)
+    let (sb, eb) = sink();
+    let _cb = req.accept(&fake_info(2), &[], sb).unwrap();
+    match eb.next() {
+        CmEvent::AcceptCompletionError { detail, .. } => {
+            assert!(detail.contains("peer") || detail.contains("active side"), "{detail}")
+        }
+        other => panic!("expected AcceptCompletionError, got {other:?}"),
+    }
+}
+
+/// The re-executed test binary's roles (does nothing unless run as a child).
+#[test]
+fn child_role() {
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("cm-active") => child_active(),
+        Ok("cm-loop") => child_loop(),
+        _ => {}
+    }
+}
+
+/// Child: connect to the parent's conn_qual, report, then wait to be killed.
+fn child_active() {
+    let port: u16 = std::env::var("CM_TEST_PORT").unwrap().parse().unwrap();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let (sa, ea) = sink();
+    let _c = cm_a.connect(LOCALHOST, port, &fake_info(7), b"child", None, sa).unwrap();
+    ea.established();
+    say("ESTABLISHED");
+    // Stay until killed (or the parent closes our stdin).
+    let _ = read_command();
+}
+
+#[test]
+fn a_killed_peer_process_is_seen_by_the_survivor() {
+    let cm_b = Cm::new(LOCALHOST).unwrap();
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).unwrap();
+    let port = listener.conn_qual().to_string();
+    let mut child = ChildProc::spawn("child_role", "cm-active", &[("CM_TEST_PORT", &port)]);
+    let mut req = requests.request();
+    assert_eq!(req.private_data(), b"child");
+    let (sb, eb) = sink();
+    let _cb = req.accept(&fake_info(8), &[], sb).unwrap();
+    eb.established();
+    assert_eq!(child.expect("ESTABLISHED"), "");
+    child.kill();
+    match eb.next() {
+        CmEvent::Disconnected { reason, .. } => assert_eq!(reason, DisconnectReason::PeerClosed),
+        CmEvent::Broken { detail, .. } => assert!(detail.contains("failed"), "{detail}"),
+        other => panic!("expected Disconnected or Broken, got {other:?}"),
+    }
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// Child (alone in its process, so the fd count is its own): 200 connections in a row,
+/// each accepted, established and disconnected; no socket may be left behind.
+fn child_loop() {
+    let result = std::panic::catch_unwind(|| {
+        let (fds0, threads0) = (open_fds(), threads());
+        let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+        let (lsink, requests) = sink();
+        let listener = cm_b.listen(47110, 256, lsink).unwrap();
+        let settle = |cm: &Cm| {
+            let deadline = Instant::now() + WAIT;
+            while cm.open_connections() != 0 {
+                assert!(Instant::now() < deadline, "connections never closed");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        };
+        let base = open_fds();
+        for i in 0..200 {
+            let pd = pdata(48, i as u8);
+            let ((ca, ea), (cb, eb)) = establish(&cm_a, 47110, &requests, &pd, &pd);
+            if i % 2 == 0 {
+                ca.disconnect(true).unwrap();
+            } else {
+                cb.disconnect(true).unwrap();
+            }
+            ea.disconnected();
+            eb.disconnected();
+            drop((ca, cb));
+            if i == 99 {
+                settle(&cm_a);
+                settle(&cm_b);
+                assert_eq!(open_fds(), base, "fds after 100 connections");
+            }
+        }
+        settle(&cm_a);
+        settle(&cm_b);
+        let after = open_fds();
+        assert_eq!(after, base, "fds after 200 connections");
+        assert_eq!(threads(), threads0 + 2, "one thread per CM");
+        // The IA closes: each CM's thread, eventfd and listening socket go.
+        drop((listener, cm_a, cm_b));
+        assert_eq!((open_fds(), threads()), (fds0, threads0), "fds and threads after the CMs");
+        after
+    });
+    match result {
+        Ok(n) => say(&format!("OK {n}")),
+        Err(_) => say("FAIL the connection loop panicked (see its stderr)"),
+    }
+}
+
+#[test]
+fn two_hundred_connections_leak_no_fds_and_closing_the_cms_frees_everything() {
+    let mut child = ChildProc::spawn("child_role", "cm-loop", &[]);
+    let line = child.expect("OK");
+    assert!(!line.is_empty());
+    child.finish();
+}
