@@ -73,7 +73,7 @@ pub use context::{AsyncEvent, BfReg, Context, ContextAttr, DeviceAttr, PortAttr,
 pub use cq::{Cq, CqEventCounts, CqOptions};
 pub use discovery::{DeviceInfo, DeviceKind, discover};
 pub use error::{Error, Result};
-pub use mr::{Access, Mr, MrBuf};
+pub use mr::{Access, Mr, MrBuf, MrRaw};
 pub use pd::Pd;
 pub use qp::{AddressVector, Qp, QpAttr, QpCaps, QpInfo, QpInit, QpState, RemoteQp};
 pub use srq::Srq;

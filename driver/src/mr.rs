@@ -161,6 +161,16 @@ impl Pd {
         Ok(Mr { reg, _buf: PhantomData })
     }
 
+    /// REG_MR over memory the borrow checker cannot see (a C consumer's buffer, a DAT
+    /// LMR): `len` bytes at `addr`.
+    ///
+    /// # Safety
+    /// The memory must stay mapped, and not be accessed through Rust references while the
+    /// device may write it, until the returned region is dropped (deregistered).
+    pub unsafe fn reg_mr_raw(&self, addr: *mut u8, len: usize, access: Access) -> Result<MrRaw> {
+        Ok(MrRaw { reg: Registration::new(self, addr as u64, len, access)? })
+    }
+
     /// Registers `len` bytes of fresh zeroed page-aligned memory the MR owns.
     pub fn alloc_mr(&self, len: usize, access: Access) -> Result<MrBuf> {
         MrBuf::new(self, DmaBuf::new(len.max(1))?, len, access)
@@ -228,6 +238,13 @@ macro_rules! mr_accessors {
 
 mr_accessors!(Mr<'_>);
 mr_accessors!(MrBuf);
+mr_accessors!(MrRaw);
+
+/// A registration over memory the caller vouches for ([`Pd::reg_mr_raw`]).
+#[derive(Debug)]
+pub struct MrRaw {
+    reg: Registration,
+}
 
 /// A registered buffer the MR owns (page-aligned, zeroed, `MADV_DONTFORK`).
 #[derive(Debug)]

@@ -33,3 +33,4 @@
 pub mod cm;
 pub mod ep_state;
 pub mod error;
+pub mod ia;

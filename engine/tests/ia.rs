@@ -1,0 +1,62 @@
+//! Opening an IA over softhca and what `dat_ia_query` reports.
+
+use ferrodat_abi::dat::{extension, ret};
+use ferrodat_engine::ia::{Ia, IaSpec};
+use ferrodat_softhca::fabric::SHM_DIR_ENV;
+use std::sync::Once;
+
+/// Every test of this binary shares one private fabric directory, named by the pid and set
+/// before any device is opened. softhca sweeps a dead process's entries, so a leftover
+/// directory from an earlier run does not disturb the next one.
+fn private_fabric() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let dir = format!("/dev/shm/ferrodat-engine-ia-{}", std::process::id());
+        std::fs::create_dir_all(&dir).unwrap();
+        // SAFETY: runs once, before any thread of this test binary reads the environment
+        // for the fabric (the first device open comes after it).
+        unsafe { std::env::set_var(SHM_DIR_ENV, &dir) };
+    });
+}
+
+#[test]
+fn an_ia_on_softhca_reports_its_address_limits_and_ib_extensions() {
+    private_fabric();
+    let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+    let a = ia.attr();
+    assert_eq!(ia.name(), "ferro0");
+    assert_eq!(a.adapter_name, "softhca0");
+    assert_eq!(a.address, "127.0.0.1".parse::<std::net::IpAddr>().unwrap());
+    assert!(a.max_eps >= 1024 && a.max_dto_per_ep >= 1024 && a.max_evd_qlen >= 1024, "{a:?}");
+    assert!(a.max_iov_segments_per_dto >= 1 && a.max_rdma_read_per_ep_in >= 1, "{a:?}");
+    assert!(a.max_message_size >= 1 << 20 && a.max_lmr_block_size >= 1 << 30, "{a:?}");
+    assert_eq!(a.extension_supported, extension::IB);
+    let p = ia.provider_attr();
+    assert_eq!(p.dapl_version, (2, 0), "libdat2's registry key needs 2.0");
+    assert!(!p.is_thread_safe, "libdat2's registry key for the test programs needs FALSE");
+    assert!(p.max_private_data_size >= 64);
+    let attr = |name: &str| {
+        p.provider_specific_attr.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    };
+    assert_eq!(attr("DAT_IB_RDMA_READ"), Some("TRUE"));
+    assert_eq!(attr("DAT_IB_CMP_AND_SWAP"), Some("TRUE"));
+    assert_eq!(attr("DAT_IB_FETCH_AND_ADD"), Some("TRUE"));
+    let mtu: u32 = attr("DAT_IB_TRANSPORT_MTU").unwrap().parse().unwrap();
+    assert!([256, 512, 1024, 2048, 4096].contains(&mtu), "{mtu}");
+}
+
+#[test]
+fn without_an_address_the_ia_takes_the_one_its_gid_is_made_from() {
+    private_fabric();
+    let ia = Ia::open("ferro0", &IaSpec::parse("softhca0").unwrap()).unwrap();
+    assert_eq!(ia.attr().address, "127.0.0.1".parse::<std::net::IpAddr>().unwrap());
+}
+
+#[test]
+fn an_unknown_device_is_provider_not_found_naming_what_exists() {
+    private_fabric();
+    let e = Ia::open("ferro9", &IaSpec::parse("nosuchdev 1").unwrap()).unwrap_err();
+    assert_eq!(e.return_type(), ret::PROVIDER_NOT_FOUND);
+    let text = e.to_string();
+    assert!(text.contains("nosuchdev") && text.contains("softhca0"), "{text}");
+}
