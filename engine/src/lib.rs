@@ -34,3 +34,5 @@ pub mod cm;
 pub mod ep_state;
 pub mod error;
 pub mod ia;
+pub mod lmr;
+pub mod pz;

@@ -1,23 +1,10 @@
 //! Opening an IA over softhca and what `dat_ia_query` reports.
 
+mod support;
+
 use ferrodat_abi::dat::{extension, ret};
 use ferrodat_engine::ia::{Ia, IaSpec};
-use ferrodat_softhca::fabric::SHM_DIR_ENV;
-use std::sync::Once;
-
-/// Every test of this binary shares one private fabric directory, named by the pid and set
-/// before any device is opened. softhca sweeps a dead process's entries, so a leftover
-/// directory from an earlier run does not disturb the next one.
-fn private_fabric() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let dir = format!("/dev/shm/ferrodat-engine-ia-{}", std::process::id());
-        std::fs::create_dir_all(&dir).unwrap();
-        // SAFETY: runs once, before any thread of this test binary reads the environment
-        // for the fabric (the first device open comes after it).
-        unsafe { std::env::set_var(SHM_DIR_ENV, &dir) };
-    });
-}
+use support::private_fabric;
 
 #[test]
 fn an_ia_on_softhca_reports_its_address_limits_and_ib_extensions() {

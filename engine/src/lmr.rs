@@ -1,0 +1,255 @@
+//! Local memory regions: memory registered with the device in a PZ. The lmr_context is
+//! the region's local key, the rmr_context its remote key (what a peer names in RDMA).
+//!
+//! Memory is coherent with RDMA on every platform ferrodat runs on, so the provider
+//! reports `lmr_sync_req` FALSE and `dat_lmr_sync_rdma_read/write` only check their
+//! arguments.
+
+use crate::error::{DatError, DatResult};
+use crate::pz::Pz;
+use ferrodat_abi::dat::{mem_priv, subtype};
+use ferrodat_driver::{Access, MrBuf, MrRaw};
+use std::sync::Arc;
+
+/// DAT memory privileges (`DAT_MEM_PRIV_*`, with the IB remote-atomic extension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemPriv(pub u32);
+
+impl MemPriv {
+    /// The driver access flags: IB needs local write wherever the device writes (remote
+    /// write, remote atomics), as OFA dapl also grants.
+    pub fn access(self) -> DatResult<Access> {
+        let known = mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC;
+        if self.0 & !known != 0 {
+            return Err(DatError::invalid_parameter(6).with_detail(format!(
+                "memory privileges {:#x} carry unknown bits {:#x}; use DAT_MEM_PRIV_* flags",
+                self.0,
+                self.0 & !known
+            )));
+        }
+        let mut a = Access::LOCAL_READ;
+        let device_writes =
+            mem_priv::LOCAL_WRITE | mem_priv::REMOTE_WRITE | mem_priv::IB_REMOTE_ATOMIC;
+        if self.0 & device_writes != 0 {
+            a = a | Access::LOCAL_WRITE;
+        }
+        if self.0 & mem_priv::REMOTE_WRITE != 0 {
+            a = a | Access::REMOTE_WRITE;
+        }
+        if self.0 & mem_priv::REMOTE_READ != 0 {
+            a = a | Access::REMOTE_READ;
+        }
+        if self.0 & mem_priv::IB_REMOTE_ATOMIC != 0 {
+            a = a | Access::REMOTE_ATOMIC;
+        }
+        Ok(a)
+    }
+}
+
+/// A `DAT_LMR_TRIPLET`: a piece of a registered region, as DTOs name local memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LmrTriplet {
+    /// The region's lmr_context.
+    pub lmr_context: u32,
+    /// Start address.
+    pub virtual_address: u64,
+    /// Length in bytes.
+    pub segment_length: u64,
+}
+
+/// A `DAT_RMR_TRIPLET`: where an RDMA operation goes in the peer's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmrTriplet {
+    /// The peer region's rmr_context.
+    pub rmr_context: u32,
+    /// Target address.
+    pub virtual_address: u64,
+    /// Length in bytes.
+    pub segment_length: u64,
+}
+
+/// A local memory region. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Lmr {
+    inner: Arc<LmrInner>,
+}
+
+#[derive(Debug)]
+struct LmrInner {
+    pz: Pz,
+    region: Region,
+    privileges: MemPriv,
+}
+
+#[derive(Debug)]
+enum Region {
+    /// The consumer's memory (`DAT_MEM_TYPE_VIRTUAL`).
+    Consumer(MrRaw),
+    /// Memory the LMR owns (Rust consumers' convenience).
+    Owned(MrBuf),
+}
+
+macro_rules! region {
+    ($r:expr, $m:ident) => {
+        match $r {
+            Region::Consumer(mr) => mr.$m(),
+            Region::Owned(mr) => mr.$m(),
+        }
+    };
+}
+
+impl Lmr {
+    /// `dat_lmr_create` of `DAT_MEM_TYPE_VIRTUAL` memory: `length` bytes at `address`.
+    ///
+    /// # Safety
+    /// The memory must stay mapped until the LMR is freed, and the caller must not access
+    /// it through Rust references while the device may use it.
+    pub unsafe fn create_virtual(
+        pz: &Pz,
+        address: *mut u8,
+        length: u64,
+        privileges: MemPriv,
+    ) -> DatResult<Lmr> {
+        let access = privileges.access()?;
+        if address.is_null() || length == 0 {
+            return Err(DatError::invalid_parameter(3).with_detail(format!(
+                "dat_lmr_create: region {address:p} + {length} bytes; register at least one byte \
+                 of mapped memory"
+            )));
+        }
+        let len = usize::try_from(length).map_err(|_| DatError::invalid_parameter(4))?;
+        let attr = pz.ia().attr();
+        if length > attr.max_lmr_block_size {
+            return Err(DatError::invalid_parameter(4).with_detail(format!(
+                "dat_lmr_create: {length} bytes exceed max_lmr_block_size {}",
+                attr.max_lmr_block_size
+            )));
+        }
+        // SAFETY: forwarded from this function's contract.
+        let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(register_error)?;
+        Ok(Lmr::from_region(pz, Region::Consumer(mr), privileges))
+    }
+
+    /// An LMR over `length` bytes of zeroed memory it owns (page-aligned).
+    pub fn alloc(pz: &Pz, length: usize, privileges: MemPriv) -> DatResult<Lmr> {
+        let access = privileges.access()?;
+        let mr = pz.pd().alloc_mr(length, access).map_err(register_error)?;
+        Ok(Lmr::from_region(pz, Region::Owned(mr), privileges))
+    }
+
+    fn from_region(pz: &Pz, region: Region, privileges: MemPriv) -> Lmr {
+        Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges }) }
+    }
+
+    /// The lmr_context (local key).
+    pub fn lmr_context(&self) -> u32 {
+        region!(&self.inner.region, lkey)
+    }
+
+    /// The rmr_context (remote key) peers use for RDMA into this region.
+    pub fn rmr_context(&self) -> u32 {
+        region!(&self.inner.region, rkey)
+    }
+
+    /// `registered_address`: where the region starts.
+    pub fn registered_address(&self) -> u64 {
+        region!(&self.inner.region, addr)
+    }
+
+    /// `registered_size` in bytes.
+    pub fn registered_size(&self) -> u64 {
+        region!(&self.inner.region, len) as u64
+    }
+
+    /// The privileges it was created with.
+    pub fn privileges(&self) -> MemPriv {
+        self.inner.privileges
+    }
+
+    /// Its PZ.
+    pub fn pz(&self) -> &Pz {
+        &self.inner.pz
+    }
+
+    /// A triplet for `length` bytes at `offset` (bounds checked).
+    pub fn triplet(&self, offset: u64, length: u64) -> DatResult<LmrTriplet> {
+        match offset.checked_add(length) {
+            Some(end) if end <= self.registered_size() => Ok(LmrTriplet {
+                lmr_context: self.lmr_context(),
+                virtual_address: self.registered_address() + offset,
+                segment_length: length,
+            }),
+            _ => Err(DatError::invalid_parameter(2).with_detail(format!(
+                "{length} bytes at offset {offset} pass the end of the {}-byte LMR",
+                self.registered_size()
+            ))),
+        }
+    }
+
+    /// Volatile copy out of the region (the device may be writing it).
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> DatResult<()> {
+        let r = match &self.inner.region {
+            Region::Consumer(mr) => mr.read(offset, dst),
+            Region::Owned(mr) => mr.read(offset, dst),
+        };
+        r.map_err(|e| DatError::invalid_parameter(2).with_detail(e.to_string()))
+    }
+
+    /// Volatile copy into the region.
+    pub fn write(&self, offset: usize, src: &[u8]) -> DatResult<()> {
+        let r = match &self.inner.region {
+            Region::Consumer(mr) => mr.write(offset, src),
+            Region::Owned(mr) => mr.write(offset, src),
+        };
+        r.map_err(|e| DatError::invalid_parameter(2).with_detail(e.to_string()))
+    }
+
+    /// `dat_lmr_sync_rdma_read` / `_write`: memory is coherent with RDMA here, so this only
+    /// checks that every triplet lies inside a region of this IA (by lmr_context).
+    pub fn sync_rdma(lmrs: &[&Lmr], triplets: &[LmrTriplet]) -> DatResult<()> {
+        for (i, t) in triplets.iter().enumerate() {
+            let inside = lmrs.iter().any(|l| {
+                l.lmr_context() == t.lmr_context
+                    && t.virtual_address >= l.registered_address()
+                    && t.virtual_address
+                        .checked_add(t.segment_length)
+                        .is_some_and(|end| end <= l.registered_address() + l.registered_size())
+            });
+            if !inside {
+                return Err(DatError::invalid_parameter(2).with_detail(format!(
+                    "triplet {i} ({:#x} + {} bytes, lmr_context {:#x}) is not inside a registered \
+                     region",
+                    t.virtual_address, t.segment_length, t.lmr_context
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn register_error(e: ferrodat_driver::Error) -> DatError {
+    DatError::insufficient_resources(subtype::RESOURCE_MEMORY_REGION)
+        .with_detail(format!("dat_lmr_create: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privileges_map_to_the_access_ib_needs() {
+        let a = |p| MemPriv(p).access().unwrap();
+        assert_eq!(a(mem_priv::LOCAL_READ), Access::LOCAL_READ);
+        assert_eq!(a(mem_priv::REMOTE_READ), Access::REMOTE_READ);
+        assert!(a(mem_priv::REMOTE_WRITE).contains(Access::LOCAL_WRITE | Access::REMOTE_WRITE));
+        assert!(
+            a(mem_priv::IB_REMOTE_ATOMIC).contains(Access::LOCAL_WRITE | Access::REMOTE_ATOMIC)
+        );
+        assert_eq!(
+            a(mem_priv::ALL),
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ
+        );
+        let e = MemPriv(0x1000).access().unwrap_err();
+        assert!(e.to_string().contains("unknown bits 0x1000"), "{e}");
+    }
+}
