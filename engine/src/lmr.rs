@@ -31,16 +31,16 @@ impl MemPriv {
         let device_writes =
             mem_priv::LOCAL_WRITE | mem_priv::REMOTE_WRITE | mem_priv::IB_REMOTE_ATOMIC;
         if self.0 & device_writes != 0 {
-            a = a | Access::LOCAL_WRITE;
+            a |= Access::LOCAL_WRITE;
         }
         if self.0 & mem_priv::REMOTE_WRITE != 0 {
-            a = a | Access::REMOTE_WRITE;
+            a |= Access::REMOTE_WRITE;
         }
         if self.0 & mem_priv::REMOTE_READ != 0 {
-            a = a | Access::REMOTE_READ;
+            a |= Access::REMOTE_READ;
         }
         if self.0 & mem_priv::IB_REMOTE_ATOMIC != 0 {
-            a = a | Access::REMOTE_ATOMIC;
+            a |= Access::REMOTE_ATOMIC;
         }
         Ok(a)
     }
