@@ -31,6 +31,7 @@
 //! thread on the data path.
 
 pub mod cm;
+pub mod dto;
 pub mod ep_state;
 pub mod error;
 pub mod ia;

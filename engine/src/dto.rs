@@ -1,0 +1,303 @@
+//! From a work completion to a DAT DTO completion: the per-EP cookie rings that remember
+//! what the driver's work completion does not carry (the consumer's cookie, the posted
+//! length, the DAT operation), and the status and operation mapping.
+//!
+//! A work request's wr_id is its slot in the EP's ring for that direction (requests or
+//! receives). Both directions complete in order on an RC QP, and an unsignalled
+//! (suppressed) request is retired by the next completion after it, so a ring is a plain
+//! window: `posted` advances when the EP posts, `retired` when the harvester has turned
+//! a completion into an event (never before, so a slot is never reused while its cookie
+//! is still to be read).
+
+use crate::error::{DatError, DatResult};
+use ferrodat_abi::dat::{dto_status, dtos, ib_ext_type, subtype};
+use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The DAT completion status (`DAT_DTO_COMPLETION_STATUS`) of a work completion's status,
+/// as OFA dapl maps the verbs statuses.
+pub fn dto_status(status: WcStatus) -> u32 {
+    match status {
+        WcStatus::Success => dto_status::SUCCESS,
+        WcStatus::Flushed => dto_status::ERR_FLUSHED,
+        WcStatus::LocalLength => dto_status::ERR_LOCAL_LENGTH,
+        WcStatus::LocalQpOperation => dto_status::ERR_LOCAL_EP,
+        WcStatus::LocalProtection | WcStatus::LocalAccess => dto_status::ERR_LOCAL_PROTECTION,
+        WcStatus::BadResponse => dto_status::ERR_BAD_RESPONSE,
+        WcStatus::RemoteAccess => dto_status::ERR_REMOTE_ACCESS,
+        WcStatus::RemoteInvalidRequest | WcStatus::RemoteOperation | WcStatus::RemoteAborted => {
+            dto_status::ERR_REMOTE_RESPONDER
+        }
+        WcStatus::RetryExceeded | WcStatus::General => dto_status::ERR_TRANSPORT,
+        WcStatus::RnrRetryExceeded => dto_status::ERR_RECEIVER_NOT_READY,
+        WcStatus::MwBind => dto_status::RMR_OPERATION_FAILED,
+    }
+}
+
+/// What a posted DTO was, for its completion event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cookie {
+    /// The consumer's `DAT_DTO_COOKIE`.
+    pub user_cookie: u64,
+    /// Bytes posted (the sum of the local IOV): a send's or write's transfered_length.
+    pub length: u64,
+    /// `DAT_DTOS` of the operation (IB extension operations included).
+    pub operation: u32,
+    /// The consumer asked for no event on success (`DAT_COMPLETION_SUPPRESS_FLAG`).
+    pub suppress: bool,
+}
+
+/// A DAT DTO completion, ready for an EVD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DtoCompletion {
+    /// The consumer's cookie.
+    pub user_cookie: u64,
+    /// `DAT_DTO_COMPLETION_STATUS`.
+    pub status: u32,
+    /// Bytes moved (undefined unless the status is success).
+    pub transfered_length: u64,
+    /// `DAT_DTOS`.
+    pub operation: u32,
+    /// For IB extension completions (`DAT_IB_DTO_EVENT`): the extension type and the
+    /// immediate data where there is one.
+    pub ib_extension: Option<(u32, Option<u32>)>,
+}
+
+impl DtoCompletion {
+    /// The completion event for `wc`, whose request was `cookie`; None if the consumer
+    /// suppressed it and it succeeded.
+    pub fn from_work_completion(wc: &WorkCompletion, cookie: &Cookie) -> Option<DtoCompletion> {
+        if cookie.suppress && wc.is_ok() {
+            return None;
+        }
+        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
+        let transfered_length = match wc.opcode {
+            WcOpcode::Recv | WcOpcode::RecvRdmaWithImm | WcOpcode::RdmaRead => {
+                u64::from(wc.byte_len)
+            }
+            WcOpcode::CompareSwap | WcOpcode::FetchAdd => 8,
+            _ => cookie.length,
+        };
+        let (operation, ib_extension) = match (wc.opcode, wc.imm()) {
+            // An RDMA WRITE with immediate consumed this receive: no data in it, the
+            // length is the write's (the receive reports what arrived).
+            (WcOpcode::RecvRdmaWithImm, imm) => {
+                (dtos::IB_RECV_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, imm)))
+            }
+            (WcOpcode::Recv, Some(imm)) => {
+                (dtos::IB_RECV_MSG_IMMED, Some((ib_ext_type::RECV_IMMED_DATA, Some(imm))))
+            }
+            _ if received => (dtos::RECEIVE, None),
+            _ => match cookie.operation {
+                dtos::IB_RDMA_WRITE_IMMED => {
+                    (dtos::IB_RDMA_WRITE_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED, None)))
+                }
+                dtos::IB_CMP_SWAP => (dtos::IB_CMP_SWAP, Some((ib_ext_type::CMP_AND_SWAP, None))),
+                dtos::IB_FETCH_ADD => {
+                    (dtos::IB_FETCH_ADD, Some((ib_ext_type::FETCH_AND_ADD, None)))
+                }
+                op => (op, None),
+            },
+        };
+        Some(DtoCompletion {
+            user_cookie: cookie.user_cookie,
+            status: dto_status(wc.status),
+            transfered_length,
+            operation,
+            ib_extension,
+        })
+    }
+}
+
+/// One direction's cookies of one EP: a window of `capacity` slots. One poster at a time
+/// (the EP serialises its posts) and one harvester at a time (the EVD's).
+#[derive(Debug)]
+pub struct CookieRing {
+    user_cookies: Box<[AtomicU64]>,
+    lengths: Box<[AtomicU64]>,
+    /// operation | suppress << 31.
+    kinds: Box<[AtomicU32]>,
+    mask: u32,
+    /// Slots filled so far (written by the poster).
+    posted: AtomicU32,
+    /// Slots whose completion was harvested, or which a later completion retired (written
+    /// by the harvester).
+    retired: AtomicU32,
+}
+
+const SUPPRESS_BIT: u32 = 1 << 31;
+
+impl CookieRing {
+    /// A ring for at least `capacity` outstanding DTOs.
+    pub fn new(capacity: u32) -> CookieRing {
+        let n = capacity.max(1).next_power_of_two();
+        CookieRing {
+            user_cookies: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            lengths: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            kinds: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            mask: n - 1,
+            posted: AtomicU32::new(0),
+            retired: AtomicU32::new(0),
+        }
+    }
+
+    /// Slots the ring holds.
+    pub fn capacity(&self) -> u32 {
+        self.mask + 1
+    }
+
+    /// DTOs posted and not yet retired.
+    pub fn outstanding(&self) -> u32 {
+        self.posted.load(Ordering::Relaxed).wrapping_sub(self.retired.load(Ordering::Acquire))
+    }
+
+    /// Stores `cookie` in the next slot; its wr_id, or DAT_INSUFFICIENT_RESOURCES when as
+    /// many DTOs are outstanding as the EP allows. The slot counts as posted only after
+    /// [`CookieRing::commit`], so a post the device refuses costs nothing.
+    pub fn reserve(&self, cookie: Cookie) -> DatResult<u64> {
+        let posted = self.posted.load(Ordering::Relaxed);
+        if posted.wrapping_sub(self.retired.load(Ordering::Acquire)) > self.mask {
+            return Err(DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(
+                format!(
+                    "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
+                 unsignalled DTO is retired only by a later completion) or create the EP with \
+                 larger max_request_dtos/max_recv_dtos",
+                    self.capacity()
+                ),
+            ));
+        }
+        let i = (posted & self.mask) as usize;
+        self.user_cookies[i].store(cookie.user_cookie, Ordering::Relaxed);
+        self.lengths[i].store(cookie.length, Ordering::Relaxed);
+        let kind = cookie.operation | if cookie.suppress { SUPPRESS_BIT } else { 0 };
+        self.kinds[i].store(kind, Ordering::Relaxed);
+        Ok(u64::from(posted))
+    }
+
+    /// The reserved slot was handed to the device.
+    pub fn commit(&self) {
+        // Release: the harvester reads the slot after it sees the completion, which the
+        // device writes only after this post reached it; the counter's order is for
+        // `outstanding` readers on other threads.
+        self.posted.fetch_add(1, Ordering::Release);
+    }
+
+    /// The completion for `wr_id` was harvested: its cookie; it and every slot before it
+    /// are free again (the ones before were unsignalled, retired by this completion).
+    pub fn complete(&self, wr_id: u64) -> Cookie {
+        let i = (wr_id as u32 & self.mask) as usize;
+        let kind = self.kinds[i].load(Ordering::Relaxed);
+        let cookie = Cookie {
+            user_cookie: self.user_cookies[i].load(Ordering::Relaxed),
+            length: self.lengths[i].load(Ordering::Relaxed),
+            operation: kind & !SUPPRESS_BIT,
+            suppress: kind & SUPPRESS_BIT != 0,
+        };
+        self.retired.store((wr_id as u32).wrapping_add(1), Ordering::Release);
+        cookie
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wc(wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> WorkCompletion {
+        let mut w = WorkCompletion::default();
+        w.wr_id = wr_id;
+        w.opcode = opcode;
+        w.status = status;
+        w.byte_len = byte_len;
+        w
+    }
+
+    #[test]
+    fn every_verbs_status_has_a_dat_status() {
+        use WcStatus::*;
+        let table = [
+            (Success, 0),
+            (Flushed, 1),
+            (LocalLength, 2),
+            (LocalQpOperation, 3),
+            (LocalProtection, 4),
+            (LocalAccess, 4),
+            (BadResponse, 5),
+            (RemoteAccess, 6),
+            (RemoteInvalidRequest, 7),
+            (RemoteOperation, 7),
+            (RemoteAborted, 7),
+            (RetryExceeded, 8),
+            (General, 8),
+            (RnrRetryExceeded, 9),
+            (MwBind, 11),
+        ];
+        for (s, d) in table {
+            assert_eq!(dto_status(s), d, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_ring_refuses_past_its_capacity_and_a_completion_retires_what_came_before() {
+        let ring = CookieRing::new(3);
+        assert_eq!(ring.capacity(), 4);
+        let c =
+            |n| Cookie { user_cookie: n, length: 10 * n, operation: dtos::SEND, suppress: n != 3 };
+        for n in 0..4 {
+            assert_eq!(ring.reserve(c(n)).unwrap(), n);
+            ring.commit();
+        }
+        let e = ring.reserve(c(9)).unwrap_err();
+        assert!(e.to_string().contains("4 DTOs are outstanding"), "{e}");
+        // The signalled 4th retires the three suppressed ones before it.
+        assert_eq!(ring.complete(3), c(3));
+        assert_eq!(ring.outstanding(), 0);
+        assert_eq!(ring.reserve(c(4)).unwrap(), 4, "the window moved on");
+    }
+
+    #[test]
+    fn completions_become_dat_events_with_the_posted_length_and_operation() {
+        let send = Cookie { user_cookie: 7, length: 4096, operation: dtos::SEND, suppress: false };
+        let e = DtoCompletion::from_work_completion(
+            &wc(0, WcOpcode::Send, WcStatus::Success, 0),
+            &send,
+        )
+        .unwrap();
+        assert_eq!(
+            (e.user_cookie, e.status, e.transfered_length, e.operation),
+            (7, 0, 4096, dtos::SEND)
+        );
+        let recv = Cookie { user_cookie: 1, length: 64, operation: dtos::RECEIVE, suppress: false };
+        let e = DtoCompletion::from_work_completion(
+            &wc(0, WcOpcode::Recv, WcStatus::Success, 16),
+            &recv,
+        )
+        .unwrap();
+        assert_eq!((e.transfered_length, e.operation, e.ib_extension), (16, dtos::RECEIVE, None));
+        let imm = wc(0, WcOpcode::RecvRdmaWithImm, WcStatus::Success, 4096).with_imm(Some(0x7777));
+        let e = DtoCompletion::from_work_completion(&imm, &recv).unwrap();
+        assert_eq!(e.ib_extension, Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, Some(0x7777))));
+        let suppressed = Cookie { suppress: true, ..send };
+        assert_eq!(
+            DtoCompletion::from_work_completion(
+                &wc(0, WcOpcode::Send, WcStatus::Success, 0),
+                &suppressed
+            ),
+            None,
+            "a suppressed success makes no event"
+        );
+        let failed = DtoCompletion::from_work_completion(
+            &wc(0, WcOpcode::Send, WcStatus::Flushed, 0),
+            &suppressed,
+        )
+        .expect("a suppressed failure still makes an event");
+        assert_eq!(failed.status, dto_status::ERR_FLUSHED);
+        let cs =
+            Cookie { user_cookie: 2, length: 8, operation: dtos::IB_CMP_SWAP, suppress: false };
+        let e = DtoCompletion::from_work_completion(
+            &wc(0, WcOpcode::CompareSwap, WcStatus::Success, 8),
+            &cs,
+        )
+        .unwrap();
+        assert_eq!(e.ib_extension, Some((ib_ext_type::CMP_AND_SWAP, None)));
+    }
+}
