@@ -95,3 +95,40 @@ fn argument_errors_and_help() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--sysfs-dir"));
 }
+
+#[test]
+fn info_lists_the_device_its_port_and_the_ia_it_would_be() {
+    let dir = scratch("info");
+    let shm = dir.join("shm");
+    std::fs::create_dir_all(&shm).unwrap();
+    let out = ferrodat(
+        &["info"],
+        &[
+            ("FERRODAT_SOFTHCA", "softhca0=127.0.0.1"),
+            ("FERRODAT_SOFTHCA_SHM_DIR", shm.to_str().unwrap()),
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    for expected in [
+        "device softhca0 (softhca, 127.0.0.1)",
+        "part 4119",
+        "port 1: Active",
+        "GID 0 ::ffff:127.0.0.1",
+        "IA: address 127.0.0.1",
+        "DAT_IB_RDMA_READ=TRUE",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let out = ferrodat(
+        &["info", "--device", "nosuch"],
+        &[
+            ("FERRODAT_SOFTHCA", "softhca0=127.0.0.1"),
+            ("FERRODAT_SOFTHCA_SHM_DIR", shm.to_str().unwrap()),
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no device \"nosuch\"") && err.contains("softhca0"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,7 +1,8 @@
 //! `ferrodat`: the command-line front end.
 //!
-//! Today it has `softhca env`, which prepares a shell to run unmodified rdma-core programs
-//! on softhca: `eval "$(ferrodat softhca env)"`.
+//! `ferrodat info` lists the devices found (real and softhca), their ports, GIDs and
+//! limits, and the IA attributes the provider reports on them; `softhca env` prepares a
+//! shell to run unmodified rdma-core programs on softhca: `eval "$(ferrodat softhca env)"`.
 
 use clap::{Parser, Subcommand};
 use ferrodat_softhca::{config, sysfs};
@@ -24,6 +25,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The devices found (real and softhca), their ports, GIDs and limits, and the IA
+    /// attributes the provider reports on them: what ibv_devinfo does for verbs.
+    Info {
+        /// Only this device (e.g. softhca0, mlx5_0).
+        #[arg(long, value_name = "NAME")]
+        device: Option<String>,
+    },
     /// softhca, the software mlx5 HCA.
     Softhca {
         #[command(subcommand)]
@@ -48,6 +56,7 @@ enum SofthcaCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Info { device } => info(device.as_deref()),
         Command::Softhca { command: SofthcaCommand::Env { sysfs_dir, preload } } => {
             softhca_env(sysfs_dir, preload)
         }
@@ -109,6 +118,108 @@ fn softhca_env(sysfs_dir: Option<PathBuf>, preload: Option<PathBuf>) -> Result<S
         shell_quote(Path::new(&list.join(",")))
     ));
     Ok(out)
+}
+
+/// The `info` report: every device discovery finds (or only `only`), then what was skipped.
+fn info(only: Option<&str>) -> Result<String, String> {
+    use ferrodat_driver::discovery::{DeviceKind, discover};
+    use std::fmt::Write;
+    let found = discover();
+    let devices: Vec<_> =
+        found.devices.iter().filter(|d| only.is_none_or(|n| d.name == n)).collect();
+    if devices.is_empty() {
+        let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
+        return Err(match only {
+            Some(n) => format!("no device {n:?}; found: {}", names.join(", ")),
+            None => "no RDMA device found: load mlx5_ib for a ConnectX, or configure softhca with \
+                     FERRODAT_SOFTHCA (default softhca0=127.0.0.1)"
+                .into(),
+        });
+    }
+    let mut out = String::new();
+    for d in devices {
+        let kind = match &d.kind {
+            DeviceKind::Hardware(h) => format!("hardware, {}", h.uverbs_path.display()),
+            DeviceKind::Softhca(s) => format!("softhca, {}", s.config.addr),
+        };
+        let _ = writeln!(out, "device {} ({kind})", d.name);
+        if let Err(e) = device_report(&d.name, &mut out) {
+            let _ = writeln!(out, "  cannot open it: {e}");
+        }
+    }
+    for s in &found.skipped {
+        let _ = writeln!(out, "skipped: {s}");
+    }
+    Ok(out)
+}
+
+/// Device, port 1 and IA details of one device.
+fn device_report(name: &str, out: &mut String) -> Result<(), String> {
+    use ferrodat_engine::ia::{Ia, IaSpec};
+    use std::fmt::Write;
+    let ctx = ferrodat_driver::open(name).map_err(|e| e.to_string())?;
+    let dev = ctx.query_device().map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        out,
+        "  vendor {:#06x} part {} hw {} fw {}.{}.{} node_guid {:016x}",
+        dev.vendor_id,
+        dev.vendor_part_id,
+        dev.hw_ver,
+        dev.fw_ver >> 32,
+        (dev.fw_ver >> 16) & 0xffff,
+        dev.fw_ver & 0xffff,
+        dev.node_guid
+    );
+    let _ = writeln!(
+        out,
+        "  max: qp {} qp_wr {} sge {} cq {} cqe {} mr {} pd {} srq {} rd_atom {}/{} mr_size {}",
+        dev.max_qp,
+        dev.max_qp_wr,
+        dev.max_sge,
+        dev.max_cq,
+        dev.max_cqe,
+        dev.max_mr,
+        dev.max_pd,
+        dev.max_srq,
+        dev.max_qp_rd_atom,
+        dev.max_qp_init_rd_atom,
+        dev.max_mr_size
+    );
+    let port = ctx.query_port(1).map_err(|e| e.to_string())?;
+    let gid = ctx.gid(1, 0).map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        out,
+        "  port 1: {:?}, active MTU {} bytes, link layer {}, GID 0 {}",
+        port.state,
+        128u32 << port.active_mtu.clamp(1, 5),
+        if port.link_layer == 2 { "Ethernet (RoCE v2)" } else { "InfiniBand" },
+        std::net::Ipv6Addr::from(gid)
+    );
+    drop(ctx);
+    let ia = Ia::open(name, &IaSpec { device: name.to_string(), port: 1, address: None })
+        .map_err(|e| e.to_string())?;
+    let a = ia.attr();
+    let p = ia.provider_attr();
+    let _ = writeln!(
+        out,
+        "  IA: address {}, eps {}, dto/ep {}, rdma read/ep {}/{}, evds {}, evd qlen {}, iov {}, \
+         message {} bytes, private data {} bytes, IB extensions {}",
+        a.address,
+        a.max_eps,
+        a.max_dto_per_ep,
+        a.max_rdma_read_per_ep_in,
+        a.max_rdma_read_per_ep_out,
+        a.max_evds,
+        a.max_evd_qlen,
+        a.max_iov_segments_per_dto,
+        a.max_message_size,
+        p.max_private_data_size,
+        if a.extension_supported != 0 { "yes" } else { "no" }
+    );
+    let attrs: Vec<String> =
+        p.provider_specific_attr.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    let _ = writeln!(out, "  provider attributes: {}", attrs.join(" "));
+    Ok(())
 }
 
 /// `libsofthca_preload.so` in the directory of this executable (`target/<profile>`).
