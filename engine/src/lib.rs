@@ -29,3 +29,6 @@
 //!
 //! DTO completions are harvested from the CQs by whoever waits or dequeues — no library
 //! thread on the data path.
+
+pub mod evd;
+mod sync;
