@@ -7,10 +7,12 @@
 //! when a thread spins, or it explores the spin forever).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

@@ -2,7 +2,25 @@
 //!
 //! - [`queue`]: [`EventQueue`], the bounded lock-free MPMC FIFO an EVD's events wait in
 //!   (exact qlen capacity, FIFO per producer, each event to exactly one consumer).
+//! - [`notify`]: [`Notifier`], the eventfd a sleeping waiter polls together with its CQs'
+//!   completion channels; producers write it only when a waiter announced itself.
 
+pub mod notify;
 pub mod queue;
 
+pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
 pub use queue::EventQueue;
+
+/// A pipe (read end, write end) for the tests, both ends close-on-exec.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn test_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two fds pipe2 writes.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: pipe2 just created both fds; nothing else owns them.
+    unsafe {
+        (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
