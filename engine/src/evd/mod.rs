@@ -4,12 +4,27 @@
 //!   (exact qlen capacity, FIFO per producer, each event to exactly one consumer).
 //! - [`notify`]: [`Notifier`], the eventfd a sleeping waiter polls together with its CQs'
 //!   completion channels; producers write it only when a waiter announced itself.
+//! - [`waiter`]: [`EvdCore`], `dat_evd_wait` / `dat_evd_dequeue` / `set_unwaitable` /
+//!   `resize` over a queue, a notifier and an event source ([`Harvest`], which the DTO
+//!   side implements over its CQs).
+//!
+//! The lock-free protocols (queue, notifier) are model-checked in `loom-tests/`
+//! (`evd_queue`, `evd_notify`), built from this very source with `--cfg loom`.
+//!
+//! Left to the EVD object: stream flags and the merging matrix, CNO triggering (on a post
+//! with no waiter, [`EvdCore::has_waiter`]), the threshold-1 rule for consumer-controlled
+//! notification, overflow reporting to the async EVD ([`EvdCore::overflows`], a full
+//! [`EvdCore::post`]), and the one cross-stream order DAT demands (successful in-progress
+//! DTO completions before DISCONNECTED on a shared EVD: the CM must not post DISCONNECTED
+//! while the QP's completions still sit unharvested in the CQ).
 
 pub mod notify;
 pub mod queue;
+pub mod waiter;
 
 pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
 pub use queue::EventQueue;
+pub use waiter::{DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError};
 
 /// A pipe (read end, write end) for the tests, both ends close-on-exec.
 #[cfg(all(test, not(loom)))]
