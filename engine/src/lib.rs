@@ -34,6 +34,8 @@ pub mod cm;
 pub mod dto;
 pub mod ep_state;
 pub mod error;
+pub mod evd;
 pub mod ia;
 pub mod lmr;
 pub mod pz;
+mod sync;
