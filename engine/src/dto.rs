@@ -7,12 +7,13 @@
 //! (suppressed) request is retired by the next completion after it, so a ring is a plain
 //! window: `posted` advances when the EP posts, `retired` when the harvester has turned
 //! a completion into an event (never before, so a slot is never reused while its cookie
-//! is still to be read).
+//! is still to be read). The protocol between poster and harvester is modelled in
+//! `loom-tests/tests/dto_cookies.rs`.
 
 use crate::error::{DatError, DatResult};
 use ferrodat_abi::dat::{dto_status, dtos, ib_ext_type, subtype};
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// The DAT completion status (`DAT_DTO_COMPLETION_STATUS`) of a work completion's status,
 /// as OFA dapl maps the verbs statuses.
@@ -144,6 +145,13 @@ impl CookieRing {
     /// Slots the ring holds.
     pub fn capacity(&self) -> u32 {
         self.mask + 1
+    }
+
+    /// Slots committed so far (acquire: a reader that sees slot `n` committed may read its
+    /// cookie). The harvester learns of a post from the device's completion; this is for
+    /// observers and the loom model, which has no device.
+    pub fn committed(&self) -> u32 {
+        self.posted.load(Ordering::Acquire)
     }
 
     /// DTOs posted and not yet retired.
