@@ -11,9 +11,9 @@
 //! `loom-tests/tests/dto_cookies.rs`.
 
 use crate::error::{DatError, DatResult};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use ferrodat_abi::dat::{dto_status, dtos, ib_ext_type, subtype};
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// The DAT completion status (`DAT_DTO_COMPLETION_STATUS`) of a work completion's status,
 /// as OFA dapl maps the verbs statuses.
