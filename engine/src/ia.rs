@@ -7,6 +7,7 @@
 //! [`ProviderAttr`] says what this provider implements — nothing is claimed that the
 //! engine does not do.
 
+use crate::cm::Cm;
 use crate::error::{DatError, DatResult};
 use ferrodat_abi::dat::{
     self as abi, IB_EXTENSION_VERSION, completion_flags, ep_creator, extension, iov_ownership,
@@ -14,7 +15,7 @@ use ferrodat_abi::dat::{
 };
 use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Which device, port and address an IA uses: the instance data of its dat.conf line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,6 +214,8 @@ struct IaInner {
     ctx: Context,
     attr: IaAttr,
     provider: ProviderAttr,
+    /// The connection manager on the IA's address, started by the first connect or listen.
+    cm: OnceLock<Cm>,
 }
 
 impl Ia {
@@ -337,6 +340,7 @@ impl Ia {
                 ctx,
                 attr,
                 provider,
+                cm: OnceLock::new(),
             }),
         })
     }
@@ -359,6 +363,20 @@ impl Ia {
     /// `dat_ia_query`: the provider's attributes.
     pub fn provider_attr(&self) -> &ProviderAttr {
         &self.inner.provider
+    }
+
+    /// The connection manager on the IA's address (started on first use).
+    pub(crate) fn cm(&self) -> DatResult<&Cm> {
+        if let Some(cm) = self.inner.cm.get() {
+            return Ok(cm);
+        }
+        let cm = Cm::new(self.inner.attr.address).map_err(|e| {
+            DatError::insufficient_resources(subtype::RESOURCE_MEMORY).with_detail(format!(
+                "IA {}: starting the connection manager: {e}",
+                self.inner.name
+            ))
+        })?;
+        Ok(self.inner.cm.get_or_init(|| cm))
     }
 
     /// The driver context the IA's objects are made on.

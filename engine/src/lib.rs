@@ -32,10 +32,13 @@
 
 pub mod cm;
 pub mod dto;
+pub mod ep;
 pub mod ep_state;
 pub mod error;
 pub mod evd;
+pub mod event;
 pub mod ia;
 pub mod lmr;
 pub mod pz;
+pub mod sp;
 mod sync;

@@ -18,11 +18,14 @@
 //! DTO completions before DISCONNECTED on a shared EVD: the CM must not post DISCONNECTED
 //! while the QP's completions still sit unharvested in the CQ).
 
+pub mod cq_source;
 pub mod notify;
+mod object;
 pub mod queue;
 pub mod waiter;
 
 pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
+pub use object::Evd;
 pub use queue::EventQueue;
 pub use waiter::{DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError};
 

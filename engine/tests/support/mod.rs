@@ -15,6 +15,10 @@ pub fn private_fabric() {
         // SAFETY: runs once, before any thread of this test binary reads the environment
         // for the fabric (the first device open comes after it).
         unsafe { std::env::set_var(SHM_DIR_ENV, &dir) };
+        // One process plays both sides here, and a side may sleep in dat_evd_wait while
+        // the other's QP must answer: softhca's progress thread does that, as silicon would.
+        // SAFETY: as above.
+        unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1") };
     });
 }
 

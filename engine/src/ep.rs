@@ -1,0 +1,560 @@
+//! Endpoints: an RC QP with its EVDs, the DAT state machine ([`crate::ep_state`]) driving
+//! it, cookie rings for its DTOs, and its connection through the connection manager.
+//!
+//! Every state change — from an API call or a connection-manager event — goes through
+//! [`transition`] under the EP's state lock; the [`Effects`](crate::ep_state::Effects) it returns are carried out
+//! here (flush the QP, send a disconnect, report the connection event). Posting checks
+//! the state without that lock (an atomic copy of it) and posts under the QP's own lock,
+//! which one thread per EP never contends.
+
+use crate::cm::{self, CmEvent, CmEvents, ConnInfo, Connection, NonPeerReason};
+use crate::dto::{Cookie, CookieRing, DtoCompletion};
+use crate::ep_state::{DisconnectMode, EpState, Flush, Readiness, Trigger, transition};
+use crate::error::{DatError, DatResult};
+use crate::evd::Evd;
+use crate::evd::cq_source::EpCompletions;
+use crate::event::{Event, ObjectId, new_object_id};
+use crate::ia::Ia;
+use crate::lmr::{LmrTriplet, RmrTriplet};
+use crate::pz::Pz;
+use ferrodat_abi::dat::{completion_flags, dto_status, dtos, subtype};
+use ferrodat_driver::work_request::{
+    Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
+};
+use ferrodat_driver::{Access, Qp, QpCaps, QpInit};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+/// `DAT_EP_ATTR`: the sizes and limits of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpAttr {
+    /// Largest message.
+    pub max_message_size: u32,
+    /// Largest RDMA operation.
+    pub max_rdma_size: u32,
+    /// Receives that may be outstanding.
+    pub max_recv_dtos: u32,
+    /// Requests (sends, RDMA) that may be outstanding.
+    pub max_request_dtos: u32,
+    /// Segments of a receive's IOV.
+    pub max_recv_iov: u32,
+    /// Segments of a request's IOV.
+    pub max_request_iov: u32,
+    /// Incoming RDMA READs in flight.
+    pub max_rdma_read_in: u32,
+    /// Outgoing RDMA READs in flight.
+    pub max_rdma_read_out: u32,
+}
+
+impl EpAttr {
+    /// What an EP created without attributes gets: OFA dapl's defaults (16 DTOs each way, 4
+    /// segments, 4 RDMA READs), which dapltest's limits assume.
+    pub fn defaults(ia: &Ia) -> EpAttr {
+        let a = ia.attr();
+        EpAttr {
+            max_message_size: a.max_message_size,
+            max_rdma_size: a.max_rdma_size,
+            max_recv_dtos: 16,
+            max_request_dtos: 16,
+            max_recv_iov: 4,
+            max_request_iov: 4,
+            max_rdma_read_in: 4,
+            max_rdma_read_out: 4,
+        }
+    }
+}
+
+/// An endpoint. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Ep {
+    inner: Arc<EpInner>,
+}
+
+#[derive(Debug)]
+struct EpInner {
+    id: ObjectId,
+    ia: Ia,
+    pz: Pz,
+    attr: EpAttr,
+    request_evd: Evd,
+    recv_evd: Evd,
+    connect_evd: Option<Evd>,
+    /// The state, changed only under this lock through `transition`.
+    state: Mutex<EpState>,
+    /// A copy of the state for the post paths' check.
+    state_word: AtomicU32,
+    qp: Mutex<Qp<'static>>,
+    completions: Arc<EpCompletions>,
+    /// Our side of the connection exchange (its PSN); set while connecting or accepting.
+    local: Mutex<Option<ConnInfo>>,
+    conn: Mutex<Option<Connection>>,
+}
+
+impl Ep {
+    /// `dat_ep_create(ia, pz, recv_evd, request_evd, connect_evd, attr)`. Both DTO EVDs
+    /// are required here (their CQs are the QP's).
+    pub fn create(
+        pz: &Pz,
+        recv_evd: &Evd,
+        request_evd: &Evd,
+        connect_evd: Option<&Evd>,
+        attr: Option<EpAttr>,
+    ) -> DatResult<Ep> {
+        let ia = pz.ia().clone();
+        let attr = attr.unwrap_or_else(|| EpAttr::defaults(&ia));
+        let limits = ia.attr();
+        for (arg, value, max, what) in [
+            (6, attr.max_recv_dtos, limits.max_dto_per_ep, "max_recv_dtos"),
+            (6, attr.max_request_dtos, limits.max_dto_per_ep, "max_request_dtos"),
+            (6, attr.max_recv_iov, limits.max_iov_segments_per_dto, "max_recv_iov"),
+            (6, attr.max_request_iov, limits.max_iov_segments_per_dto, "max_request_iov"),
+            (6, attr.max_rdma_read_out, limits.max_rdma_read_per_ep_out, "max_rdma_read_out"),
+            (6, attr.max_rdma_read_in, limits.max_rdma_read_per_ep_in, "max_rdma_read_in"),
+        ] {
+            if value > max {
+                return Err(DatError::invalid_parameter(arg)
+                    .with_detail(format!("dat_ep_create: {what} {value} exceeds the IA's {max}")));
+            }
+        }
+        let caps = QpCaps {
+            max_send_wr: attr.max_request_dtos.max(1),
+            max_recv_wr: attr.max_recv_dtos.max(1),
+            max_send_sge: attr.max_request_iov.max(1),
+            max_recv_sge: attr.max_recv_iov.max(1),
+            max_inline_data: 60,
+        };
+        let qp = request_evd
+            .with_cq(|req| {
+                recv_evd.with_cq(|recv| {
+                    Qp::new(
+                        pz.pd(),
+                        &QpInit {
+                            send_cq: req.cq(),
+                            recv_cq: recv.cq(),
+                            srq: None,
+                            caps,
+                            sq_sig_all: false,
+                            user_handle: None,
+                        },
+                    )
+                })
+            })??
+            .map_err(|e| {
+                DatError::insufficient_resources(subtype::RESOURCE_TEP)
+                    .with_detail(format!("dat_ep_create: {e}"))
+            })?;
+        let id = new_object_id();
+        let completions = Arc::new(EpCompletions {
+            ep: id,
+            requests: CookieRing::new(qp.geometry().sq_wqe_cnt),
+            receives: CookieRing::new(qp.geometry().rq_wqe_cnt),
+        });
+        let qpn = qp.qpn();
+        request_evd.attach(qpn, completions.clone())?;
+        recv_evd.attach(qpn, completions.clone())?;
+        Ok(Ep {
+            inner: Arc::new(EpInner {
+                id,
+                ia,
+                pz: pz.clone(),
+                attr,
+                request_evd: request_evd.clone(),
+                recv_evd: recv_evd.clone(),
+                connect_evd: connect_evd.cloned(),
+                state: Mutex::new(EpState::AFTER_EP_CREATE),
+                state_word: AtomicU32::new(EpState::AFTER_EP_CREATE.to_raw()),
+                qp: Mutex::new(qp),
+                completions,
+                local: Mutex::new(None),
+                conn: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Its id (events name it by id).
+    pub fn id(&self) -> ObjectId {
+        self.inner.id
+    }
+
+    /// `dat_ep_get_status`: the current state.
+    pub fn state(&self) -> EpState {
+        *lock(&self.inner.state)
+    }
+
+    /// `dat_ep_query`: its attributes.
+    pub fn attr(&self) -> EpAttr {
+        self.inner.attr
+    }
+
+    /// Its PZ.
+    pub fn pz(&self) -> &Pz {
+        &self.inner.pz
+    }
+
+    /// `dat_ep_query`: the EVD its receives complete on.
+    pub fn recv_evd(&self) -> &Evd {
+        &self.inner.recv_evd
+    }
+
+    /// `dat_ep_query`: the EVD its requests complete on.
+    pub fn request_evd(&self) -> &Evd {
+        &self.inner.request_evd
+    }
+
+    /// `dat_ep_query`: the EVD its connection events go to.
+    pub fn connect_evd(&self) -> Option<&Evd> {
+        self.inner.connect_evd.as_ref()
+    }
+
+    fn readiness(&self) -> Readiness {
+        Readiness { has_pz: true, has_connect_evd: self.inner.connect_evd.is_some() }
+    }
+
+    /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
+    /// receives always complete with an event.)
+    pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
+        let step = transition(self.current(), Trigger::PostRecv)?;
+        if step.effects.flush_this_post {
+            let length = local.iter().map(|t| t.segment_length).sum();
+            return self.flushed(&self.inner.recv_evd, cookie, length, dtos::RECEIVE);
+        }
+        let sges = sges(local, self.inner.attr.max_recv_iov, "dat_ep_post_recv")?;
+        let length = local.iter().map(|t| t.segment_length).sum();
+        let ring = &self.inner.completions.receives;
+        let wr_id = ring.reserve(Cookie {
+            user_cookie: cookie,
+            length,
+            operation: dtos::RECEIVE,
+            suppress: false,
+        })?;
+        let mut qp = lock(&self.inner.qp);
+        qp.post_recv(&[RecvWr { wr_id, sges: &sges }])
+            .map_err(|e| post_error("dat_ep_post_recv", e))?;
+        ring.commit();
+        Ok(())
+    }
+
+    /// `dat_ep_post_send`.
+    pub fn post_send(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
+        self.post_request(
+            Trigger::PostSend,
+            SendOp::Send,
+            dtos::SEND,
+            local,
+            cookie,
+            flags,
+            "dat_ep_post_send",
+        )
+    }
+
+    /// `dat_ep_post_rdma_write` to `remote`.
+    pub fn post_rdma_write(
+        &self,
+        local: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: u32,
+    ) -> DatResult<()> {
+        let r = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+        self.post_request(
+            Trigger::PostRdmaWrite,
+            SendOp::RdmaWrite(r),
+            dtos::RDMA_WRITE,
+            local,
+            cookie,
+            flags,
+            "dat_ep_post_rdma_write",
+        )
+    }
+
+    /// `dat_ep_post_rdma_read` from `remote`.
+    pub fn post_rdma_read(
+        &self,
+        local: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: u32,
+    ) -> DatResult<()> {
+        let r = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+        self.post_request(
+            Trigger::PostRdmaRead,
+            SendOp::RdmaRead(r),
+            dtos::RDMA_READ,
+            local,
+            cookie,
+            flags,
+            "dat_ep_post_rdma_read",
+        )
+    }
+
+    /// The IB extension `dat_ib_post_rdma_write_immed`.
+    pub fn post_rdma_write_immed(
+        &self,
+        local: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        immediate: u32,
+        flags: u32,
+    ) -> DatResult<()> {
+        let r = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+        self.post_request(
+            Trigger::PostRdmaWrite,
+            SendOp::RdmaWriteImm(r, immediate),
+            dtos::IB_RDMA_WRITE_IMMED,
+            local,
+            cookie,
+            flags,
+            "dat_ib_post_rdma_write_immed",
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn post_request(
+        &self,
+        trigger: Trigger,
+        op: SendOp,
+        operation: u32,
+        local: &[LmrTriplet],
+        cookie: u64,
+        flags: u32,
+        verb: &'static str,
+    ) -> DatResult<()> {
+        let step = transition(self.current(), trigger)?;
+        let length = local.iter().map(|t| t.segment_length).sum();
+        if step.effects.flush_this_post {
+            return self.flushed(&self.inner.request_evd, cookie, length, operation);
+        }
+        let sges = sges(local, self.inner.attr.max_request_iov, verb)?;
+        let suppress = flags & completion_flags::SUPPRESS != 0;
+        let ring = &self.inner.completions.requests;
+        let wr_id = ring.reserve(Cookie { user_cookie: cookie, length, operation, suppress })?;
+        let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
+        if flags & completion_flags::SOLICITED_WAIT != 0 {
+            send_flags = send_flags | SendFlags::SOLICITED;
+        }
+        if flags & completion_flags::BARRIER_FENCE != 0 {
+            send_flags = send_flags | SendFlags::FENCE;
+        }
+        let wr = SendWr::new(wr_id, op, Payload::Sges(&sges)).flags(send_flags);
+        let mut qp = lock(&self.inner.qp);
+        qp.post_send(&[wr]).map_err(|e| post_error(verb, e))?;
+        ring.commit();
+        Ok(())
+    }
+
+    /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed.
+    fn flushed(&self, evd: &Evd, cookie: u64, length: u64, operation: u32) -> DatResult<()> {
+        let completion = DtoCompletion {
+            user_cookie: cookie,
+            status: dto_status::ERR_FLUSHED,
+            transfered_length: length,
+            operation,
+            ib_extension: None,
+        };
+        evd.post(Event::Dto { ep: self.inner.id, completion }).map_err(|_| {
+            DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)
+                .with_detail("the EVD has no room for the flushed completion of this post")
+        })
+    }
+
+    fn current(&self) -> EpState {
+        EpState::from_raw(self.inner.state_word.load(Ordering::Acquire))
+            .unwrap_or(EpState::Disconnected)
+    }
+
+    /// Applies `trigger` under the state lock and carries out its effects; returns the
+    /// connection event to report (reported by the caller after the lock is released).
+    fn step(&self, trigger: Trigger) -> DatResult<Option<u32>> {
+        let mut state = lock(&self.inner.state);
+        let step = transition(*state, trigger)?;
+        *state = step.next;
+        self.inner.state_word.store(step.next.to_raw(), Ordering::Release);
+        let e = step.effects;
+        if e.flush != Flush::Nothing {
+            // The QP in ERR: the device flushes every outstanding work request; the flushed
+            // completions reach the EVDs like any other.
+            let _ = lock(&self.inner.qp).to_error();
+        }
+        if e.send == Some(crate::ep_state::CmMessage::Disconnect)
+            && let Some(conn) = lock(&self.inner.conn).take()
+        {
+            let _ = conn.disconnect(false);
+        }
+        Ok(e.connection_event)
+    }
+
+    fn report(&self, number: Option<u32>, private_data: Vec<u8>) {
+        if let (Some(number), Some(evd)) = (number, &self.inner.connect_evd) {
+            let _ = evd.post(Event::Connection { number, ep: self.inner.id, private_data });
+        }
+    }
+
+    /// `dat_ep_connect` to `remote`:`conn_qual` with `private_data`; the outcome arrives
+    /// as a connection event (ESTABLISHED, PEER_REJECTED, ...).
+    pub fn connect(
+        &self,
+        remote: IpAddr,
+        conn_qual: u16,
+        timeout: Option<Duration>,
+        private_data: &[u8],
+    ) -> DatResult<()> {
+        let cm = self.inner.ia.cm()?;
+        let rd = self.inner.attr.max_rdma_read_out.min(255) as u8;
+        let local = {
+            let qp = lock(&self.inner.qp);
+            cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?
+        };
+        self.step(Trigger::Connect(self.readiness()))?;
+        *lock(&self.inner.local) = Some(local);
+        let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
+        match cm.connect(remote, conn_qual, &local, private_data, timeout, sink) {
+            Ok(conn) => {
+                *lock(&self.inner.conn) = Some(conn);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.step(Trigger::Unreachable);
+                Err(DatError::invalid_parameter(2).with_detail(format!("dat_ep_connect: {e}")))
+            }
+        }
+    }
+
+    /// `dat_ep_disconnect`.
+    pub fn disconnect(&self, mode: DisconnectMode) -> DatResult<()> {
+        let graceful = mode == DisconnectMode::Graceful;
+        let event = self.step(Trigger::Disconnect(mode))?;
+        if let Some(conn) = lock(&self.inner.conn).take() {
+            let _ = conn.disconnect(graceful);
+        }
+        self.report(event, Vec::new());
+        Ok(())
+    }
+
+    /// Passive side: accept `request` on this EP with `private_data` (`dat_cr_accept`).
+    pub(crate) fn accept(
+        &self,
+        request: &mut cm::ConnRequest,
+        private_data: &[u8],
+    ) -> DatResult<()> {
+        let rd = self.inner.attr.max_rdma_read_in.min(255) as u8;
+        let local = {
+            let mut qp = lock(&self.inner.qp);
+            let local =
+                cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?;
+            cm::connect_qp(&mut qp, &local, request.peer(), Access::ALL).map_err(internal)?;
+            local
+        };
+        self.step(Trigger::CrAcceptNamingEndpoint(self.readiness()))?;
+        *lock(&self.inner.local) = Some(local);
+        let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
+        let conn = request.accept(&local, private_data, sink).map_err(|e| {
+            DatError::invalid_parameter(3).with_detail(format!("dat_cr_accept: {e}"))
+        })?;
+        *lock(&self.inner.conn) = Some(conn);
+        Ok(())
+    }
+}
+
+impl Drop for EpInner {
+    fn drop(&mut self) {
+        // The QP's completions stop being this EP's (a later QP may get the same number).
+        let qpn = lock(&self.qp).qpn();
+        let _ = self.request_evd.with_cq(|s| s.detach(qpn));
+        let _ = self.recv_evd.with_cq(|s| s.detach(qpn));
+        if let Some(conn) = lock(&self.conn).take() {
+            let _ = conn.disconnect(false);
+        }
+    }
+}
+
+/// Connection-manager events of one EP.
+struct EpEvents {
+    ep: Weak<EpInner>,
+}
+
+impl CmEvents for EpEvents {
+    fn event(&self, ev: CmEvent) {
+        let Some(inner) = self.ep.upgrade() else { return };
+        let ep = Ep { inner };
+        let (trigger, pdata) = match ev {
+            CmEvent::Established { peer, private_data, .. } => {
+                let local = *lock(&ep.inner.local);
+                let active = ep.current() == EpState::ActiveConnectionPending;
+                if active && let Some(local) = local {
+                    let mut qp = lock(&ep.inner.qp);
+                    if cm::connect_qp(&mut qp, &local, &peer, Access::ALL).is_err() {
+                        drop(qp);
+                        if let Some(c) = lock(&ep.inner.conn).take() {
+                            let _ = c.disconnect(false);
+                        }
+                        return;
+                    }
+                }
+                let trigger =
+                    if active { Trigger::PeerAccepted } else { Trigger::ReadyToUseReceived };
+                (trigger, if active { private_data } else { Vec::new() })
+            }
+            CmEvent::PeerRejected { private_data, .. } => (Trigger::PeerRejected, private_data),
+            // Nothing listening: reported as a peer reject, which consumers such as dapltest
+            // retry (the listener may not be up yet).
+            CmEvent::NonPeerRejected { reason: NonPeerReason::NoListener, .. } => {
+                (Trigger::PeerRejected, Vec::new())
+            }
+            CmEvent::NonPeerRejected { .. } => (Trigger::NonPeerRejected, Vec::new()),
+            CmEvent::Unreachable { .. } => (Trigger::Unreachable, Vec::new()),
+            CmEvent::TimedOut { .. } => (Trigger::TimedOut, Vec::new()),
+            CmEvent::AcceptCompletionError { .. } => (Trigger::AcceptFailed, Vec::new()),
+            CmEvent::Disconnected { .. } => (Trigger::PeerDisconnected, Vec::new()),
+            CmEvent::Broken { .. } => (Trigger::TransportError, Vec::new()),
+            CmEvent::ConnRequest(_) => return,
+        };
+        // A stale event (the EP moved on) is dropped, as the state machine says.
+        if let Ok(number) = ep.step(trigger) {
+            ep.report(number, pdata);
+        }
+    }
+}
+
+/// Driver SGEs for DAT LMR triplets.
+fn sges(local: &[LmrTriplet], max: u32, verb: &str) -> DatResult<Vec<Sge<'static>>> {
+    if local.len() > max as usize {
+        return Err(DatError::invalid_parameter(2).with_detail(format!(
+            "{verb}: {} segments, the endpoint takes at most {max}",
+            local.len()
+        )));
+    }
+    local
+        .iter()
+        .map(|t| {
+            let len = u32::try_from(t.segment_length).map_err(|_| {
+                DatError::new(ferrodat_abi::dat::ret::LENGTH_ERROR, subtype::NO_SUBTYPE)
+                    .with_detail(format!("{verb}: a segment of {} bytes", t.segment_length))
+            })?;
+            // SAFETY: the triplet names memory the consumer registered (lmr_context); the
+            // device checks the key and bounds and fails the DTO with a protection error
+            // otherwise, touching nothing (DAT's contract for IOVs).
+            Ok(unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) })
+        })
+        .collect()
+}
+
+fn post_error(verb: &str, e: PostError) -> DatError {
+    let d = match e.reason {
+        PostErrorReason::QueueFull { .. } => {
+            DatError::insufficient_resources(subtype::RESOURCE_TEP)
+        }
+        PostErrorReason::TooManySges { .. } => DatError::invalid_parameter(2),
+        _ => DatError::invalid_parameter(2),
+    };
+    d.with_detail(format!("{verb}: {e}"))
+}
+
+fn internal(e: ferrodat_driver::Error) -> DatError {
+    DatError::internal_error().with_detail(e.to_string())
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,107 @@
+//! The DTO side of an EVD: its CQ, the completion channel the CQ reports to, and the
+//! endpoints whose completions arrive there. Harvesting turns work completions into DTO
+//! events through each endpoint's cookie rings ([`crate::dto`]).
+
+use super::waiter::{Harvest, SourceError};
+use crate::dto::{CookieRing, DtoCompletion};
+use crate::event::{Event, ObjectId};
+use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
+use ferrodat_driver::{CompChannel, Cq};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the CQ needs to know of an endpoint using it.
+#[derive(Debug)]
+pub struct EpCompletions {
+    /// The endpoint, for its events.
+    pub ep: ObjectId,
+    /// Cookies of its requests (send, RDMA, atomics).
+    pub requests: CookieRing,
+    /// Cookies of its receives.
+    pub receives: CookieRing,
+}
+
+/// A DTO EVD's CQ and channel.
+#[derive(Debug)]
+pub struct CqSource {
+    cq: Cq,
+    channel: CompChannel,
+    fds: [RawFd; 1],
+    eps: HashMap<u32, Arc<EpCompletions>>,
+    /// Arm for solicited completions only (an EVD fed by SOLICITED_WAIT receives).
+    solicited_only: bool,
+}
+
+impl CqSource {
+    /// A source over `cq`, which reports to `channel`.
+    pub fn new(cq: Cq, channel: CompChannel) -> CqSource {
+        let fds = [channel.as_raw_fd()];
+        CqSource { cq, channel, fds, eps: HashMap::new(), solicited_only: false }
+    }
+
+    /// The CQ (for creating the QPs that complete into it).
+    pub fn cq(&self) -> &Cq {
+        &self.cq
+    }
+
+    /// Completions of QP `qpn` belong to this endpoint from now on.
+    pub fn attach(&mut self, qpn: u32, ep: Arc<EpCompletions>) {
+        self.eps.insert(qpn, ep);
+    }
+
+    /// QP `qpn` is gone.
+    pub fn detach(&mut self, qpn: u32) {
+        self.eps.remove(&qpn);
+    }
+
+    fn event(&self, wc: &WorkCompletion) -> Option<Event> {
+        let ep = self.eps.get(&wc.qpn)?;
+        // The driver reports a failed receive (flushed, too long) as a receive too.
+        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
+        let ring = if received { &ep.receives } else { &ep.requests };
+        let cookie = ring.complete(wc.wr_id);
+        DtoCompletion::from_work_completion(wc, &cookie)
+            .map(|completion| Event::Dto { ep: ep.ep, completion })
+    }
+}
+
+impl Harvest<Event> for CqSource {
+    fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
+        let mut made = 0;
+        let mut wcs = [WorkCompletion::default(); 16];
+        while made < max {
+            let want = (max - made).min(wcs.len());
+            let n = self.cq.poll(&mut wcs[..want]);
+            for wc in &wcs[..n] {
+                if let Some(ev) = self.event(wc) {
+                    sink(ev);
+                    made += 1;
+                }
+            }
+            if n < want {
+                break;
+            }
+        }
+        made
+    }
+
+    fn arm(&mut self) {
+        self.cq.arm(self.solicited_only);
+    }
+
+    fn fds(&self) -> &[RawFd] {
+        &self.fds
+    }
+
+    fn acknowledge(&mut self, _index: usize) -> Result<(), SourceError> {
+        while self
+            .channel
+            .wait(Some(Duration::ZERO))
+            .map_err(|e| Box::new(e) as SourceError)?
+            .is_some()
+        {}
+        Ok(())
+    }
+}

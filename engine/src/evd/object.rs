@@ -1,0 +1,230 @@
+//! The EVD object: a queue of events with the DAT stream flags, its waiter, and — for a
+//! DTO EVD — its CQ, harvested by whoever waits or dequeues.
+
+use super::cq_source::{CqSource, EpCompletions};
+use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
+use crate::error::{DatError, DatResult};
+use crate::event::{Event, ObjectId, new_object_id};
+use crate::ia::Ia;
+use ferrodat_abi::dat::{evd_flags, ret, subtype};
+use ferrodat_driver::{CompChannel, Cq, CqOptions};
+use std::num::NonZeroUsize;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+/// An event dispatcher. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Evd {
+    inner: Arc<EvdInner>,
+}
+
+#[derive(Debug)]
+struct EvdInner {
+    id: ObjectId,
+    ia: Ia,
+    flags: u32,
+    core: EvdCore<Event>,
+    /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
+    /// it busy harvests nothing and looks at the queue only).
+    dto: Option<Mutex<CqSource>>,
+}
+
+/// The sources a wait or dequeue harvests: the CQ if there is one.
+enum Source<'a> {
+    None(NoSource),
+    Cq(MutexGuard<'a, CqSource>),
+}
+
+impl Harvest<Event> for Source<'_> {
+    fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
+        match self {
+            Source::None(s) => s.harvest(max, sink),
+            Source::Cq(s) => s.harvest(max, sink),
+        }
+    }
+    fn arm(&mut self) {
+        match self {
+            Source::None(s) => Harvest::<Event>::arm(s),
+            Source::Cq(s) => s.arm(),
+        }
+    }
+    fn fds(&self) -> &[RawFd] {
+        match self {
+            Source::None(s) => Harvest::<Event>::fds(s),
+            Source::Cq(s) => s.fds(),
+        }
+    }
+    fn acknowledge(&mut self, index: usize) -> Result<(), SourceError> {
+        match self {
+            Source::None(s) => Harvest::<Event>::acknowledge(s, index),
+            Source::Cq(s) => s.acknowledge(index),
+        }
+    }
+}
+
+impl Evd {
+    /// `dat_evd_create(ia, qlen, cno NULL, flags)`. A DTO EVD gets a CQ of `qlen` entries
+    /// and a completion channel its waiters sleep on.
+    pub fn create(ia: &Ia, qlen: u32, flags: u32) -> DatResult<Evd> {
+        let known = evd_flags::SOFTWARE
+            | evd_flags::CR
+            | evd_flags::DTO
+            | evd_flags::CONNECTION
+            | evd_flags::RMR_BIND
+            | evd_flags::ASYNC;
+        if flags & !known != 0 || flags == 0 {
+            return Err(DatError::invalid_parameter(4).with_detail(format!(
+                "dat_evd_create: flags {flags:#x}; use DAT_EVD_*_FLAG bits (DTO {:#x}, CONNECTION \
+                 {:#x}, CR {:#x}, ASYNC {:#x}, SOFTWARE {:#x})",
+                evd_flags::DTO,
+                evd_flags::CONNECTION,
+                evd_flags::CR,
+                evd_flags::ASYNC,
+                evd_flags::SOFTWARE
+            )));
+        }
+        let max = ia.attr().max_evd_qlen;
+        let qlen_nz = match NonZeroUsize::new(qlen as usize) {
+            Some(q) if qlen <= max => q,
+            _ if qlen == 0 => {
+                return Err(DatError::invalid_parameter(2)
+                    .with_detail("dat_evd_create: qlen 0; an EVD holds at least one event"));
+            }
+            _ => {
+                return Err(DatError::insufficient_resources(subtype::RESOURCE_TEVD).with_detail(
+                    format!("dat_evd_create: qlen {qlen} exceeds max_evd_qlen {max}"),
+                ));
+            }
+        };
+        let core = EvdCore::new(qlen_nz).map_err(|e| {
+            DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+                .with_detail(format!("dat_evd_create: eventfd: {e}"))
+        })?;
+        let dto = if flags & (evd_flags::DTO | evd_flags::RMR_BIND) != 0 {
+            let resource = |e: ferrodat_driver::Error| {
+                DatError::insufficient_resources(subtype::RESOURCE_TEVD)
+                    .with_detail(format!("dat_evd_create: {e}"))
+            };
+            let channel = CompChannel::new(ia.context()).map_err(resource)?;
+            let cq = Cq::new(
+                ia.context(),
+                &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
+            )
+            .map_err(resource)?;
+            Some(Mutex::new(CqSource::new(cq, channel)))
+        } else {
+            None
+        };
+        Ok(Evd {
+            inner: Arc::new(EvdInner { id: new_object_id(), ia: ia.clone(), flags, core, dto }),
+        })
+    }
+
+    /// Its id (events name objects by id).
+    pub fn id(&self) -> ObjectId {
+        self.inner.id
+    }
+
+    /// `dat_evd_query`: the flags it was created with.
+    pub fn flags(&self) -> u32 {
+        self.inner.flags
+    }
+
+    /// `dat_evd_query`: its qlen.
+    pub fn qlen(&self) -> usize {
+        self.inner.core.qlen()
+    }
+
+    /// Its IA.
+    pub fn ia(&self) -> &Ia {
+        &self.inner.ia
+    }
+
+    /// `dat_evd_post_se`: queues a software event; DAT_QUEUE_FULL if there is no room.
+    pub fn post_se(&self, pointer: u64) -> DatResult<()> {
+        if self.inner.flags & evd_flags::SOFTWARE == 0 {
+            return Err(DatError::invalid_parameter(1)
+                .with_detail("dat_evd_post_se on an EVD created without DAT_EVD_SOFTWARE_FLAG"));
+        }
+        self.inner.core.post(Event::Software { pointer }).map_err(|_| {
+            DatError::new(ret::QUEUE_FULL, subtype::NO_SUBTYPE)
+                .with_detail(format!("the EVD's {} entries are all in use", self.qlen()))
+        })
+    }
+
+    /// Queues an event a provider stream produced (CM, async). On a full queue the event
+    /// is handed back: the caller reports the overflow on the async EVD.
+    pub(crate) fn post(&self, event: Event) -> Result<(), Event> {
+        self.inner.core.post(event)
+    }
+
+    /// `dat_evd_dequeue`: the oldest event, harvesting the CQ first if the queue is empty.
+    pub fn dequeue(&self) -> DatResult<Event> {
+        let r = match &self.inner.dto {
+            Some(m) => match m.try_lock() {
+                Ok(g) => self.inner.core.dequeue(&mut Source::Cq(g)),
+                Err(TryLockError::Poisoned(p)) => {
+                    self.inner.core.dequeue(&mut Source::Cq(p.into_inner()))
+                }
+                Err(TryLockError::WouldBlock) => {
+                    self.inner.core.dequeue(&mut Source::None(NoSource))
+                }
+            },
+            None => self.inner.core.dequeue(&mut Source::None(NoSource)),
+        };
+        r.map_err(wait_error)
+    }
+
+    /// `dat_evd_wait(timeout µs, threshold)`: blocks until `threshold` events are queued,
+    /// then dequeues one; returns it and how many remain.
+    pub fn wait(&self, timeout_us: u32, threshold: u32) -> DatResult<(Event, usize)> {
+        let r = match &self.inner.dto {
+            Some(m) => {
+                let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                self.inner.core.wait(&mut Source::Cq(g), threshold, timeout_us)
+            }
+            None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
+        };
+        r.map_err(wait_error)
+    }
+
+    /// `dat_evd_set_unwaitable`.
+    pub fn set_unwaitable(&self) {
+        self.inner.core.set_unwaitable();
+    }
+
+    /// `dat_evd_clear_unwaitable`.
+    pub fn clear_unwaitable(&self) {
+        self.inner.core.set_waitable();
+    }
+
+    /// Runs `f` on the CQ source of a DTO EVD (QP creation, attach, detach).
+    pub(crate) fn with_cq<R>(&self, f: impl FnOnce(&mut CqSource) -> R) -> DatResult<R> {
+        let m = self.inner.dto.as_ref().ok_or_else(|| {
+            DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_REQUEST)
+                .with_detail("this EVD was created without DAT_EVD_DTO_FLAG; DTO streams need it")
+        })?;
+        Ok(f(&mut m.lock().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    /// Completions of QP `qpn` go to `ep` (its cookie rings) on this EVD.
+    pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>) -> DatResult<()> {
+        self.with_cq(|s| s.attach(qpn, ep))
+    }
+}
+
+/// A wait or dequeue failure as the DAT_RETURN the man pages give.
+fn wait_error(e: WaitError) -> DatError {
+    let text = e.to_string();
+    let d = match e {
+        WaitError::InvalidThreshold { .. } => DatError::invalid_parameter(3),
+        WaitError::Busy => DatError::invalid_state(subtype::INVALID_STATE_EVD_WAITER),
+        WaitError::Unwaitable => DatError::invalid_state(subtype::INVALID_STATE_EVD_UNWAITABLE),
+        WaitError::Aborted => DatError::new(ret::ABORT, subtype::NO_SUBTYPE),
+        WaitError::Timeout { .. } => DatError::timeout_expired(),
+        WaitError::Empty => DatError::queue_empty(),
+        WaitError::TooSmall { .. } => DatError::invalid_state(subtype::INVALID_STATE_EVD_IN_USE),
+        WaitError::Internal(_) => DatError::internal_error(),
+    };
+    d.with_detail(text)
+}

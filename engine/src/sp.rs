@@ -1,0 +1,145 @@
+//! Service points and connection requests: a PSP listens on a connection qualifier of the
+//! IA's address and reports each request as a `DAT_CONNECTION_REQUEST_EVENT` carrying a
+//! [`Cr`], which the consumer queries, accepts on an endpoint, or rejects.
+
+use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
+use crate::ep::Ep;
+use crate::error::{DatError, DatResult};
+use crate::evd::Evd;
+use crate::event::{Event, ObjectId, new_object_id};
+use crate::ia::Ia;
+use ferrodat_abi::dat::{ret, subtype};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// A public service point (`dat_psp_create`, consumer model).
+#[derive(Debug)]
+pub struct Psp {
+    id: ObjectId,
+    conn_qual: u16,
+    evd: Evd,
+    _listener: Listener,
+}
+
+impl Psp {
+    /// `dat_psp_create(ia, conn_qual, evd, DAT_PSP_CONSUMER_FLAG)`: requests on `conn_qual`
+    /// become connection-request events on `evd` (its qlen is the backlog).
+    pub fn create(ia: &Ia, conn_qual: u16, evd: &Evd) -> DatResult<Psp> {
+        let id = new_object_id();
+        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone() });
+        let listener = ia.cm()?.listen(conn_qual, evd.qlen(), sink).map_err(|e| match e {
+            cm::CmError::ConnQualInUse { .. } => {
+                DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE).with_detail(format!(
+                    "dat_psp_create: {e}; pick another connection qualifier or free the service \
+                     point using it"
+                ))
+            }
+            other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+                .with_detail(format!("dat_psp_create: {other}")),
+        })?;
+        Ok(Psp { id, conn_qual: listener.conn_qual(), evd: evd.clone(), _listener: listener })
+    }
+
+    /// Its id (connection-request events name it).
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    /// `dat_psp_query`: the connection qualifier.
+    pub fn conn_qual(&self) -> u16 {
+        self.conn_qual
+    }
+
+    /// `dat_psp_query`: the EVD requests are reported on.
+    pub fn evd(&self) -> &Evd {
+        &self.evd
+    }
+}
+
+struct PspEvents {
+    sp: ObjectId,
+    evd: Evd,
+}
+
+impl CmEvents for PspEvents {
+    fn event(&self, ev: CmEvent) {
+        if let CmEvent::ConnRequest(request) = ev {
+            let conn_qual = u64::from(request.conn_qual());
+            let cr = Cr {
+                inner: Arc::new(CrInner {
+                    id: new_object_id(),
+                    request: Mutex::new(Some(request)),
+                }),
+            };
+            // A full EVD drops the request undecided: the requester sees it refused.
+            let _ =
+                self.evd.post(Event::ConnectionRequest { sp: self.sp, cr: cr.clone(), conn_qual });
+        }
+    }
+}
+
+/// A connection request (`DAT_CR_HANDLE`). Cheap to clone; accepting or rejecting it
+/// uses it up.
+#[derive(Clone, Debug)]
+pub struct Cr {
+    inner: Arc<CrInner>,
+}
+
+#[derive(Debug)]
+struct CrInner {
+    id: ObjectId,
+    request: Mutex<Option<ConnRequest>>,
+}
+
+impl PartialEq for Cr {
+    fn eq(&self, other: &Cr) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl Eq for Cr {}
+
+impl Cr {
+    /// Its id.
+    pub fn id(&self) -> ObjectId {
+        self.inner.id
+    }
+
+    fn with_request<R>(&self, f: impl FnOnce(&mut ConnRequest) -> DatResult<R>) -> DatResult<R> {
+        let mut g = self.inner.request.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_mut() {
+            Some(r) => f(r),
+            None => Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
+                .with_detail("this connection request was already accepted or rejected")),
+        }
+    }
+
+    /// `dat_cr_query`: the requester's address and private data.
+    pub fn query(&self) -> DatResult<(SocketAddr, Vec<u8>)> {
+        self.with_request(|r| Ok((r.remote(), r.private_data().to_vec())))
+    }
+
+    /// `dat_cr_accept(cr, ep, private_data)`.
+    pub fn accept(&self, ep: &Ep, private_data: &[u8]) -> DatResult<()> {
+        let mut g = self.inner.request.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(request) = g.as_mut() else {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
+                .with_detail("this connection request was already accepted or rejected"));
+        };
+        ep.accept(request, private_data)?;
+        *g = None;
+        Ok(())
+    }
+
+    /// `dat_cr_reject`.
+    pub fn reject(&self) -> DatResult<()> {
+        let mut g = self.inner.request.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut request) = g.take() else {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
+                .with_detail("this connection request was already accepted or rejected"));
+        };
+        request
+            .reject(&[])
+            .map_err(|e| DatError::internal_error().with_detail(format!("dat_cr_reject: {e}")))
+    }
+}

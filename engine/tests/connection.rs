@@ -1,0 +1,160 @@
+//! Two endpoints connected through the connection manager, in one process over softhca:
+//! the dtest sequence at the Rust API — PSP, request with private data, accept, the
+//! ESTABLISHED events, SEND/RECV, RDMA WRITE and READ checked byte for byte, disconnect.
+
+mod support;
+
+use ferrodat_abi::dat::{dtos, evd_flags, event, mem_priv};
+use ferrodat_engine::ep::Ep;
+use ferrodat_engine::ep_state::{DisconnectMode, EpState};
+use ferrodat_engine::evd::Evd;
+use ferrodat_engine::event::Event;
+use ferrodat_engine::ia::Ia;
+use ferrodat_engine::lmr::{Lmr, MemPriv, RmrTriplet};
+use ferrodat_engine::pz::Pz;
+use ferrodat_engine::sp::Psp;
+
+/// Five seconds in µs: every wait here completes in milliseconds; the bound only turns a
+/// hang into a failure.
+const WAIT_US: u32 = 5_000_000;
+
+struct Side {
+    ia: Ia,
+    ep: Ep,
+    cr_evd: Evd,
+    conn_evd: Evd,
+    req_evd: Evd,
+    recv_evd: Evd,
+    buf: Lmr,
+}
+
+fn side() -> Side {
+    let ia = support::ia();
+    let pz = Pz::create(&ia).unwrap();
+    let cr_evd = Evd::create(&ia, 10, evd_flags::CR).unwrap();
+    let conn_evd = Evd::create(&ia, 10, evd_flags::CONNECTION).unwrap();
+    let req_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
+    let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
+    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
+    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL)).unwrap();
+    Side { ia, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
+}
+
+fn dto(ev: Event) -> ferrodat_engine::dto::DtoCompletion {
+    match ev {
+        Event::Dto { completion, .. } => completion,
+        other => panic!("expected a DTO completion, got {other:?}"),
+    }
+}
+
+fn connection(ev: Event) -> (u32, Vec<u8>) {
+    match ev {
+        Event::Connection { number, private_data, .. } => (number, private_data),
+        other => panic!("expected a connection event, got {other:?}"),
+    }
+}
+
+#[test]
+fn two_endpoints_connect_exchange_data_and_disconnect() {
+    let server = side();
+    let client = side();
+    let psp = Psp::create(&server.ia, 47150, &server.cr_evd).unwrap();
+    assert_eq!(psp.conn_qual(), 47150);
+    // Receives pre-posted before the connection (dtest posts three).
+    for s in [&server, &client] {
+        s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 100, 0).unwrap();
+    }
+
+    let pdata: Vec<u8> = (1..=48).collect();
+    client.ep.connect(server.ia.attr().address, 47150, None, &pdata).unwrap();
+    assert_eq!(client.ep.state(), EpState::ActiveConnectionPending);
+    let (request, _) = server.cr_evd.wait(WAIT_US, 1).unwrap();
+    let Event::ConnectionRequest { sp, cr, conn_qual } = request else {
+        panic!("expected a connection request, got {request:?}")
+    };
+    assert_eq!((sp, conn_qual), (psp.id(), 47150));
+    let (_, got) = cr.query().unwrap();
+    assert_eq!(got, pdata);
+    let reply: Vec<u8> = pdata.iter().map(|b| b + 1).collect();
+    cr.accept(&server.ep, &reply).unwrap();
+    assert!(cr.accept(&server.ep, &reply).is_err(), "a CR is used up by its accept");
+
+    let (number, got) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((number, got), (event::CONNECTION_EVENT_ESTABLISHED, reply));
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(client.ep.state(), EpState::Connected);
+    assert_eq!(server.ep.state(), EpState::Connected);
+
+    // SEND/RECV: 16 bytes into the pre-posted receive.
+    client.buf.write(4096, b"sixteen bytes!!!").unwrap();
+    client.ep.post_send(&[client.buf.triplet(4096, 16).unwrap()], 7, 0).unwrap();
+    let recv = dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (recv.user_cookie, recv.status, recv.transfered_length, recv.operation),
+        (100, 0, 16, dtos::RECEIVE)
+    );
+    let mut got = [0u8; 16];
+    server.buf.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"sixteen bytes!!!");
+    let sent = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (sent.user_cookie, sent.status, sent.transfered_length, sent.operation),
+        (7, 0, 16, dtos::SEND)
+    );
+
+    // RDMA WRITE into the server's region, then RDMA READ it back into another place.
+    let target = RmrTriplet {
+        rmr_context: server.buf.rmr_context(),
+        virtual_address: server.buf.registered_address() + 1000,
+        segment_length: 100,
+    };
+    let data: Vec<u8> = (0..100).map(|i| (i * 7) as u8).collect();
+    client.buf.write(5000, &data).unwrap();
+    client.ep.post_rdma_write(&[client.buf.triplet(5000, 100).unwrap()], 8, &target, 0).unwrap();
+    let w = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (w.user_cookie, w.status, w.transfered_length, w.operation),
+        (8, 0, 100, dtos::RDMA_WRITE)
+    );
+    let mut got = vec![0u8; 100];
+    server.buf.read(1000, &mut got).unwrap();
+    assert_eq!(got, data);
+    client.ep.post_rdma_read(&[client.buf.triplet(6000, 100).unwrap()], 9, &target, 0).unwrap();
+    let r = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (r.user_cookie, r.status, r.transfered_length, r.operation),
+        (9, 0, 100, dtos::RDMA_READ)
+    );
+    client.buf.read(6000, &mut got).unwrap();
+    assert_eq!(got, data);
+
+    // A suppressed success makes no event; the signalled one after it does.
+    client.ep.post_rdma_write(&[client.buf.triplet(5000, 100).unwrap()], 10, &target, 1).unwrap();
+    client.ep.post_rdma_write(&[client.buf.triplet(5000, 100).unwrap()], 11, &target, 0).unwrap();
+    assert_eq!(dto(client.req_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 11);
+
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(server.ep.state(), EpState::Disconnected);
+    // The server's remaining receives: none posted, so nothing flushed; a new post on the
+    // DISCONNECTED EP completes as flushed.
+    server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 200, 0).unwrap();
+    let flushed = dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (flushed.user_cookie, flushed.status),
+        (200, ferrodat_abi::dat::dto_status::ERR_FLUSHED)
+    );
+}
+
+#[test]
+fn a_connect_nobody_listens_for_is_reported_as_peer_rejected() {
+    let client = side();
+    client.ep.connect("127.0.0.1".parse().unwrap(), 47151, None, b"").unwrap();
+    let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_PEER_REJECTED);
+    assert_eq!(client.ep.state(), EpState::Disconnected);
+}
