@@ -644,7 +644,10 @@ impl<'m> Qp<'m> {
     }
 
     /// MODIFY_QP with `attr`. Going to RESET also zeroes both doorbell-record counters, as
-    /// rdma-core does; the data path must rewind its own queue indices then.
+    /// rdma-core does, and starts the queues over. The QP's CQs forget its old completions
+    /// at their next poll: poll each of them once (an empty `poll(&mut [])` will do) before
+    /// the QP is connected again, or the old completions and the new ones, which carry the
+    /// same user index, cannot be told apart (rdma-core cleans the CQs under their lock).
     pub fn modify(&mut self, attr: &QpAttr) -> Result<()> {
         let mut raw = attr.raw;
         raw.qp_handle = self.inner.handle;

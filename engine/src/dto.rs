@@ -190,6 +190,14 @@ impl CookieRing {
         self.posted.fetch_add(1, Ordering::Release);
     }
 
+    /// `dat_ep_reset`: the QP was recycled; its work requests are gone with it and the
+    /// window starts over. (Only while nothing harvests this ring: the CQs skip the old
+    /// QP's completions once it was reset.)
+    pub fn reset(&self) {
+        self.posted.store(0, Ordering::Release);
+        self.retired.store(0, Ordering::Release);
+    }
+
     /// The completion for `wr_id` was harvested: its cookie; it and every slot before it
     /// are free again (the ones before were unsignalled, retired by this completion).
     pub fn complete(&self, wr_id: u64) -> Cookie {

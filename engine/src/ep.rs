@@ -7,7 +7,7 @@
 //! the state without that lock (an atomic copy of it) and posts under the QP's own lock,
 //! which one thread per EP never contends.
 
-use crate::cm::{self, CmEvent, CmEvents, ConnInfo, Connection, NonPeerReason};
+use crate::cm::{self, CmEvent, CmEvents, ConnInfo, Connection, DisconnectReason, NonPeerReason};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::ep_state::{DisconnectMode, EpState, Flush, Readiness, Trigger, transition};
 use crate::error::{DatError, DatResult};
@@ -364,9 +364,10 @@ impl Ep {
             .unwrap_or(EpState::Disconnected)
     }
 
-    /// Applies `trigger` under the state lock and carries out its effects; returns the
-    /// connection event to report (reported by the caller after the lock is released).
-    fn step(&self, trigger: Trigger) -> DatResult<Option<u32>> {
+    /// Applies `trigger` under the state lock and carries out its effects on the QP;
+    /// returns them (the caller sends the CM message and reports the connection event,
+    /// after the lock is released).
+    fn step(&self, trigger: Trigger) -> DatResult<crate::ep_state::Effects> {
         let mut state = lock(&self.inner.state);
         let step = transition(*state, trigger)?;
         *state = step.next;
@@ -377,6 +378,25 @@ impl Ep {
             // completions reach the EVDs like any other.
             let _ = lock(&self.inner.qp).to_error();
         }
+        if e.recycle_qp {
+            // Back to a fresh QP: RESET (the driver forgets its queues and the CQs skip the
+            // old completions), then the cookie windows start over.
+            let _ = lock(&self.inner.qp).reset();
+            // The CQs drop the old incarnation's completions now, before the QP can make
+            // new ones with the same user index. (This waits for a waiter sleeping on the
+            // EVDs: reset the EP from the thread that waits on them, as dapltest does.)
+            let _ = self.inner.request_evd.with_cq(|s| s.sync_attachments());
+            let _ = self.inner.recv_evd.with_cq(|s| s.sync_attachments());
+            self.inner.completions.requests.reset();
+            self.inner.completions.receives.reset();
+            *lock(&self.inner.local) = None;
+        }
+        Ok(e)
+    }
+
+    /// A CM event's step: a disconnect the state machine asks for is abrupt.
+    fn step_from_cm(&self, trigger: Trigger) -> DatResult<Option<u32>> {
+        let e = self.step(trigger)?;
         if e.send == Some(crate::ep_state::CmMessage::Disconnect)
             && let Some(conn) = lock(&self.inner.conn).take()
         {
@@ -415,20 +435,45 @@ impl Ep {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.step(Trigger::Unreachable);
+                let _ = self.step_from_cm(Trigger::Unreachable);
                 Err(DatError::invalid_parameter(2).with_detail(format!("dat_ep_connect: {e}")))
             }
         }
     }
 
-    /// `dat_ep_disconnect`.
+    /// `dat_ep_disconnect`. Abrupt: flushed at once, DISCONNECTED reported. Graceful:
+    /// DISCONNECT_PENDING (new requests refused) until the peer answers the disconnect,
+    /// then DISCONNECTED.
     pub fn disconnect(&self, mode: DisconnectMode) -> DatResult<()> {
         let graceful = mode == DisconnectMode::Graceful;
-        let event = self.step(Trigger::Disconnect(mode))?;
-        if let Some(conn) = lock(&self.inner.conn).take() {
-            let _ = conn.disconnect(graceful);
+        let e = self.step(Trigger::Disconnect(mode))?;
+        let pending = e.refuse_new_requests && e.connection_event.is_none();
+        if e.send.is_some() || pending {
+            let conn = lock(&self.inner.conn);
+            if let Some(c) = conn.as_ref() {
+                let _ = c.disconnect(graceful && pending);
+            }
         }
-        self.report(event, Vec::new());
+        self.report(e.connection_event, Vec::new());
+        Ok(())
+    }
+
+    /// `dat_ep_reset`: a DISCONNECTED endpoint back to UNCONNECTED with a fresh QP
+    /// (undequeued completions of the old connection may be lost, as DAT allows).
+    pub fn reset(&self) -> DatResult<()> {
+        self.step(Trigger::Reset)?;
+        lock(&self.inner.conn).take();
+        Ok(())
+    }
+
+    /// `dat_ep_free`: ends any connection; the QP goes when the last handle does.
+    pub fn free(self) -> DatResult<()> {
+        let e = self.step(Trigger::Free)?;
+        if e.send.is_some()
+            && let Some(conn) = lock(&self.inner.conn).take()
+        {
+            let _ = conn.disconnect(false);
+        }
         Ok(())
     }
 
@@ -506,12 +551,16 @@ impl CmEvents for EpEvents {
             CmEvent::Unreachable { .. } => (Trigger::Unreachable, Vec::new()),
             CmEvent::TimedOut { .. } => (Trigger::TimedOut, Vec::new()),
             CmEvent::AcceptCompletionError { .. } => (Trigger::AcceptFailed, Vec::new()),
+            CmEvent::Disconnected {
+                reason: DisconnectReason::LocalGraceful | DisconnectReason::LocalGracefulUnanswered,
+                ..
+            } => (Trigger::GracefulDisconnectDone, Vec::new()),
             CmEvent::Disconnected { .. } => (Trigger::PeerDisconnected, Vec::new()),
             CmEvent::Broken { .. } => (Trigger::TransportError, Vec::new()),
             CmEvent::ConnRequest(_) => return,
         };
         // A stale event (the EP moved on) is dropped, as the state machine says.
-        if let Ok(number) = ep.step(trigger) {
+        if let Ok(number) = ep.step_from_cm(trigger) {
             ep.report(number, pdata);
         }
     }

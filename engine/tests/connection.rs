@@ -158,3 +158,63 @@ fn a_connect_nobody_listens_for_is_reported_as_peer_rejected() {
     assert_eq!(number, event::CONNECTION_EVENT_PEER_REJECTED);
     assert_eq!(client.ep.state(), EpState::Disconnected);
 }
+
+/// Connects `client` to `server` through `server`'s PSP on `port`.
+fn connect(server: &Side, client: &Side, port: u16) {
+    client.ep.connect(server.ia.attr().address, port, None, b"hello").unwrap();
+    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request")
+    };
+    cr.accept(&server.ep, b"").unwrap();
+    assert_eq!(
+        connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+}
+
+/// One SEND from `from` into a receive `to` posts now, data checked.
+fn exchange(from: &Side, to: &Side, cookie: u64) {
+    to.ep.post_recv(&[to.buf.triplet(0, 64).unwrap()], cookie, 0).unwrap();
+    from.buf.write(4096, &cookie.to_le_bytes()).unwrap();
+    from.ep.post_send(&[from.buf.triplet(4096, 8).unwrap()], cookie, 0).unwrap();
+    let r = dto(to.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((r.user_cookie, r.status, r.transfered_length), (cookie, 0, 8));
+    let mut got = [0u8; 8];
+    to.buf.read(0, &mut got).unwrap();
+    assert_eq!(u64::from_le_bytes(got), cookie);
+    let sent = from.req_evd.wait(WAIT_US, 1);
+    assert_eq!(dto(sent.unwrap_or_else(|e| panic!("send {cookie}: {e}")).0).user_cookie, cookie);
+}
+
+#[test]
+fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 47152, &server.cr_evd).unwrap();
+    for round in 0..3u64 {
+        connect(&server, &client, 47152);
+        exchange(&client, &server, 10 * round + 1);
+        exchange(&server, &client, 10 * round + 2);
+        client.ep.disconnect(DisconnectMode::Graceful).unwrap();
+        assert_eq!(
+            connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+            event::CONNECTION_EVENT_DISCONNECTED
+        );
+        assert_eq!(
+            connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+            event::CONNECTION_EVENT_DISCONNECTED
+        );
+        assert_eq!(client.ep.state(), EpState::Disconnected);
+        // dapltest's server resets its EP and reuses it for the next test.
+        server.ep.reset().unwrap();
+        client.ep.reset().unwrap();
+        assert_eq!(server.ep.state(), EpState::Unconnected);
+    }
+    // Posting on an UNCONNECTED EP's send side is refused with its state.
+    let e = client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], 1, 0).unwrap_err();
+    assert_eq!(e.subtype(), ferrodat_abi::dat::subtype::INVALID_STATE_EP_UNCONNECTED, "{e}");
+}

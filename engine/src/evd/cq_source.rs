@@ -51,6 +51,13 @@ impl CqSource {
         self.eps.insert(qpn, ep);
     }
 
+    /// Makes the CQ take in QPs attached or reset since its last poll, dropping the
+    /// completions an old incarnation of a reset QP left behind (rdma-core's `cq_clean`):
+    /// must run after a QP reset and before that QP produces completions again.
+    pub fn sync_attachments(&mut self) {
+        self.cq.poll(&mut []);
+    }
+
     /// QP `qpn` is gone.
     pub fn detach(&mut self, qpn: u32) {
         self.eps.remove(&qpn);
