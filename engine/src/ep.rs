@@ -310,6 +310,53 @@ impl Ep {
         )
     }
 
+    /// The IB extension `dat_ib_post_cmp_and_swap`: the old 8 bytes at `remote` land in
+    /// `local` (one 8-byte segment); `swap` is stored there if they equal `compare`.
+    pub fn post_cmp_and_swap(
+        &self,
+        compare: u64,
+        swap: u64,
+        local: &LmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: u32,
+    ) -> DatResult<()> {
+        let r = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+        let op = SendOp::CompareSwap { remote: r, compare, swap };
+        self.post_request(
+            Trigger::PostRdmaWrite,
+            op,
+            dtos::IB_CMP_SWAP,
+            std::slice::from_ref(local),
+            cookie,
+            flags,
+            "dat_ib_post_cmp_and_swap",
+        )
+    }
+
+    /// The IB extension `dat_ib_post_fetch_and_add`: the old 8 bytes at `remote` land in
+    /// `local`; `add` is added there.
+    pub fn post_fetch_and_add(
+        &self,
+        add: u64,
+        local: &LmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: u32,
+    ) -> DatResult<()> {
+        let r = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+        let op = SendOp::FetchAdd { remote: r, add };
+        self.post_request(
+            Trigger::PostRdmaWrite,
+            op,
+            dtos::IB_FETCH_ADD,
+            std::slice::from_ref(local),
+            cookie,
+            flags,
+            "dat_ib_post_fetch_and_add",
+        )
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn post_request(
         &self,

@@ -36,7 +36,7 @@ fn side() -> Side {
     let req_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
     let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
     let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
-    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL)).unwrap();
+    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC)).unwrap();
     Side { ia, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
 }
 
@@ -217,4 +217,81 @@ fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
     // Posting on an UNCONNECTED EP's send side is refused with its state.
     let e = client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], 1, 0).unwrap_err();
     assert_eq!(e.subtype(), ferrodat_abi::dat::subtype::INVALID_STATE_EP_UNCONNECTED, "{e}");
+}
+
+#[test]
+fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 47153, &server.cr_evd).unwrap();
+    connect(&server, &client, 47153);
+    // RDMA WRITE with immediate consumes a receive at the peer, which reports the data.
+    server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 4, 0).unwrap();
+    let target = |offset: u64, len: u64| RmrTriplet {
+        rmr_context: server.buf.rmr_context(),
+        virtual_address: server.buf.registered_address() + offset,
+        segment_length: len,
+    };
+    client.buf.write(4096, &[0x5a; 256]).unwrap();
+    client
+        .ep
+        .post_rdma_write_immed(
+            &[client.buf.triplet(4096, 256).unwrap()],
+            0x9999,
+            &target(2048, 256),
+            0x7777,
+            0,
+        )
+        .unwrap();
+    let own = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (own.user_cookie, own.operation, own.transfered_length),
+        (0x9999, dtos::IB_RDMA_WRITE_IMMED, 256)
+    );
+    assert_eq!(own.ib_extension, Some((ferrodat_abi::dat::ib_ext_type::RDMA_WRITE_IMMED, None)));
+    let inbound = dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((inbound.user_cookie, inbound.transfered_length), (4, 256));
+    assert_eq!(
+        inbound.ib_extension,
+        Some((ferrodat_abi::dat::ib_ext_type::RDMA_WRITE_IMMED_DATA, Some(0x7777)))
+    );
+    let mut got = [0u8; 256];
+    server.buf.read(2048, &mut got).unwrap();
+    assert_eq!(got, [0x5a; 256]);
+
+    // Compare-and-swap, then fetch-and-add, on 8 bytes of the server's region.
+    server.buf.write(64, &100u64.to_ne_bytes()).unwrap();
+    let old = client.buf.triplet(0, 8).unwrap();
+    client.ep.post_cmp_and_swap(100, 555, &old, 1, &target(64, 8), 0).unwrap();
+    let cs = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((cs.user_cookie, cs.status, cs.operation), (1, 0, dtos::IB_CMP_SWAP));
+    let mut word = [0u8; 8];
+    client.buf.read(0, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 100, "the old value");
+    client.ep.post_fetch_and_add(45, &old, 2, &target(64, 8), 0).unwrap();
+    let fa = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((fa.user_cookie, fa.status, fa.operation), (2, 0, dtos::IB_FETCH_ADD));
+    client.buf.read(0, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 555, "the value the swap stored");
+    server.buf.read(64, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 600);
+
+    // A region registered without the remote-atomic privilege refuses atomics, as the
+    // device does: a remote access error, memory untouched.
+    let plain = Lmr::alloc(server.ep.pz(), 64, MemPriv(mem_priv::ALL)).unwrap();
+    plain.write(0, &7u64.to_ne_bytes()).unwrap();
+    let no_atomics = RmrTriplet {
+        rmr_context: plain.rmr_context(),
+        virtual_address: plain.registered_address(),
+        segment_length: 8,
+    };
+    client.ep.post_fetch_and_add(1, &old, 3, &no_atomics, 0).unwrap();
+    let refused = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (refused.user_cookie, refused.status),
+        (3, ferrodat_abi::dat::dto_status::ERR_REMOTE_ACCESS)
+    );
+    plain.read(0, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 7);
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
