@@ -10,6 +10,10 @@ use std::sync::Once;
 pub fn private_fabric() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // A child process of a two-process test joins its parent's fabric.
+        if std::env::var_os(SHM_DIR_ENV).is_some() {
+            return;
+        }
         let dir = format!("/dev/shm/ferrodat-engine-ia-{}", std::process::id());
         std::fs::create_dir_all(&dir).unwrap();
         // SAFETY: runs once, before any thread of this test binary reads the environment

@@ -1,0 +1,142 @@
+//! The DAT layer between two processes over softhca: a server process with a PSP and a
+//! client process that connects, sends, writes and disconnects — the dtest shape.
+
+#[path = "../../softhca/tests/support/child.rs"]
+#[allow(dead_code)]
+mod child;
+mod support;
+
+use child::{ChildProc, ROLE_ENV, read_command, say};
+use ferrodat_abi::dat::{dtos, evd_flags, event, mem_priv};
+use ferrodat_engine::ep::Ep;
+use ferrodat_engine::ep_state::DisconnectMode;
+use ferrodat_engine::evd::Evd;
+use ferrodat_engine::event::Event;
+use ferrodat_engine::lmr::{Lmr, MemPriv, RmrTriplet};
+use ferrodat_engine::pz::Pz;
+use ferrodat_engine::sp::Psp;
+use ferrodat_softhca::fabric::SHM_DIR_ENV;
+
+const WAIT_US: u32 = 10_000_000;
+const PORT: u16 = 47160;
+
+struct Side {
+    ep: Ep,
+    conn_evd: Evd,
+    req_evd: Evd,
+    recv_evd: Evd,
+    buf: Lmr,
+    pz: Pz,
+}
+
+fn side(ia: &ferrodat_engine::ia::Ia) -> Side {
+    let pz = Pz::create(ia).unwrap();
+    let conn_evd = Evd::create(ia, 8, evd_flags::CONNECTION).unwrap();
+    let req_evd = Evd::create(ia, 32, evd_flags::DTO).unwrap();
+    let recv_evd = Evd::create(ia, 32, evd_flags::DTO).unwrap();
+    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
+    let buf = Lmr::alloc(&pz, 1 << 16, MemPriv(mem_priv::ALL)).unwrap();
+    Side { ep, conn_evd, req_evd, recv_evd, buf, pz }
+}
+
+fn number(ev: Event) -> u32 {
+    match ev {
+        Event::Connection { number, .. } => number,
+        other => panic!("expected a connection event, got {other:?}"),
+    }
+}
+
+fn dto(ev: Event) -> ferrodat_engine::dto::DtoCompletion {
+    match ev {
+        Event::Dto { completion, .. } => completion,
+        other => panic!("expected a DTO completion, got {other:?}"),
+    }
+}
+
+/// The client, in the child process: connects, sends its region's address (as dtest sends
+/// an RMR triplet), RDMA-writes into the server's, waits to be disconnected.
+fn client() {
+    let ia = support::ia();
+    let s = side(&ia);
+    s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 1, 0).unwrap();
+    say("READY");
+    let _go = read_command();
+    s.ep.connect("127.0.0.1".parse().unwrap(), PORT, None, &[7u8; 48]).unwrap();
+    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    // The server's region (address, rmr_context) arrives in a message.
+    let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((r.user_cookie, r.transfered_length), (1, 12));
+    let mut msg = [0u8; 12];
+    s.buf.read(0, &mut msg).unwrap();
+    let target = RmrTriplet {
+        virtual_address: u64::from_be_bytes(msg[..8].try_into().unwrap()),
+        rmr_context: u32::from_be_bytes(msg[8..].try_into().unwrap()),
+        segment_length: 4096,
+    };
+    let data: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    s.buf.write(8192, &data).unwrap();
+    s.ep.post_rdma_write(&[s.buf.triplet(8192, 4096).unwrap()], 2, &target, 0).unwrap();
+    let w = dto(s.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((w.user_cookie, w.status, w.operation), (2, 0, dtos::RDMA_WRITE));
+    // Tell the server the write is done.
+    s.buf.write(100, b"done").unwrap();
+    s.ep.post_send(&[s.buf.triplet(100, 4).unwrap()], 3, 0).unwrap();
+    assert_eq!(dto(s.req_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 3);
+    assert_eq!(
+        number(s.conn_evd.wait(WAIT_US, 1).unwrap().0),
+        event::CONNECTION_EVENT_DISCONNECTED
+    );
+    say("DONE");
+    let _ = read_command();
+    drop(s.pz);
+}
+
+#[test]
+fn a_server_and_a_client_process_connect_and_move_data() {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("client") {
+        return client();
+    }
+    let ia = support::ia();
+    let fabric = std::env::var(SHM_DIR_ENV).unwrap();
+    let s = side(&ia);
+    let cr_evd = Evd::create(&ia, 4, evd_flags::CR).unwrap();
+    let psp = Psp::create(&ia, PORT, &cr_evd).unwrap();
+    s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 10, 0).unwrap();
+    let mut child = ChildProc::spawn(
+        "a_server_and_a_client_process_connect_and_move_data",
+        "client",
+        &[(SHM_DIR_ENV, &fabric), ("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1")],
+    );
+    child.expect("READY");
+    child.send("go");
+    let Event::ConnectionRequest { cr, sp, .. } = cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request")
+    };
+    assert_eq!(sp, psp.id());
+    assert_eq!(cr.query().unwrap().1, vec![7u8; 48]);
+    cr.accept(&s.ep, b"").unwrap();
+    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    // Send our region's address and rmr_context, big-endian (dtest's RMR triplet).
+    let mut msg = s.buf.registered_address().to_be_bytes().to_vec();
+    msg.extend_from_slice(&s.buf.rmr_context().to_be_bytes());
+    s.buf.write(200, &msg).unwrap();
+    s.ep.post_send(&[s.buf.triplet(200, 12).unwrap()], 11, 0).unwrap();
+    assert_eq!(dto(s.req_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 11);
+    let done = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((done.user_cookie, done.transfered_length), (10, 4), "{done:?}");
+    let mut got = vec![0u8; 4096];
+    s.buf.read(0, &mut got).unwrap();
+    let data: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(
+        got[4..],
+        data[4..],
+        "the RDMA WRITE landed (the first bytes were overwritten by 'done')"
+    );
+    s.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    assert_eq!(
+        number(s.conn_evd.wait(WAIT_US, 1).unwrap().0),
+        event::CONNECTION_EVENT_DISCONNECTED
+    );
+    child.expect("DONE");
+    child.finish();
+}
