@@ -3,10 +3,13 @@
 //! data checked. Without one the test prints why it did nothing and passes. (Under the
 //! preload library, `tests/tests/driver_preload.rs` runs it against softhca's `mlx5_0`.)
 
+#[path = "support/loopback.rs"]
+mod loopback;
+
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 use ferrodat_driver::discovery::{DeviceKind, discover};
 use ferrodat_driver::work_request::{Payload, RecvWr, Remote, SendOp, SendWr};
-use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpCaps, QpInit, RemoteQp};
+use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd};
 use std::time::Duration;
 
 #[test]
@@ -28,23 +31,7 @@ fn nop_send_and_rdma_write_on_a_hardware_device() {
     let mut dst = vec![0u8; 256];
     let src_mr = pd.reg_mr(&mut src, Access::ALL).unwrap();
     let dst_mr = pd.reg_mr(&mut dst, Access::ALL).unwrap();
-    let init = QpInit {
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        caps: QpCaps { max_inline_data: 60, ..Default::default() },
-        sq_sig_all: false,
-        user_handle: None,
-    };
-    let mut a = Qp::new(&pd, &init).unwrap();
-    let mut b = Qp::new(&pd, &init).unwrap();
-    let gid = ctx.gid(1, 0).unwrap();
-    let (pa, pb) = (
-        RemoteQp { qpn: a.qpn(), psn: 11, gid, max_rd_atomic: 1 },
-        RemoteQp { qpn: b.qpn(), psn: 22, gid, max_rd_atomic: 1 },
-    );
-    a.connect(&pb, 11, 3, Access::ALL).unwrap();
-    b.connect(&pa, 22, 3, Access::ALL).unwrap();
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, false);
     let mut wc = [WorkCompletion::default(); 2];
     let wait = Duration::from_secs(5);
 

@@ -1,9 +1,12 @@
 //! The data path end to end over softhca in one process: a loopback pair exchanging a SEND
 //! and an RDMA WRITE, data checked byte for byte.
 
+#[path = "support/loopback.rs"]
+mod loopback;
+
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 use ferrodat_driver::work_request::{Payload, RecvWr, Remote, SendOp, SendWr};
-use ferrodat_driver::{Access, Context, Cq, CqOptions, Mr, Pd, Qp, QpCaps, QpInit, RemoteQp};
+use ferrodat_driver::{Access, Context, Cq, CqOptions, Mr, Pd, Qp};
 use ferrodat_softhca::Device;
 use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::fabric::FabricDir;
@@ -36,21 +39,7 @@ fn send_and_rdma_write_between_two_qps_of_one_context() {
     let mut dst = vec![0u8; 4096];
     let src_mr = pd.reg_mr(&mut src, Access::ALL).unwrap();
     let dst_mr = pd.reg_mr(&mut dst, Access::ALL).unwrap();
-    let init = QpInit {
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        caps: QpCaps { max_inline_data: 60, ..Default::default() },
-        sq_sig_all: false,
-        user_handle: None,
-    };
-    let mut a = Qp::new(&pd, &init).unwrap();
-    let mut b = Qp::new(&pd, &init).unwrap();
-    let gid = ctx.gid(1, 0).unwrap();
-    let peer = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
-    let (pa, pb) = (peer(&a, 1), peer(&b, 2));
-    a.connect(&pb, 1, 3, Access::ALL).unwrap();
-    b.connect(&pa, 2, 3, Access::ALL).unwrap();
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, false);
 
     src_mr.write(0, b"hello, ferrodat").unwrap();
     b.post_recv(&[RecvWr { wr_id: 7, sges: &[dst_mr.sge(0, 64).unwrap()] }]).unwrap();
@@ -91,21 +80,7 @@ fn resize_cq_keeps_waiting_completions_and_continues_in_the_new_ring() {
     let mut cq = Cq::new(&ctx, &CqOptions { cqe: 4, ..Default::default() }).unwrap();
     let mut buf = vec![0u8; 4096];
     let mr = pd.reg_mr(&mut buf, Access::ALL).unwrap();
-    let init = QpInit {
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        caps: QpCaps { max_inline_data: 60, ..Default::default() },
-        sq_sig_all: true,
-        user_handle: None,
-    };
-    let mut a = Qp::new(&pd, &init).unwrap();
-    let mut b = Qp::new(&pd, &init).unwrap();
-    let gid = ctx.gid(1, 0).unwrap();
-    let peer = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
-    let (pa, pb) = (peer(&a, 1), peer(&b, 2));
-    a.connect(&pb, 1, 3, Access::ALL).unwrap();
-    b.connect(&pa, 2, 3, Access::ALL).unwrap();
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, true);
     fn exchange<'m>(a: &mut Qp<'m>, b: &mut Qp<'m>, cq: &mut Cq, mr: &'m Mr<'_>, round: u64) {
         let mut wc = [WorkCompletion::default(); 2];
         b.post_recv(&[RecvWr { wr_id: round, sges: &[mr.sge(0, 64).unwrap()] }]).unwrap();

@@ -1,0 +1,24 @@
+//! Two RC QPs of one context on one CQ, connected to each other: the loopback pair the
+//! single-process data-path tests (and the hardware smoke test) run on.
+
+use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpCaps, QpInit, RemoteQp};
+
+/// QPs `a` and `b` (60 inline bytes, default sizes) on `cq`, at RTS towards each other.
+pub fn connected_pair<'m>(ctx: &Context, pd: &Pd, cq: &Cq, sq_sig_all: bool) -> (Qp<'m>, Qp<'m>) {
+    let init = QpInit {
+        send_cq: cq,
+        recv_cq: cq,
+        srq: None,
+        caps: QpCaps { max_inline_data: 60, ..Default::default() },
+        sq_sig_all,
+        user_handle: None,
+    };
+    let mut a = Qp::new(pd, &init).unwrap();
+    let mut b = Qp::new(pd, &init).unwrap();
+    let gid = ctx.gid(1, 0).unwrap();
+    let peer = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
+    let (pa, pb) = (peer(&a, 11), peer(&b, 22));
+    a.connect(&pb, 11, 3, Access::ALL).unwrap();
+    b.connect(&pa, 22, 3, Access::ALL).unwrap();
+    (a, b)
+}
