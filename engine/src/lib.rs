@@ -31,6 +31,7 @@
 //! thread on the data path.
 
 pub mod cm;
+pub mod cno;
 pub mod dto;
 pub mod ep;
 pub mod ep_state;

@@ -295,3 +295,44 @@ fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
     assert_eq!(u64::from_ne_bytes(word), 7);
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
+
+#[test]
+fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
+    use ferrodat_engine::cno::Cno;
+    use std::time::Duration;
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 47154, &server.cr_evd).unwrap();
+    // dtest -c: the DTO EVDs report to a CNO; the consumer waits on the CNO, then dequeues.
+    let cno = Cno::create(&server.ia).unwrap();
+    server.recv_evd.modify_cno(Some(&cno));
+    let soft = Evd::create_with_cno(&server.ia, 4, Some(&cno), evd_flags::SOFTWARE).unwrap();
+    let e = cno.wait(Some(Duration::from_millis(20))).unwrap_err();
+    assert_eq!(e.code(), ferrodat_engine::error::DatError::timeout_expired().code(), "nothing yet");
+    connect(&server, &client, 47154);
+
+    server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 5, 0).unwrap();
+    client.buf.write(4096, b"ping").unwrap();
+    client.ep.post_send(&[client.buf.triplet(4096, 4).unwrap()], 6, 0).unwrap();
+    let hint = cno.wait(Some(Duration::from_secs(5))).expect("the receive wakes the CNO");
+    assert_eq!(hint.id(), server.recv_evd.id());
+    // The event may still be in the CQ: a dequeue harvests it.
+    let mut got = None;
+    for _ in 0..1000 {
+        if let Ok(ev) = server.recv_evd.dequeue() {
+            got = Some(ev);
+            break;
+        }
+    }
+    assert_eq!(dto(got.expect("dequeued after the CNO woke")).user_cookie, 5);
+
+    // A software event on a disabled EVD queues but does not trigger the CNO.
+    soft.disable();
+    soft.post_se(0xfeed).unwrap();
+    let e = cno.wait(Some(Duration::from_millis(20)));
+    assert!(e.is_err(), "a disabled EVD does not trigger: {e:?}");
+    soft.enable();
+    assert_eq!(cno.wait(Some(Duration::from_secs(5))).unwrap().id(), soft.id());
+    assert_eq!(soft.dequeue().unwrap(), Event::Software { pointer: 0xfeed });
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+}

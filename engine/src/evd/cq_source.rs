@@ -46,6 +46,11 @@ impl CqSource {
         &self.cq
     }
 
+    /// A completion waits in the CQ (nothing is consumed).
+    pub fn has_completion(&self) -> bool {
+        self.cq.has_completion()
+    }
+
     /// Completions of QP `qpn` belong to this endpoint from now on.
     pub fn attach(&mut self, qpn: u32, ep: Arc<EpCompletions>) {
         self.eps.insert(qpn, ep);

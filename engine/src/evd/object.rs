@@ -3,6 +3,7 @@
 
 use super::cq_source::{CqSource, EpCompletions};
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
+use crate::cno::Cno;
 use crate::error::{DatError, DatResult};
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
@@ -10,20 +11,25 @@ use ferrodat_abi::dat::{evd_flags, ret, subtype};
 use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
 /// An event dispatcher. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Evd {
-    inner: Arc<EvdInner>,
+    inner: Arc<EvdShared>,
 }
 
+/// What the handles of one EVD share (a CNO holds it weakly).
 #[derive(Debug)]
-struct EvdInner {
+pub(crate) struct EvdShared {
     id: ObjectId,
     ia: Ia,
     flags: u32,
     core: EvdCore<Event>,
+    /// The CNO it triggers (`dat_evd_modify_cno`), and whether it does (`enable`/`disable`).
+    cno: Mutex<Option<Cno>>,
+    enabled: AtomicBool,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
     /// it busy harvests nothing and looks at the queue only).
     dto: Option<Mutex<CqSource>>,
@@ -66,6 +72,11 @@ impl Evd {
     /// `dat_evd_create(ia, qlen, cno NULL, flags)`. A DTO EVD gets a CQ of `qlen` entries
     /// and a completion channel its waiters sleep on.
     pub fn create(ia: &Ia, qlen: u32, flags: u32) -> DatResult<Evd> {
+        Evd::create_with_cno(ia, qlen, None, flags)
+    }
+
+    /// `dat_evd_create(ia, qlen, cno, flags)`: as [`Evd::create`], triggering `cno`.
+    pub fn create_with_cno(ia: &Ia, qlen: u32, cno: Option<&Cno>, flags: u32) -> DatResult<Evd> {
         let known = evd_flags::SOFTWARE
             | evd_flags::CR
             | evd_flags::DTO
@@ -115,9 +126,19 @@ impl Evd {
         } else {
             None
         };
-        Ok(Evd {
-            inner: Arc::new(EvdInner { id: new_object_id(), ia: ia.clone(), flags, core, dto }),
-        })
+        let evd = Evd {
+            inner: Arc::new(EvdShared {
+                id: new_object_id(),
+                ia: ia.clone(),
+                flags,
+                core,
+                cno: Mutex::new(None),
+                enabled: AtomicBool::new(true),
+                dto,
+            }),
+        };
+        evd.modify_cno(cno);
+        Ok(evd)
     }
 
     /// Its id (events name objects by id).
@@ -142,6 +163,14 @@ impl Evd {
 
     /// `dat_evd_post_se`: queues a software event; DAT_QUEUE_FULL if there is no room.
     pub fn post_se(&self, pointer: u64) -> DatResult<()> {
+        let posted = self.post_se_queue(pointer);
+        if posted.is_ok() {
+            self.trigger_cno();
+        }
+        posted
+    }
+
+    fn post_se_queue(&self, pointer: u64) -> DatResult<()> {
         if self.inner.flags & evd_flags::SOFTWARE == 0 {
             return Err(DatError::invalid_parameter(1)
                 .with_detail("dat_evd_post_se on an EVD created without DAT_EVD_SOFTWARE_FLAG"));
@@ -155,7 +184,87 @@ impl Evd {
     /// Queues an event a provider stream produced (CM, async). On a full queue the event
     /// is handed back: the caller reports the overflow on the async EVD.
     pub(crate) fn post(&self, event: Event) -> Result<(), Event> {
-        self.inner.core.post(event)
+        self.inner.core.post(event)?;
+        self.trigger_cno();
+        Ok(())
+    }
+
+    /// Wakes the CNO for an event no waiter of this EVD takes (DAT: the CNO is triggered
+    /// only then, and only while the EVD is enabled).
+    fn trigger_cno(&self) {
+        if !self.inner.enabled.load(Ordering::Acquire) || self.inner.core.has_waiter() {
+            return;
+        }
+        if let Some(cno) = lock(&self.inner.cno).as_ref() {
+            cno.inner.notifier.notify();
+        }
+    }
+
+    /// `dat_evd_modify_cno`: triggers `cno` from now on (None: none).
+    pub fn modify_cno(&self, cno: Option<&Cno>) {
+        let mut slot = lock(&self.inner.cno);
+        if let Some(old) = slot.take() {
+            old.detach(self);
+        }
+        if let Some(new) = cno {
+            new.attach(self);
+            *slot = Some(new.clone());
+        }
+    }
+
+    /// `dat_evd_enable`: triggers its CNO again.
+    pub fn enable(&self) {
+        self.inner.enabled.store(true, Ordering::Release);
+    }
+
+    /// `dat_evd_disable`: stops triggering its CNO (events still queue).
+    pub fn disable(&self) {
+        self.inner.enabled.store(false, Ordering::Release);
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.inner.enabled.load(Ordering::Acquire)
+    }
+
+    /// An event waits: queued, or a completion in the CQ not yet harvested.
+    pub(crate) fn has_events(&self) -> bool {
+        !self.inner.core.is_empty()
+            || self
+                .inner
+                .dto
+                .as_ref()
+                .is_some_and(|m| m.try_lock().is_ok_and(|s| s.cq().has_completion()))
+    }
+
+    /// Arms the CQ for a CNO's sleep; the completion channel fds to poll.
+    pub(crate) fn arm_for_cno(&self) -> Vec<RawFd> {
+        match &self.inner.dto {
+            Some(m) => {
+                let mut s = lock(m);
+                s.arm();
+                s.fds().to_vec()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Consumes the completion events that woke a CNO's sleep.
+    pub(crate) fn acknowledge_channel(&self) {
+        if let Some(m) = &self.inner.dto {
+            let _ = lock(m).acknowledge(0);
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<EvdShared> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn upgrade(w: &Weak<EvdShared>) -> Option<Evd> {
+        w.upgrade().map(|inner| Evd { inner })
+    }
+
+    pub(crate) fn is(&self, w: &Weak<EvdShared>) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.inner), w.as_ptr())
     }
 
     /// `dat_evd_dequeue`: the oldest event, harvesting the CQ first if the queue is empty.
@@ -227,4 +336,8 @@ fn wait_error(e: WaitError) -> DatError {
         WaitError::Internal(_) => DatError::internal_error(),
     };
     d.with_detail(text)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
