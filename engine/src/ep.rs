@@ -17,6 +17,7 @@ use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
 use crate::lmr::{LmrTriplet, RmrTriplet};
 use crate::pz::Pz;
+use crate::srq::Srq;
 use ferrodat_abi::dat::{completion_flags, dto_status, dtos, subtype};
 use ferrodat_driver::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
@@ -87,6 +88,8 @@ struct EpInner {
     state_word: AtomicU32,
     qp: Mutex<Qp<'static>>,
     completions: Arc<EpCompletions>,
+    /// The SRQ its receives come from.
+    srq: Option<Srq>,
     /// Our side of the connection exchange (its PSN); set while connecting or accepting.
     local: Mutex<Option<ConnInfo>>,
     conn: Mutex<Option<Connection>>,
@@ -100,6 +103,29 @@ impl Ep {
         recv_evd: &Evd,
         request_evd: &Evd,
         connect_evd: Option<&Evd>,
+        attr: Option<EpAttr>,
+    ) -> DatResult<Ep> {
+        Ep::create_common(pz, recv_evd, request_evd, connect_evd, None, attr)
+    }
+
+    /// `dat_ep_create_with_srq`: receives come from `srq` (post them there).
+    pub fn create_with_srq(
+        pz: &Pz,
+        recv_evd: &Evd,
+        request_evd: &Evd,
+        connect_evd: Option<&Evd>,
+        srq: &Srq,
+        attr: Option<EpAttr>,
+    ) -> DatResult<Ep> {
+        Ep::create_common(pz, recv_evd, request_evd, connect_evd, Some(srq), attr)
+    }
+
+    fn create_common(
+        pz: &Pz,
+        recv_evd: &Evd,
+        request_evd: &Evd,
+        connect_evd: Option<&Evd>,
+        srq: Option<&Srq>,
         attr: Option<EpAttr>,
     ) -> DatResult<Ep> {
         let ia = pz.ia().clone();
@@ -133,7 +159,7 @@ impl Ep {
                         &QpInit {
                             send_cq: req.cq(),
                             recv_cq: recv.cq(),
-                            srq: None,
+                            srq: srq.map(Srq::driver),
                             caps,
                             sq_sig_all: false,
                             user_handle: None,
@@ -149,7 +175,7 @@ impl Ep {
         let completions = Arc::new(EpCompletions {
             ep: id,
             requests: CookieRing::new(qp.geometry().sq_wqe_cnt),
-            receives: CookieRing::new(qp.geometry().rq_wqe_cnt),
+            receives: srq.is_none().then(|| CookieRing::new(qp.geometry().rq_wqe_cnt)),
         });
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
@@ -167,6 +193,7 @@ impl Ep {
                 state_word: AtomicU32::new(EpState::AFTER_EP_CREATE.to_raw()),
                 qp: Mutex::new(qp),
                 completions,
+                srq: srq.cloned(),
                 local: Mutex::new(None),
                 conn: Mutex::new(None),
             }),
@@ -203,6 +230,11 @@ impl Ep {
         &self.inner.request_evd
     }
 
+    /// `dat_ep_query`: the SRQ its receives come from, if any.
+    pub fn srq(&self) -> Option<&Srq> {
+        self.inner.srq.as_ref()
+    }
+
     /// `dat_ep_query`: the EVD its connection events go to.
     pub fn connect_evd(&self) -> Option<&Evd> {
         self.inner.connect_evd.as_ref()
@@ -215,6 +247,14 @@ impl Ep {
     /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
     /// receives always complete with an event.)
     pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
+        let Some(ring) = &self.inner.completions.receives else {
+            return Err(transition(self.current(), Trigger::PostRecvOnSrqEndpoint)
+                .err()
+                .unwrap_or_else(|| DatError::invalid_state(subtype::NO_SUBTYPE))
+                .with_detail(
+                    "dat_ep_post_recv on an endpoint created with an SRQ: post to the SRQ",
+                ));
+        };
         let step = transition(self.current(), Trigger::PostRecv)?;
         if step.effects.flush_this_post {
             let length = local.iter().map(|t| t.segment_length).sum();
@@ -222,7 +262,6 @@ impl Ep {
         }
         let sges = sges(local, self.inner.attr.max_recv_iov, "dat_ep_post_recv")?;
         let length = local.iter().map(|t| t.segment_length).sum();
-        let ring = &self.inner.completions.receives;
         let wr_id = ring.reserve(Cookie {
             user_cookie: cookie,
             length,
@@ -435,7 +474,9 @@ impl Ep {
             let _ = self.inner.request_evd.with_cq(|s| s.sync_attachments());
             let _ = self.inner.recv_evd.with_cq(|s| s.sync_attachments());
             self.inner.completions.requests.reset();
-            self.inner.completions.receives.reset();
+            if let Some(r) = &self.inner.completions.receives {
+                r.reset();
+            }
             *lock(&self.inner.local) = None;
         }
         Ok(e)

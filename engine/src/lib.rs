@@ -42,4 +42,5 @@ pub mod ia;
 pub mod lmr;
 pub mod pz;
 pub mod sp;
+pub mod srq;
 mod sync;

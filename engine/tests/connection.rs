@@ -336,3 +336,66 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
     assert_eq!(soft.dequeue().unwrap(), Event::Software { pointer: 0xfeed });
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
+
+#[test]
+fn an_srq_feeds_the_receives_of_several_endpoints() {
+    use ferrodat_engine::srq::Srq;
+    let server = side();
+    let srq = Srq::create(server.ep.pz(), 16, 1).unwrap();
+    let eps: Vec<Ep> = (0..2)
+        .map(|_| {
+            Ep::create_with_srq(
+                server.ep.pz(),
+                &server.recv_evd,
+                &server.req_evd,
+                Some(&server.conn_evd),
+                &srq,
+                None,
+            )
+            .unwrap()
+        })
+        .collect();
+    let e = eps[0].post_recv(&[server.buf.triplet(0, 64).unwrap()], 1, 0).unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::INVALID_STATE);
+    assert_eq!(e.subtype(), 0, "post_recv on an SRQ endpoint is plain INVALID_STATE");
+    for i in 0..6u64 {
+        srq.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], 100 + i).unwrap();
+    }
+    let _psp = Psp::create(&server.ia, 47155, &server.cr_evd).unwrap();
+    let clients: Vec<Side> = (0..2).map(|_| side()).collect();
+    for (client, ep) in clients.iter().zip(&eps) {
+        client.ep.connect(server.ia.attr().address, 47155, None, b"").unwrap();
+        let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+            panic!("expected a request")
+        };
+        cr.accept(ep, b"").unwrap();
+        assert_eq!(
+            connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+            event::CONNECTION_EVENT_ESTABLISHED
+        );
+        assert_eq!(
+            connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+            event::CONNECTION_EVENT_ESTABLISHED
+        );
+    }
+    let mut seen = Vec::new();
+    for round in 0..3u8 {
+        for (k, client) in clients.iter().enumerate() {
+            client.buf.write(4096, &[round, k as u8]).unwrap();
+            client.ep.post_send(&[client.buf.triplet(4096, 2).unwrap()], 1, 0).unwrap();
+            assert_eq!(dto(client.req_evd.wait(WAIT_US, 1).unwrap().0).status, 0);
+            let Event::Dto { ep, completion } = server.recv_evd.wait(WAIT_US, 1).unwrap().0 else {
+                panic!("expected a receive")
+            };
+            assert_eq!(ep, eps[k].id(), "the receive is reported on the endpoint it arrived on");
+            assert_eq!((completion.transfered_length, completion.operation), (2, dtos::RECEIVE));
+            let slot = completion.user_cookie - 100;
+            let mut got = [0u8; 2];
+            server.buf.read(64 * slot as usize, &mut got).unwrap();
+            assert_eq!(got, [round, k as u8]);
+            seen.push(completion.user_cookie);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, (100..106).collect::<Vec<_>>(), "each SRQ receive used once");
+}

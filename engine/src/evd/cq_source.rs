@@ -3,8 +3,9 @@
 //! events through each endpoint's cookie rings ([`crate::dto`]).
 
 use super::waiter::{Harvest, SourceError};
-use crate::dto::{CookieRing, DtoCompletion};
+use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
+use ferrodat_abi::dat::dtos;
 use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
 use ferrodat_driver::{CompChannel, Cq};
 use std::collections::HashMap;
@@ -19,8 +20,10 @@ pub struct EpCompletions {
     pub ep: ObjectId,
     /// Cookies of its requests (send, RDMA, atomics).
     pub requests: CookieRing,
-    /// Cookies of its receives.
-    pub receives: CookieRing,
+    /// Cookies of its receives; None for an endpoint that receives from an SRQ, whose
+    /// receive's wr_id is the consumer's cookie itself (SRQ receives complete in any order,
+    /// and a receive's event needs nothing else: its length is what arrived).
+    pub receives: Option<CookieRing>,
 }
 
 /// A DTO EVD's CQ and channel.
@@ -72,8 +75,16 @@ impl CqSource {
         let ep = self.eps.get(&wc.qpn)?;
         // The driver reports a failed receive (flushed, too long) as a receive too.
         let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let ring = if received { &ep.receives } else { &ep.requests };
-        let cookie = ring.complete(wc.wr_id);
+        let cookie = match (&ep.receives, received) {
+            (_, false) => ep.requests.complete(wc.wr_id),
+            (Some(ring), true) => ring.complete(wc.wr_id),
+            (None, true) => Cookie {
+                user_cookie: wc.wr_id,
+                length: 0,
+                operation: dtos::RECEIVE,
+                suppress: false,
+            },
+        };
         DtoCompletion::from_work_completion(wc, &cookie)
             .map(|completion| Event::Dto { ep: ep.ep, completion })
     }
