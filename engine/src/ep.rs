@@ -565,11 +565,19 @@ impl Ep {
         Ok(())
     }
 
-    /// Passive side: accept `request` on this EP with `private_data` (`dat_cr_accept`).
+    /// An RSP reserves the endpoint (`dat_rsp_create`) or lets it go (`dat_rsp_free`), or
+    /// a request arrived on that RSP.
+    pub(crate) fn rsp_step(&self, trigger: Trigger) -> DatResult<()> {
+        self.step(trigger).map(drop)
+    }
+
+    /// Passive side: accept `request` on this EP with `private_data` (`dat_cr_accept`);
+    /// `reserved`: the EP came with the request (an RSP's), accepted with a NULL EP.
     pub(crate) fn accept(
         &self,
         request: &mut cm::ConnRequest,
         private_data: &[u8],
+        reserved: bool,
     ) -> DatResult<()> {
         let rd = self.inner.attr.max_rdma_read_in.min(255) as u8;
         let local = {
@@ -579,7 +587,12 @@ impl Ep {
             cm::connect_qp(&mut qp, &local, request.peer(), Access::ALL).map_err(internal)?;
             local
         };
-        self.step(Trigger::CrAcceptNamingEndpoint(self.readiness()))?;
+        let trigger = if reserved {
+            Trigger::CrAcceptNullEndpoint(self.readiness())
+        } else {
+            Trigger::CrAcceptNamingEndpoint(self.readiness())
+        };
+        self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
         let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
         let conn = request.accept(&local, private_data, sink).map_err(|e| {

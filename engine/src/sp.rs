@@ -4,6 +4,7 @@
 
 use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
 use crate::ep::Ep;
+use crate::ep_state::Trigger;
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::event::{Event, ObjectId, new_object_id};
@@ -26,7 +27,7 @@ impl Psp {
     /// become connection-request events on `evd` (its qlen is the backlog).
     pub fn create(ia: &Ia, conn_qual: u16, evd: &Evd) -> DatResult<Psp> {
         let id = new_object_id();
-        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone() });
+        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None });
         let listener = ia.cm()?.listen(conn_qual, evd.qlen(), sink).map_err(|e| match e {
             cm::CmError::ConnQualInUse { .. } => {
                 DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE).with_detail(format!(
@@ -56,19 +57,75 @@ impl Psp {
     }
 }
 
+/// A reserved service point (`dat_rsp_create`): one request, on the endpoint it holds.
+#[derive(Debug)]
+pub struct Rsp {
+    id: ObjectId,
+    conn_qual: u16,
+    ep: Ep,
+    listener: Mutex<Option<Listener>>,
+}
+
+impl Rsp {
+    /// `dat_rsp_create(ia, conn_qual, ep, evd)`: `ep` goes RESERVED; the first request on
+    /// `conn_qual` becomes a connection-request event on `evd`, for that EP.
+    pub fn create(ia: &Ia, conn_qual: u16, ep: &Ep, evd: &Evd) -> DatResult<Rsp> {
+        ep.rsp_step(Trigger::RspCreate)?;
+        let id = new_object_id();
+        let sink: cm::Sink =
+            Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: Some(ep.clone()) });
+        let listener = ia.cm()?.listen(conn_qual, 1, sink).map_err(|e| {
+            let _ = ep.rsp_step(Trigger::RspFree);
+            DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE)
+                .with_detail(format!("dat_rsp_create: {e}"))
+        })?;
+        Ok(Rsp { id, conn_qual, ep: ep.clone(), listener: Mutex::new(Some(listener)) })
+    }
+
+    /// Its id.
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    /// `dat_rsp_query`: the connection qualifier.
+    pub fn conn_qual(&self) -> u16 {
+        self.conn_qual
+    }
+
+    /// `dat_rsp_query`: the endpoint it holds.
+    pub fn ep(&self) -> &Ep {
+        &self.ep
+    }
+
+    /// `dat_rsp_free`: stops listening; a still-reserved EP goes back to UNCONNECTED (a
+    /// request already reported keeps its EP).
+    pub fn free(self) -> DatResult<()> {
+        self.listener.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.ep.rsp_step(Trigger::RspFree)
+    }
+}
+
 struct PspEvents {
     sp: ObjectId,
     evd: Evd,
+    /// An RSP's endpoint: the request is for it.
+    reserved: Option<Ep>,
 }
 
 impl CmEvents for PspEvents {
     fn event(&self, ev: CmEvent) {
         if let CmEvent::ConnRequest(request) = ev {
             let conn_qual = u64::from(request.conn_qual());
+            if let Some(ep) = &self.reserved
+                && ep.rsp_step(Trigger::RequestArrivedOnRsp).is_err()
+            {
+                return; // the RSP was used or freed: the request is refused undecided
+            }
             let cr = Cr {
                 inner: Arc::new(CrInner {
                     id: new_object_id(),
                     request: Mutex::new(Some(request)),
+                    ep: self.reserved.clone(),
                 }),
             };
             // A full EVD drops the request undecided: the requester sees it refused.
@@ -89,6 +146,8 @@ pub struct Cr {
 struct CrInner {
     id: ObjectId,
     request: Mutex<Option<ConnRequest>>,
+    /// The endpoint the request came with (an RSP's).
+    ep: Option<Ep>,
 }
 
 impl PartialEq for Cr {
@@ -119,14 +178,31 @@ impl Cr {
         self.with_request(|r| Ok((r.remote(), r.private_data().to_vec())))
     }
 
-    /// `dat_cr_accept(cr, ep, private_data)`.
-    pub fn accept(&self, ep: &Ep, private_data: &[u8]) -> DatResult<()> {
+    /// `dat_cr_accept(cr, ep, private_data)`; `ep` None (DAT's NULL) for a request that
+    /// came with its endpoint (an RSP's).
+    pub fn accept(&self, ep: Option<&Ep>, private_data: &[u8]) -> DatResult<()> {
         let mut g = self.inner.request.lock().unwrap_or_else(|e| e.into_inner());
         let Some(request) = g.as_mut() else {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
                 .with_detail("this connection request was already accepted or rejected"));
         };
-        ep.accept(request, private_data)?;
+        match (ep, &self.inner.ep) {
+            (Some(ep), None) => ep.accept(request, private_data, false)?,
+            (None, Some(own)) => own.accept(request, private_data, true)?,
+            (Some(ep), Some(own)) if ep.id() == own.id() => {
+                own.accept(request, private_data, true)?
+            }
+            (None, None) => {
+                return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
+                    "dat_cr_accept: this request came on a PSP: name the endpoint to accept it on",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
+                    "dat_cr_accept: this request belongs to its RSP's endpoint; accept it with                      that one (or NULL)",
+                ));
+            }
+        }
         *g = None;
         Ok(())
     }

@@ -76,8 +76,8 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
     let (_, got) = cr.query().unwrap();
     assert_eq!(got, pdata);
     let reply: Vec<u8> = pdata.iter().map(|b| b + 1).collect();
-    cr.accept(&server.ep, &reply).unwrap();
-    assert!(cr.accept(&server.ep, &reply).is_err(), "a CR is used up by its accept");
+    cr.accept(Some(&server.ep), &reply).unwrap();
+    assert!(cr.accept(Some(&server.ep), &reply).is_err(), "a CR is used up by its accept");
 
     let (number, got) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
     assert_eq!((number, got), (event::CONNECTION_EVENT_ESTABLISHED, reply));
@@ -165,7 +165,7 @@ fn connect(server: &Side, client: &Side, port: u16) {
     let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a connection request")
     };
-    cr.accept(&server.ep, b"").unwrap();
+    cr.accept(Some(&server.ep), b"").unwrap();
     assert_eq!(
         connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
         event::CONNECTION_EVENT_ESTABLISHED
@@ -368,7 +368,7 @@ fn an_srq_feeds_the_receives_of_several_endpoints() {
         let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
             panic!("expected a request")
         };
-        cr.accept(ep, b"").unwrap();
+        cr.accept(Some(ep), b"").unwrap();
         assert_eq!(
             connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
             event::CONNECTION_EVENT_ESTABLISHED
@@ -398,4 +398,35 @@ fn an_srq_feeds_the_receives_of_several_endpoints() {
     }
     seen.sort();
     assert_eq!(seen, (100..106).collect::<Vec<_>>(), "each SRQ receive used once");
+}
+
+#[test]
+fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
+    use ferrodat_engine::sp::Rsp;
+    let server = side();
+    let client = side();
+    let rsp = Rsp::create(&server.ia, 47156, &server.ep, &server.cr_evd).unwrap();
+    assert_eq!(server.ep.state(), EpState::Reserved);
+    let e = server.ep.connect("127.0.0.1".parse().unwrap(), 1, None, b"").unwrap_err();
+    assert_eq!(e.subtype(), ferrodat_abi::dat::subtype::INVALID_STATE_EP_RESERVED, "{e}");
+    client.ep.connect(server.ia.attr().address, 47156, None, b"rsp").unwrap();
+    let Event::ConnectionRequest { sp, cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a request")
+    };
+    assert_eq!(sp, rsp.id());
+    assert_eq!(server.ep.state(), EpState::PassiveConnectionPending);
+    let other = side();
+    let e = cr.accept(Some(&other.ep), b"").unwrap_err();
+    assert!(e.to_string().contains("RSP's endpoint"), "{e}");
+    cr.accept(None, b"").unwrap();
+    assert_eq!(
+        connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    exchange(&client, &server, 1);
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }

@@ -114,7 +114,7 @@ fn a_server_and_a_client_process_connect_and_move_data() {
     };
     assert_eq!(sp, psp.id());
     assert_eq!(cr.query().unwrap().1, vec![7u8; 48]);
-    cr.accept(&s.ep, b"").unwrap();
+    cr.accept(Some(&s.ep), b"").unwrap();
     assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
     // Send our region's address and rmr_context, big-endian (dtest's RMR triplet).
     let mut msg = s.buf.registered_address().to_be_bytes().to_vec();
