@@ -159,7 +159,7 @@ pub fn table(r: &Report) -> String {
         if let (Some(mb), Some(mm)) = (row.result.mb_per_s(), row.result.mmsg_per_s()) {
             let _ = writeln!(
                 o,
-                "{:<9} {:<52} {:>10.0} {:>10.3}",
+                "{:<9} {:<52} {:>10.0} {:>10.4}",
                 row.test.level().name(),
                 row.title,
                 mb,
@@ -168,28 +168,28 @@ pub fn table(r: &Report) -> String {
         }
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "dat       not yet built: {DAT_NOT_BUILT}.");
+    let _ = writeln!(
+        o,
+        "dat       not yet built: needs the engine's EP and EVD objects; the same tests will \
+         run\n          through dat_ep_post_* and dat_evd_wait (the JSON's dat_rows says the same)"
+    );
     let _ = writeln!(o);
-    let _ = writeln!(o, "ratios (target; measured at):");
+    let _ = writeln!(o, "ratios (target; level measured):");
     for x in ratios(&r.rows) {
         let value = match x.value {
             Some(v) => format!("{v:.2}x"),
             None => "-".into(),
         };
-        let verdict = match x.met {
-            Some(true) => "met",
-            Some(false) => "not met",
-            None => "",
-        };
-        let note = if x.note.is_empty() { String::new() } else { format!("; {}", x.note) };
-        let _ = writeln!(
-            o,
-            "  {:<62} {:>8}  ({}; {}) {verdict}{note}",
-            x.what,
-            value,
-            x.target,
-            x.level.name()
-        );
+        let mut tail = vec![format!("{}; {}", x.target, x.level.name())];
+        match x.met {
+            Some(true) => tail.push("met".into()),
+            Some(false) => tail.push("not met".into()),
+            None => {}
+        }
+        if !x.note.is_empty() {
+            tail.push(x.note.into());
+        }
+        let _ = writeln!(o, "  {:<62} {:>8}  ({})", x.what, value, tail.join("; "));
     }
     o
 }
