@@ -65,8 +65,8 @@ pub struct PerfArgs {
     /// Seconds each row runs (after a warm-up of a tenth of that) [default: 2].
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, conflicts_with_all = ["iters", "server"])]
     duration: Option<f64>,
-    /// Run each row for exactly N round trips (latency) or messages (bandwidth) instead of
-    /// a duration, after a warm-up of N/10.
+    /// Run each row for N round trips (latency; rounded up to whole samples of up to 100)
+    /// or N messages (bandwidth) instead of a duration, after a warm-up of N/10.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "server")]
     iters: Option<u64>,
     /// (internal) answer the floor's cache-line ping-pong through this file.
