@@ -1,6 +1,6 @@
 //! ferrodat-benches: iai-callgrind instruction counts of the fast path, and latency and
 //! bandwidth runs with baselines measured in the same run. The benchmarks live in
-//! `benches/`; this library holds what they share.
+//! `benches/`; the floor and the sample summaries are the engine's [`ferrodat_engine::perf`]
+//! helpers, which `ferrodat perf` uses too.
 
-pub mod floor;
-pub mod stats;
+pub use ferrodat_engine::perf::{floor, stats};

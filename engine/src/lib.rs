@@ -4,8 +4,9 @@
 //! lock-free EVD engine that turns completions into DAT events, the connection manager, the
 //! Rust API and the `capi` module that exports the DAT 2.0 provider ABI to `libdat2`.
 //!
-//! The `ferrodat` command (`src/bin/ferrodat.rs`) is the command-line front end; today it
-//! has `softhca env`, which prepares a shell to run unmodified verbs programs on softhca.
+//! The `ferrodat` command (`src/bin/ferrodat/`) is the command-line front end: `perf`
+//! (latency and bandwidth next to their baselines), `info` and `softhca env`. The
+//! measurement helpers it shares with the `benches` crate are in [`perf`].
 //!
 //! # Architecture (being built; issue 6)
 //!
@@ -40,6 +41,7 @@ pub mod evd;
 pub mod event;
 pub mod ia;
 pub mod lmr;
+pub mod perf;
 pub mod pz;
 pub mod sp;
 pub mod srq;

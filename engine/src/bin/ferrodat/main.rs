@@ -1,8 +1,12 @@
 //! `ferrodat`: the command-line front end.
 //!
+//! `ferrodat perf` measures latency and bandwidth over softhca (or hardware) next to the
+//! baselines a user compares them with, all in one run (see `perf/mod.rs`).
 //! `ferrodat info` lists the devices found (real and softhca), their ports, GIDs and
 //! limits, and the IA attributes the provider reports on them; `softhca env` prepares a
 //! shell to run unmodified rdma-core programs on softhca: `eval "$(ferrodat softhca env)"`.
+
+mod perf;
 
 use clap::{Parser, Subcommand};
 use ferrodat_softhca::{config, sysfs};
@@ -25,6 +29,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Latency and bandwidth of ferrodat next to the baselines (shared-memory floor, TCP
+    /// ping-pong, memcpy), measured in one run: with no options, a server and a client
+    /// process on this host over softhca.
+    Perf(perf::PerfArgs),
     /// The devices found (real and softhca), their ports, GIDs and limits, and the IA
     /// attributes the provider reports on them: what ibv_devinfo does for verbs.
     Info {
@@ -56,6 +64,7 @@ enum SofthcaCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Perf(args) => perf::run(args),
         Command::Info { device } => info(device.as_deref()),
         Command::Softhca { command: SofthcaCommand::Env { sysfs_dir, preload } } => {
             softhca_env(sysfs_dir, preload)

@@ -13,6 +13,18 @@ pub struct Summary {
     pub min_ns: f64,
 }
 
+impl Summary {
+    /// Each figure halved: a round trip's summary as a one-way (half round trip) one,
+    /// as perftest reports latency.
+    pub fn halved(self) -> Summary {
+        Summary {
+            median_ns: self.median_ns / 2.0,
+            p99_ns: self.p99_ns / 2.0,
+            min_ns: self.min_ns / 2.0,
+        }
+    }
+}
+
 /// Summarises samples, each the time of `ops_per_sample` operations, as time per operation.
 pub fn summarize(samples: &[Duration], ops_per_sample: u32) -> Summary {
     assert!(!samples.is_empty(), "no samples to summarise");

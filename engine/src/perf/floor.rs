@@ -47,13 +47,23 @@ impl SharedLine {
         unsafe { &*(self.ptr as *const AtomicU64) }
     }
 
-    /// The pinging side: `rounds` round trips per sample, `samples` samples.
+    /// The pinging side: `rounds` round trips per sample, `samples` samples; then tells
+    /// the answering side to stop.
     pub fn ping(&self, samples: usize, rounds: u32) -> Vec<Duration> {
+        let out = self.ping_while(rounds, |taken| taken < samples);
+        self.stop();
+        out
+    }
+
+    /// The pinging side, for as long as `more(samples taken so far)` says: samples of
+    /// `rounds` round trips each. The answering side keeps waiting; [`SharedLine::stop`]
+    /// ends it.
+    pub fn ping_while(&self, rounds: u32, mut more: impl FnMut(usize) -> bool) -> Vec<Duration> {
         let w = self.word();
         let mut value = w.load(Ordering::Acquire);
         assert!(value % 2 == 0, "the ponging side must be waiting on an even value");
-        let mut out = Vec::with_capacity(samples);
-        for _ in 0..samples {
+        let mut out = Vec::new();
+        while more(out.len()) {
             let start = Instant::now();
             for _ in 0..rounds {
                 w.store(value + 1, Ordering::Release);
@@ -64,8 +74,12 @@ impl SharedLine {
             }
             out.push(start.elapsed());
         }
-        w.store(u64::MAX, Ordering::Release);
         out
+    }
+
+    /// Tells the answering side to return.
+    pub fn stop(&self) {
+        self.word().store(u64::MAX, Ordering::Release);
     }
 
     /// The answering side: until the pinger stores `u64::MAX`, answer each odd value.

@@ -1,0 +1,312 @@
+//! The control connection between the client and the server: one TCP stream, text lines.
+//!
+//! ```text
+//! client                                     server
+//! FERRODAT-PERF 1                       ──▶
+//!                                       ◀──  FERRODAT-PERF 1 <device>
+//! QP <qpn> <psn> <gid> <rr> <id> <mtu> <addr> <rkey>  ──▶   (connects its QP first)
+//!                                       ◀──  QP … (the same for its side)
+//! TCP <bytes>  | RUN <job> <bytes>      ──▶
+//!                                       ◀──  GO
+//!      … the test (TCP: raw messages on this stream; RUN: on the QP) …
+//!                                       ◀──  DONE
+//! BYE                                   ──▶
+//! ```
+//!
+//! A side that fails sends `ERR <what>` when it can, so the other reports the reason
+//! instead of a closed socket.
+
+use ferrodat_engine::cm::ConnInfo;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+const HELLO: &str = "FERRODAT-PERF";
+const VERSION: u32 = 1;
+
+/// How long either side waits for the next line: longer than any row of a sane run
+/// (the client measures its local baselines between two commands).
+const LINE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What a side tells the other about its QP and its buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpInfo {
+    /// QP number, PSN, GID, READ depths, MTU.
+    pub conn: ConnInfo,
+    /// The address of its registered buffer.
+    pub addr: u64,
+    /// The buffer's remote key.
+    pub rkey: u32,
+}
+
+/// What the server is asked to do on the QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// Answer each SEND of this size with one, until a SEND with the stop immediate.
+    Echo(usize),
+    /// Answer each RDMA WRITE of this size (seen in memory) with one, until the stop value.
+    WriteLat(usize),
+    /// Only poll (so softhca moves the client's one-sided traffic), until a SEND with the
+    /// stop immediate.
+    Serve,
+}
+
+/// A client request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// TCP echo of messages of this size on the control stream.
+    Tcp(usize),
+    /// A job on the QP.
+    Run(Job),
+    /// The run is over.
+    Bye,
+}
+
+/// One end of the control connection.
+pub struct Control {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Control {
+    /// Wraps a connected stream (no Nagle delay: the TCP baseline runs on it).
+    pub fn new(stream: TcpStream) -> Result<Control, String> {
+        let setup = |s: &TcpStream| -> std::io::Result<TcpStream> {
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(LINE_TIMEOUT))?;
+            s.try_clone()
+        };
+        let writer = setup(&stream).map_err(|e| format!("control connection: {e}"))?;
+        Ok(Control { reader: BufReader::new(stream), writer })
+    }
+
+    /// Sends one line.
+    pub fn send(&mut self, line: &str) -> Result<(), String> {
+        self.writer
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| format!("the control connection broke ({e}): the other side stopped"))
+    }
+
+    /// Receives one line; `ERR …` from the other side becomes an error.
+    pub fn recv(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => Err("the other side closed the control connection (see its output)".into()),
+            Ok(_) => {
+                let line = line.trim_end().to_string();
+                match line.strip_prefix("ERR ") {
+                    Some(why) => Err(format!("the other side failed: {why}")),
+                    None => Ok(line),
+                }
+            }
+            Err(e) => Err(format!("reading the control connection: {e}")),
+        }
+    }
+
+    /// Receives one line and checks it is `want`.
+    pub fn expect(&mut self, want: &str) -> Result<(), String> {
+        let got = self.recv()?;
+        if got != want {
+            return Err(format!("protocol error: expected {want:?}, got {got:?}"));
+        }
+        Ok(())
+    }
+
+    /// Tells the other side why this one fails (best effort) and returns the error.
+    pub fn fail(&mut self, why: String) -> String {
+        let _ = self.send(&format!("ERR {}", why.replace('\n', " ")));
+        why
+    }
+
+    /// Client: the greeting; returns the server's device name.
+    pub fn hello_client(&mut self) -> Result<String, String> {
+        self.send(&format!("{HELLO} {VERSION}"))?;
+        let line = self.recv()?;
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok()), words.next()) {
+            (Some(HELLO), Some(VERSION), Some(device)) => Ok(device.to_string()),
+            (Some(HELLO), Some(v), _) => Err(format!(
+                "the server speaks ferrodat perf protocol {v}, this client {VERSION}: run the \
+                 same ferrodat version on both sides"
+            )),
+            _ => Err(format!("the server is not a ferrodat perf server (it said {line:?})")),
+        }
+    }
+
+    /// Server: answers the greeting with its device name.
+    pub fn hello_server(&mut self, device: &str) -> Result<(), String> {
+        let line = self.recv()?;
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok())) {
+            (Some(HELLO), Some(VERSION)) => self.send(&format!("{HELLO} {VERSION} {device}")),
+            (Some(HELLO), Some(v)) => Err(self.fail(format!(
+                "the client speaks ferrodat perf protocol {v}, this server {VERSION}: run the \
+                 same ferrodat version on both sides"
+            ))),
+            _ => Err(format!("not a ferrodat perf client (it said {line:?})")),
+        }
+    }
+
+    /// Client: sends our QP info, returns the server's (whose QP is ready by then).
+    pub fn exchange_qp_client(&mut self, local: &QpInfo) -> Result<QpInfo, String> {
+        self.send(&encode_qp(local))?;
+        let line = self.recv()?;
+        decode_qp(&line).map_err(|e| format!("the server's QP information: {e}"))
+    }
+
+    /// Server: receives the client's QP info, lets `connect` bring our QP up towards it
+    /// and returns ours, which is sent back.
+    pub fn exchange_qp_server(
+        &mut self,
+        connect: impl FnOnce(&QpInfo) -> Result<QpInfo, String>,
+    ) -> Result<(), String> {
+        let line = self.recv()?;
+        let peer =
+            decode_qp(&line).map_err(|e| self.fail(format!("the client's QP information: {e}")))?;
+        let local = connect(&peer).map_err(|e| self.fail(e))?;
+        self.send(&encode_qp(&local))
+    }
+
+    /// Server: the next request.
+    pub fn next_command(&mut self) -> Result<Command, String> {
+        let line = self.recv()?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let size = |w: Option<&&str>| -> Result<usize, String> {
+            w.and_then(|s| s.parse().ok()).ok_or_else(|| format!("bad size in {line:?}"))
+        };
+        let command = match words.first().copied() {
+            Some("TCP") => Command::Tcp(size(words.get(1))?),
+            Some("RUN") => Command::Run(match words.get(1).copied() {
+                Some("echo") => Job::Echo(size(words.get(2))?),
+                Some("write_lat") => Job::WriteLat(size(words.get(2))?),
+                Some("serve") => Job::Serve,
+                _ => return Err(self.fail(format!("unknown job in {line:?}"))),
+            }),
+            Some("BYE") => Command::Bye,
+            _ => return Err(self.fail(format!("unknown request {line:?}"))),
+        };
+        Ok(command)
+    }
+
+    /// Client: asks for a TCP echo of `size`-byte messages and waits until it starts.
+    pub fn start_tcp(&mut self, size: usize) -> Result<(), String> {
+        self.send(&format!("TCP {size}"))?;
+        self.expect("GO")
+    }
+
+    /// Client: asks for a job on the QP and waits until the server is ready for it.
+    pub fn start_job(&mut self, job: Job) -> Result<(), String> {
+        let line = match job {
+            Job::Echo(n) => format!("RUN echo {n}"),
+            Job::WriteLat(n) => format!("RUN write_lat {n}"),
+            Job::Serve => "RUN serve".to_string(),
+        };
+        self.send(&line)?;
+        self.expect("GO")
+    }
+
+    /// Client: waits until the server finished the current test.
+    pub fn wait_done(&mut self) -> Result<(), String> {
+        self.expect("DONE")
+    }
+
+    /// Client: ends the run.
+    pub fn bye(&mut self) -> Result<(), String> {
+        self.send("BYE")
+    }
+
+    /// True if the other side closed the connection (a look without blocking).
+    pub fn peer_gone(&mut self) -> bool {
+        let s = self.reader.get_ref();
+        if s.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut b = [0u8; 1];
+        let gone = matches!(s.peek(&mut b), Ok(0));
+        let _ = s.set_nonblocking(false);
+        gone
+    }
+
+    /// The stream for raw messages (the TCP baseline): reads go through the line buffer,
+    /// so nothing the other side sent is lost between lines and messages.
+    pub fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), String> {
+        self.reader.read_exact(buf).map_err(|e| format!("TCP ping-pong read: {e}"))
+    }
+
+    /// Writes one raw message.
+    pub fn write_all(&mut self, buf: &[u8]) -> Result<(), String> {
+        self.writer.write_all(buf).map_err(|e| format!("TCP ping-pong write: {e}"))
+    }
+}
+
+fn encode_qp(q: &QpInfo) -> String {
+    let gid: String = q.conn.gid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "QP {} {} {gid} {} {} {} {:x} {:x}",
+        q.conn.qpn,
+        q.conn.psn,
+        q.conn.responder_resources,
+        q.conn.initiator_depth,
+        q.conn.path_mtu,
+        q.addr,
+        q.rkey
+    )
+}
+
+fn decode_qp(line: &str) -> Result<QpInfo, String> {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    if w.len() != 9 || w[0] != "QP" {
+        return Err(format!("expected 'QP' and 8 fields, got {line:?}"));
+    }
+    let num = |i: usize| -> Result<u32, String> {
+        w[i].parse().map_err(|_| format!("field {i} of {line:?} is not a number"))
+    };
+    let small = |i: usize| -> Result<u8, String> {
+        w[i].parse().map_err(|_| format!("field {i} of {line:?} is not a small number"))
+    };
+    let hex = w[3].as_bytes();
+    if hex.len() != 32 {
+        return Err(format!("the GID in {line:?} is not 32 hex digits"));
+    }
+    let mut gid = [0u8; 16];
+    for (i, g) in gid.iter_mut().enumerate() {
+        let pair = std::str::from_utf8(&hex[2 * i..2 * i + 2]).map_err(|e| e.to_string())?;
+        *g = u8::from_str_radix(pair, 16).map_err(|_| format!("the GID in {line:?} is not hex"))?;
+    }
+    let conn = ConnInfo {
+        qpn: num(1)?,
+        psn: num(2)?,
+        gid,
+        responder_resources: small(4)?,
+        initiator_depth: small(5)?,
+        path_mtu: small(6)?,
+    };
+    conn.validate().map_err(|e| e.to_string())?;
+    let addr = u64::from_str_radix(w[7], 16).map_err(|_| format!("bad address in {line:?}"))?;
+    let rkey = u32::from_str_radix(w[8], 16).map_err(|_| format!("bad rkey in {line:?}"))?;
+    Ok(QpInfo { conn, addr, rkey })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_info_round_trips() {
+        let q = QpInfo {
+            conn: ConnInfo {
+                qpn: 0x1234,
+                psn: 0xab_cdef,
+                gid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1],
+                responder_resources: 16,
+                initiator_depth: 4,
+                path_mtu: 5,
+            },
+            addr: 0x7f00_dead_0000,
+            rkey: 0xbeef,
+        };
+        assert_eq!(decode_qp(&encode_qp(&q)), Ok(q));
+        assert!(decode_qp("QP 1 2").is_err());
+        assert!(decode_qp(&encode_qp(&q).replace("ffff7f", "zzzz7f")).is_err());
+    }
+}

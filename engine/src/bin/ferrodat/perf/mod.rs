@@ -1,0 +1,305 @@
+//! `ferrodat perf`: latency and bandwidth of the layers of ferrodat next to the baselines a
+//! user compares them with, measured in the same run, as one table (or `--json`).
+//!
+//! With no arguments it starts a server process (this executable, `perf --server`) and runs
+//! the client here, both on this host over softhca. `--server` and `--client HOST` run the
+//! two sides separately (two hosts, or two network namespaces). The client drives: it asks
+//! the server for each test over a TCP control connection ([`control`]), which also carries
+//! the QP information both sides exchange ([`ferrodat_engine::cm`]'s `ConnInfo`,
+//! `local_conn_info` and `connect_qp`) and the TCP ping-pong baseline.
+//!
+//! Rows ([`plan`]): the baselines ([`baseline`]: the shared-memory floor, TCP ping-pong,
+//! single-core memcpy), then the driver-level tests ([`rdma`]). The DAT-level rows (the
+//! same tests through the engine's EP and EVD) are not built yet: the report says so, and
+//! [`plan::Level::Dat`] is where they go.
+
+mod baseline;
+mod control;
+mod plan;
+mod progress;
+mod rdma;
+mod report;
+
+use clap::Args;
+use control::Control;
+use plan::{Row, Sizing, Test};
+use progress::Progress;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The control port `--server` listens on and `--client` connects to by default (clear of
+/// perftest's 18515 and of the ports the OFA test programs use).
+pub const DEFAULT_PORT: u16 = 18520;
+
+/// Seconds each row runs for by default: eleven rows and their warm-ups stay well under a
+/// minute.
+const DEFAULT_DURATION: f64 = 2.0;
+
+#[derive(Args, Debug)]
+pub struct PerfArgs {
+    /// Run only the server side: wait for one `ferrodat perf --client` on --port, serve its
+    /// run, exit.
+    #[arg(long, conflicts_with = "client")]
+    server: bool,
+    /// Run only the client side, against `ferrodat perf --server` on HOST; the baselines
+    /// that need no server (floor, memcpy) run on this host.
+    #[arg(long, value_name = "HOST")]
+    client: Option<String>,
+    /// The TCP control port of the server.
+    #[arg(long, default_value_t = DEFAULT_PORT, value_name = "PORT")]
+    port: u16,
+    /// The address the server listens on.
+    #[arg(long, value_name = "ADDR", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED), requires = "server")]
+    bind: IpAddr,
+    /// The RDMA device (default: the first softhca device, softhca0 unless
+    /// FERRODAT_SOFTHCA says otherwise; e.g. mlx5_0 for hardware). On two hosts over
+    /// softhca, give each its own address: FERRODAT_SOFTHCA=softhca0=<this host's IP>.
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+    /// Print the results as one JSON object instead of the table.
+    #[arg(long, conflicts_with = "server")]
+    json: bool,
+    /// Seconds each row runs (after a warm-up of a tenth of that) [default: 2].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, conflicts_with_all = ["iters", "server"])]
+    duration: Option<f64>,
+    /// Run each row for N round trips (latency; rounded up to whole samples of up to 100)
+    /// or N messages (bandwidth) instead of a duration, after a warm-up of N/10.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "server")]
+    iters: Option<u64>,
+    /// (internal) answer the floor's cache-line ping-pong through this file.
+    #[arg(long, value_name = "FILE", hide = true, exclusive = true)]
+    floor_helper: Option<PathBuf>,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds (e.g. 0.5)"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 3600.0) {
+        return Err(format!("{s} seconds: give a duration above 0 and at most 3600"));
+    }
+    Ok(v)
+}
+
+/// Runs `ferrodat perf` as the arguments say; returns the text to print on stdout.
+pub fn run(args: PerfArgs) -> Result<String, String> {
+    if let Some(path) = &args.floor_helper {
+        baseline::floor_helper(path)?;
+        return Ok(String::new());
+    }
+    let device = match &args.device {
+        Some(d) => d.clone(),
+        None => default_device()?,
+    };
+    if args.server {
+        let listener = TcpListener::bind((args.bind, args.port)).map_err(|e| {
+            format!(
+                "cannot listen on {}:{} ({e}): another ferrodat perf server may run there; \
+                 pick another --port",
+                args.bind, args.port
+            )
+        })?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        // The line local mode waits for (and a user sees): the port actually bound.
+        println!("ferrodat perf server: listening on {addr}, device {device}");
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+        let (stream, peer) =
+            listener.accept().map_err(|e| format!("accepting the client on {addr} failed: {e}"))?;
+        serve(stream, peer, &device)?;
+        return Ok(String::new());
+    }
+    let sizing = match (args.iters, args.duration) {
+        (Some(n), _) => Sizing::Iters(n),
+        (None, d) => Sizing::Duration(Duration::from_secs_f64(d.unwrap_or(DEFAULT_DURATION))),
+    };
+    let report = match &args.client {
+        Some(host) => {
+            let addr = resolve(host, args.port)?;
+            let stream =
+                TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(|e| {
+                    format!(
+                        "cannot reach a ferrodat perf server at {addr} ({e}): start \
+                     `ferrodat perf --server --port {}` there first",
+                        args.port
+                    )
+                })?;
+            client(stream, &device, sizing, false)?
+        }
+        None => local(&device, sizing)?,
+    };
+    Ok(if args.json { report::json(&report) } else { report::table(&report) })
+}
+
+/// The first softhca device discovery finds.
+fn default_device() -> Result<String, String> {
+    use ferrodat_driver::discovery::{DeviceKind, discover};
+    let found = discover();
+    found
+        .devices
+        .iter()
+        .find(|d| matches!(d.kind, DeviceKind::Softhca(_)))
+        .map(|d| d.name.clone())
+        .ok_or_else(|| {
+            format!(
+                "no softhca device is configured ({}); set FERRODAT_SOFTHCA=softhca0=127.0.0.1 or \
+                 name a device with --device",
+                found.skipped.join("; ")
+            )
+        })
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve --client {host:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--client {host:?} resolves to no address"))
+}
+
+/// No arguments: a server child on the loopback, the client here.
+fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
+    // A private softhca fabric directory, so the run neither sees nor disturbs other
+    // softhca users of this host — unless the user chose one.
+    let private_shm = if std::env::var_os(ferrodat_softhca::fabric::SHM_DIR_ENV).is_none() {
+        let dir = std::env::temp_dir().join(format!("ferrodat-perf-shm-{}", std::process::id()));
+        let dir = if std::path::Path::new("/dev/shm").is_dir() {
+            PathBuf::from(format!("/dev/shm/ferrodat-perf-{}", std::process::id()))
+        } else {
+            dir
+        };
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create the softhca directory {}: {e}", dir.display()))?;
+        // SAFETY: `ferrodat perf` calls this from main before it starts any thread, so no
+        // other thread reads or writes the environment meanwhile.
+        unsafe { std::env::set_var(ferrodat_softhca::fabric::SHM_DIR_ENV, &dir) };
+        Some(dir)
+    } else {
+        None
+    };
+    let result = (|| {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+        let child = Command::new(exe)
+            .args(["perf", "--server", "--bind", "127.0.0.1", "--port", "0", "--device", device])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the server process: {e}"))?;
+        let mut server = ChildGuard(child);
+        let stdout = server.0.stdout.take().ok_or("the server process has no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the server process's address: {e}"))?;
+        let addr: SocketAddr = line
+            .trim()
+            .strip_prefix("ferrodat perf server: listening on ")
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| {
+                format!(
+                    "the server process did not start (it said {:?}; see its error above)",
+                    line.trim()
+                )
+            })?;
+        let stream = TcpStream::connect(addr)
+            .map_err(|e| format!("cannot reach the server process at {addr}: {e}"))?;
+        let report = client(stream, device, sizing, true)?;
+        server.finish()?;
+        Ok(report)
+    })();
+    if let Some(dir) = private_shm {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    result
+}
+
+/// A child process of the run (the local server, the floor's helper): killed and
+/// reaped if the run ends before it does.
+pub struct ChildGuard(pub Child);
+
+impl ChildGuard {
+    fn finish(mut self) -> Result<(), String> {
+        let status = self.0.wait().map_err(|e| format!("waiting for the server process: {e}"))?;
+        if !status.success() {
+            return Err(format!("the server process failed ({status}); its error is above"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The client: the baselines, the QP, every row; the server serves each in turn.
+fn client(
+    stream: TcpStream,
+    device: &str,
+    sizing: Sizing,
+    local: bool,
+) -> Result<report::Report, String> {
+    let server = stream.peer_addr().map_err(|e| e.to_string())?;
+    let mut ctl = Control::new(stream)?;
+    let server_device = ctl.hello_client()?;
+    let resources = rdma::Resources::open(device)?;
+    let mr = resources.alloc_mr()?;
+    let mut side = rdma::Side::new(&resources, &mr)?;
+    let peer = ctl.exchange_qp_client(&side.local_info())?;
+    side.connect(&peer)?;
+
+    let rows_planned = plan::rows();
+    let mut progress = Progress::new(rows_planned.len(), sizing);
+    let started = Instant::now();
+    let mut rows = Vec::with_capacity(rows_planned.len());
+    for (i, test) in rows_planned.iter().enumerate() {
+        progress.row(i, &test.title(local));
+        let result = match *test {
+            Test::Floor => baseline::floor(sizing)?,
+            Test::Memcpy(size) => baseline::memcpy(size, sizing),
+            Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
+            Test::SendRecv(size) => rdma::send_recv(&mut side, &mut ctl, size, sizing)?,
+            Test::WriteLat(size) => rdma::write_lat(&mut side, &mut ctl, size, sizing)?,
+            Test::ReadLat(size) => rdma::read_lat(&mut side, &mut ctl, size, sizing)?,
+            Test::WriteBw(size) => rdma::write_bw(&mut side, &mut ctl, size, sizing)?,
+        };
+        rows.push(Row { test: *test, title: test.title(local), result });
+    }
+    progress.finish();
+    ctl.bye()?;
+    Ok(report::Report {
+        device: device.to_string(),
+        server_device,
+        server: server.to_string(),
+        local,
+        sizing,
+        seconds: started.elapsed().as_secs_f64(),
+        rows,
+    })
+}
+
+/// The server: answers one client's run, then returns.
+fn serve(stream: TcpStream, peer: SocketAddr, device: &str) -> Result<(), String> {
+    let mut ctl = Control::new(stream)?;
+    ctl.hello_server(device).map_err(|e| format!("client {peer}: {e}"))?;
+    let resources = rdma::Resources::open(device)?;
+    let mr = resources.alloc_mr()?;
+    let mut side = rdma::Side::new(&resources, &mr)?;
+    ctl.exchange_qp_server(|info| {
+        side.connect(info)?;
+        Ok(side.local_info())
+    })?;
+    loop {
+        match ctl.next_command()? {
+            control::Command::Tcp(size) => baseline::tcp_echo(&mut ctl, size)?,
+            control::Command::Run(job) => rdma::serve(&mut side, &mut ctl, job)?,
+            control::Command::Bye => return Ok(()),
+        }
+    }
+}

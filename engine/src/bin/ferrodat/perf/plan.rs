@@ -1,0 +1,271 @@
+//! What a run measures: the rows, in order, and how long each runs.
+
+use ferrodat_engine::perf::stats::Summary;
+use std::time::{Duration, Instant};
+
+/// How big each row is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sizing {
+    /// Each row runs for this long (after a warm-up of a tenth of it).
+    Duration(Duration),
+    /// Each row runs this many round trips or messages (after a warm-up of a tenth).
+    Iters(u64),
+}
+
+impl Sizing {
+    /// The warm-up before a row: a tenth of the row.
+    pub fn warmup(self) -> Sizing {
+        match self {
+            Sizing::Duration(d) => Sizing::Duration(d / 10),
+            Sizing::Iters(n) => Sizing::Iters(n / 10),
+        }
+    }
+
+    /// Round trips timed together as one latency sample: enough to make the two clock
+    /// reads negligible (100), fewer for a short `--iters` run so it still has samples.
+    pub fn group(self) -> u32 {
+        match self {
+            Sizing::Duration(_) => 100,
+            Sizing::Iters(n) => (n / 100).clamp(1, 100) as u32,
+        }
+    }
+
+    /// A meter for one run of this size.
+    pub fn meter(self) -> Meter {
+        Meter { sizing: self, start: Instant::now(), done: 0 }
+    }
+}
+
+/// Says whether a row (or warm-up) should go on, given the operations done so far.
+pub struct Meter {
+    sizing: Sizing,
+    start: Instant,
+    done: u64,
+}
+
+impl Meter {
+    /// Counts `n` more operations done.
+    pub fn add(&mut self, n: u64) {
+        self.done += n;
+    }
+
+    /// True while the row has more to do.
+    pub fn more(&self) -> bool {
+        match self.sizing {
+            Sizing::Duration(d) => self.start.elapsed() < d,
+            Sizing::Iters(n) => self.done < n,
+        }
+    }
+}
+
+/// Runs `op` (one round trip) through a warm-up, then in timed groups of
+/// [`Sizing::group`] for as long as `sizing` says; returns the groups' times.
+pub fn timed_groups(
+    sizing: Sizing,
+    mut op: impl FnMut() -> Result<(), String>,
+) -> Result<(Vec<Duration>, u32), String> {
+    let group = sizing.group();
+    let mut warm = sizing.warmup().meter();
+    while warm.more() {
+        op()?;
+        warm.add(1);
+    }
+    let mut meter = sizing.meter();
+    let mut out = Vec::new();
+    while meter.more() {
+        let start = Instant::now();
+        for _ in 0..group {
+            op()?;
+        }
+        out.push(start.elapsed());
+        meter.add(u64::from(group));
+    }
+    Ok((out, group))
+}
+
+/// Which layer a row measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// What a user compares with, measured in the same run.
+    Baseline,
+    /// The ferrodat driver (mlx5 verbs) directly: post, poll.
+    Driver,
+    /// The DAT API through the engine's EP and EVD (`dat_ep_post_*`, `dat_evd_wait`).
+    /// Not built yet: it needs the EP and EVD objects; the same [`Test`]s will run at this
+    /// level so that each layer's cost shows as the difference of two rows.
+    #[allow(dead_code)]
+    Dat,
+}
+
+impl Level {
+    /// The name in the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Baseline => "baseline",
+            Level::Driver => "driver",
+            Level::Dat => "dat",
+        }
+    }
+}
+
+/// One row's test. Sizes are in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Test {
+    /// Two processes on this host bouncing one cache line: the least any two-process
+    /// ping-pong costs here.
+    Floor,
+    /// TCP ping-pong over the control connection (the loopback in a local run).
+    Tcp(usize),
+    /// One core copying a buffer of this size over and over.
+    Memcpy(usize),
+    /// SEND/RECV ping-pong.
+    SendRecv(usize),
+    /// RDMA WRITE ping-pong: each side writes the other's buffer, the peer polls its last
+    /// bytes (perftest's `ib_write_lat`).
+    WriteLat(usize),
+    /// One RDMA READ at a time (perftest's `ib_read_lat`): a whole round trip.
+    ReadLat(usize),
+    /// RDMA WRITE streaming with a window of outstanding requests.
+    WriteBw(usize),
+}
+
+impl Test {
+    /// The layer it measures.
+    pub fn level(self) -> Level {
+        match self {
+            Test::Floor | Test::Tcp(_) | Test::Memcpy(_) => Level::Baseline,
+            _ => Level::Driver,
+        }
+    }
+
+    /// Its message size in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            Test::Floor => 8,
+            Test::Tcp(n)
+            | Test::Memcpy(n)
+            | Test::SendRecv(n)
+            | Test::WriteLat(n)
+            | Test::ReadLat(n)
+            | Test::WriteBw(n) => n,
+        }
+    }
+
+    /// A stable name for machines: `<level>.<test>.<bytes>`.
+    pub fn id(self) -> String {
+        let name = match self {
+            Test::Floor => "shm_floor",
+            Test::Tcp(_) => "tcp_pingpong",
+            Test::Memcpy(_) => "memcpy",
+            Test::SendRecv(_) => "send_recv_lat",
+            Test::WriteLat(_) => "rdma_write_lat",
+            Test::ReadLat(_) => "rdma_read_lat",
+            Test::WriteBw(_) => "rdma_write_bw",
+        };
+        format!("{}.{name}.{}", self.level().name(), self.bytes())
+    }
+
+    /// What the table calls it.
+    pub fn title(self, local: bool) -> String {
+        let size = size_name(self.bytes());
+        match self {
+            Test::Floor => "shared-memory floor: two processes, one cache line".into(),
+            Test::Tcp(_) if local => format!("TCP loopback ping-pong, {size}"),
+            Test::Tcp(_) => format!("TCP ping-pong to the server, {size}"),
+            Test::Memcpy(_) => format!("memcpy, one core, {size}"),
+            Test::SendRecv(_) => format!("SEND/RECV ping-pong, {size}"),
+            Test::WriteLat(_) => format!("RDMA WRITE ping-pong, {size}"),
+            Test::ReadLat(_) => format!("RDMA READ (whole round trip), {size}"),
+            Test::WriteBw(_) => format!("RDMA WRITE stream, {size}"),
+        }
+    }
+}
+
+/// `8 B`, `4 KiB`, `1 MiB`.
+pub fn size_name(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// The rows of a run, in the order they run: the cheap local baselines first, then the
+/// TCP baseline, then the driver rows (whose QP is already connected).
+pub fn rows() -> Vec<Test> {
+    vec![
+        Test::Floor,
+        Test::Memcpy(1 << 20),
+        Test::Tcp(8),
+        Test::Tcp(4096),
+        Test::SendRecv(8),
+        Test::SendRecv(4096),
+        Test::WriteLat(8),
+        Test::ReadLat(8),
+        Test::WriteBw(4096),
+        Test::WriteBw(64 << 10),
+        Test::WriteBw(1 << 20),
+    ]
+}
+
+/// What one row measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Outcome {
+    /// Latency per operation (half a round trip, except where the test says otherwise).
+    Latency {
+        /// Median, p99 and minimum over the samples.
+        summary: Summary,
+        /// Samples taken.
+        samples: usize,
+        /// Operations timed together in each sample.
+        group: u32,
+    },
+    /// Throughput.
+    Bandwidth {
+        /// Bytes moved.
+        bytes: u64,
+        /// Messages (operations) completed.
+        messages: u64,
+        /// Seconds from the first post to the last completion.
+        seconds: f64,
+    },
+}
+
+impl Outcome {
+    /// MB/s (10^6 bytes per second) of a bandwidth row.
+    pub fn mb_per_s(&self) -> Option<f64> {
+        match *self {
+            Outcome::Bandwidth { bytes, seconds, .. } => Some(bytes as f64 / seconds / 1e6),
+            Outcome::Latency { .. } => None,
+        }
+    }
+
+    /// Millions of messages per second of a bandwidth row.
+    pub fn mmsg_per_s(&self) -> Option<f64> {
+        match *self {
+            Outcome::Bandwidth { messages, seconds, .. } => Some(messages as f64 / seconds / 1e6),
+            Outcome::Latency { .. } => None,
+        }
+    }
+
+    /// The median latency in ns of a latency row.
+    pub fn median_ns(&self) -> Option<f64> {
+        match self {
+            Outcome::Latency { summary, .. } => Some(summary.median_ns),
+            Outcome::Bandwidth { .. } => None,
+        }
+    }
+}
+
+/// A measured row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// What ran.
+    pub test: Test,
+    /// Its title.
+    pub title: String,
+    /// What it measured.
+    pub result: Outcome,
+}

@@ -1,0 +1,281 @@
+//! The results as a table for people or one JSON object for machines, with the ratios the
+//! targets of issue 8 name.
+
+use super::plan::{Level, Outcome, Row, Sizing, Test};
+use std::fmt::Write;
+
+/// Everything a run measured.
+pub struct Report {
+    /// This side's device.
+    pub device: String,
+    /// The server's device.
+    pub server_device: String,
+    /// The server's control address.
+    pub server: String,
+    /// Both sides on this host (no arguments) rather than `--client`.
+    pub local: bool,
+    /// How each row was sized.
+    pub sizing: Sizing,
+    /// Wall time of the rows.
+    pub seconds: f64,
+    /// The rows, in the order they ran.
+    pub rows: Vec<Row>,
+}
+
+/// Why there are no DAT-level rows yet.
+const DAT_NOT_BUILT: &str = "the DAT-level rows (the same tests through the engine's EP and \
+    EVD: dat_ep_post_send/rdma_write/rdma_read and dat_evd_wait) are not built yet: the EP and \
+    EVD objects do not exist; the targets below that name the DAT level are compared with the \
+    driver level meanwhile";
+
+/// One ratio a target names.
+struct Ratio {
+    id: &'static str,
+    what: &'static str,
+    value: Option<f64>,
+    /// The level the value was measured at (the target may name another).
+    level: Level,
+    target: &'static str,
+    /// Whether the value meets the target, when it can be told.
+    met: Option<bool>,
+    note: &'static str,
+}
+
+fn find(rows: &[Row], test: Test) -> Option<&Outcome> {
+    rows.iter().find(|r| r.test == test).map(|r| &r.result)
+}
+
+fn ratios(rows: &[Row]) -> Vec<Ratio> {
+    let lat = |t| find(rows, t).and_then(Outcome::median_ns);
+    let bw = |t| find(rows, t).and_then(Outcome::mb_per_s);
+    let div = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let send8_floor = div(lat(Test::SendRecv(8)), lat(Test::Floor));
+    let tcp_send8 = div(lat(Test::Tcp(8)), lat(Test::SendRecv(8)));
+    let bw_memcpy = div(bw(Test::WriteBw(1 << 20)), bw(Test::Memcpy(1 << 20)));
+    vec![
+        Ratio {
+            id: "send_recv_8_over_floor",
+            what: "8 B SEND/RECV latency / shared-memory floor (medians)",
+            value: send8_floor,
+            level: Level::Driver,
+            target: "<= 3 at the DAT level",
+            met: send8_floor.map(|v| v <= 3.0),
+            note: "driver level until the DAT rows exist",
+        },
+        Ratio {
+            id: "tcp_8_over_send_recv_8",
+            what: "TCP 8 B ping-pong / 8 B SEND/RECV latency (medians)",
+            value: tcp_send8,
+            level: Level::Driver,
+            target: ">= 5 at the DAT level",
+            met: tcp_send8.map(|v| v >= 5.0),
+            note: "driver level until the DAT rows exist",
+        },
+        Ratio {
+            id: "rdma_write_bw_1m_over_memcpy",
+            what: "RDMA WRITE bandwidth at 1 MiB / single-core memcpy at 1 MiB",
+            value: bw_memcpy,
+            level: Level::Driver,
+            target: ">= 0.5",
+            met: bw_memcpy.map(|v| v >= 0.5),
+            note: "",
+        },
+        Ratio {
+            id: "dat_over_driver_send_recv_8",
+            what: "DAT-level / driver-level 8 B SEND/RECV latency (medians)",
+            value: None,
+            level: Level::Dat,
+            target: "<= 1.2",
+            met: None,
+            note: "not measured: the DAT-level rows are not built yet",
+        },
+    ]
+}
+
+/// `123 ns`, `45.6 us`, `7.8 ms`.
+fn ns(v: f64) -> String {
+    if v < 10_000.0 {
+        format!("{v:.0} ns")
+    } else if v < 10_000_000.0 {
+        format!("{:.1} us", v / 1e3)
+    } else {
+        format!("{:.1} ms", v / 1e6)
+    }
+}
+
+fn sizing_text(s: Sizing) -> String {
+    match s {
+        Sizing::Duration(d) => format!(
+            "{:.1} s per row after a {:.2} s warm-up",
+            d.as_secs_f64(),
+            d.as_secs_f64() / 10.0
+        ),
+        Sizing::Iters(n) => {
+            format!("{n} round trips or messages per row after {} to warm up", n / 10)
+        }
+    }
+}
+
+/// The table.
+pub fn table(r: &Report) -> String {
+    let mut o = String::new();
+    let where_ = if r.local {
+        format!("two processes on this host, {} and {}", r.device, r.server_device)
+    } else {
+        format!("{} here, {} at {}", r.device, r.server_device, r.server)
+    };
+    let _ = writeln!(o, "ferrodat perf: {where_}; {}; {:.1} s", sizing_text(r.sizing), r.seconds);
+    let _ = writeln!(
+        o,
+        "latency: half round trip (RDMA READ: the whole READ, as ib_read_lat); median, p99 \
+         and min over samples, each the mean of {} operations",
+        r.sizing.group()
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<9} {:<52} {:>10} {:>10} {:>10}",
+        "level", "latency", "median", "p99", "min"
+    );
+    for row in &r.rows {
+        if let Outcome::Latency { summary: s, .. } = row.result {
+            let _ = writeln!(
+                o,
+                "{:<9} {:<52} {:>10} {:>10} {:>10}",
+                row.test.level().name(),
+                row.title,
+                ns(s.median_ns),
+                ns(s.p99_ns),
+                ns(s.min_ns)
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{:<9} {:<52} {:>10} {:>10}", "level", "bandwidth", "MB/s", "Mmsg/s");
+    for row in &r.rows {
+        if let (Some(mb), Some(mm)) = (row.result.mb_per_s(), row.result.mmsg_per_s()) {
+            let _ = writeln!(
+                o,
+                "{:<9} {:<52} {:>10.0} {:>10.4}",
+                row.test.level().name(),
+                row.title,
+                mb,
+                mm
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "dat       not yet built: needs the engine's EP and EVD objects; the same tests will \
+         run\n          through dat_ep_post_* and dat_evd_wait (the JSON's dat_rows says the same)"
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "ratios (target; level measured):");
+    for x in ratios(&r.rows) {
+        let value = match x.value {
+            Some(v) => format!("{v:.2}x"),
+            None => "-".into(),
+        };
+        let mut tail = vec![format!("{}; {}", x.target, x.level.name())];
+        match x.met {
+            Some(true) => tail.push("met".into()),
+            Some(false) => tail.push("not met".into()),
+            None => {}
+        }
+        if !x.note.is_empty() {
+            tail.push(x.note.into());
+        }
+        let _ = writeln!(o, "  {:<62} {:>8}  ({})", x.what, value, tail.join("; "));
+    }
+    o
+}
+
+/// A JSON string literal.
+fn jstr(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// A JSON number (`null` if not finite).
+fn jnum(v: f64) -> String {
+    if v.is_finite() { format!("{v}") } else { "null".into() }
+}
+
+/// The JSON object: one line.
+pub fn json(r: &Report) -> String {
+    let sizing = match r.sizing {
+        Sizing::Duration(d) => format!("{{\"duration_s\":{}}}", jnum(d.as_secs_f64())),
+        Sizing::Iters(n) => format!("{{\"iters\":{n}}}"),
+    };
+    let rows: Vec<String> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let head = format!(
+                "\"id\":{},\"level\":{},\"test\":{},\"bytes\":{}",
+                jstr(&row.test.id()),
+                jstr(row.test.level().name()),
+                jstr(&row.title),
+                row.test.bytes()
+            );
+            match row.result {
+                Outcome::Latency { summary: s, samples, group } => format!(
+                    "{{{head},\"kind\":\"latency\",\"half_round_trip\":{},\"median_ns\":{},\"p99_ns\":{},\"min_ns\":{},\"samples\":{samples},\"ops_per_sample\":{group}}}",
+                    !matches!(row.test, Test::ReadLat(_)),
+                    jnum(s.median_ns),
+                    jnum(s.p99_ns),
+                    jnum(s.min_ns)
+                ),
+                Outcome::Bandwidth { bytes, messages, seconds } => format!(
+                    "{{{head},\"kind\":\"bandwidth\",\"mb_per_s\":{},\"mmsg_per_s\":{},\"messages\":{messages},\"bytes_moved\":{bytes},\"seconds\":{}}}",
+                    jnum(row.result.mb_per_s().unwrap_or(f64::NAN)),
+                    jnum(row.result.mmsg_per_s().unwrap_or(f64::NAN)),
+                    jnum(seconds)
+                ),
+            }
+        })
+        .collect();
+    let ratios: Vec<String> = ratios(&r.rows)
+        .iter()
+        .map(|x| {
+            format!(
+                "{{\"id\":{},\"what\":{},\"value\":{},\"level\":{},\"target\":{},\"met\":{},\"note\":{}}}",
+                jstr(x.id),
+                jstr(x.what),
+                x.value.map(jnum).unwrap_or_else(|| "null".into()),
+                jstr(x.level.name()),
+                jstr(x.target),
+                x.met.map(|m| m.to_string()).unwrap_or_else(|| "null".into()),
+                jstr(x.note)
+            )
+        })
+        .collect();
+    format!(
+        "{{\"tool\":\"ferrodat perf\",\"version\":1,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_rows\":{{\"built\":false,\"why\":{}}},\"ratios\":[{}]}}\n",
+        jstr(if r.local { "local" } else { "client" }),
+        jstr(&r.device),
+        jstr(&r.server_device),
+        jstr(&r.server),
+        jnum(r.seconds),
+        rows.join(","),
+        jstr(DAT_NOT_BUILT),
+        ratios.join(",")
+    )
+}

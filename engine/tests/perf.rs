@@ -1,0 +1,207 @@
+//! `ferrodat perf`: argument errors, the `--json` shape, and short runs end to end (no
+//! timing thresholds: these are benchmarks, the tests only check that every row ran).
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// Every row a run has, by its JSON id.
+const ROWS: [&str; 11] = [
+    "baseline.shm_floor.8",
+    "baseline.memcpy.1048576",
+    "baseline.tcp_pingpong.8",
+    "baseline.tcp_pingpong.4096",
+    "driver.send_recv_lat.8",
+    "driver.send_recv_lat.4096",
+    "driver.rdma_write_lat.8",
+    "driver.rdma_read_lat.8",
+    "driver.rdma_write_bw.4096",
+    "driver.rdma_write_bw.65536",
+    "driver.rdma_write_bw.1048576",
+];
+
+/// The end-to-end runs busy-poll two or three processes each: one at a time, so a
+/// two-core machine is not oversubscribed several times over.
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ferrodat() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrodat"));
+    cmd.env_remove("FERRODAT_SOFTHCA").env_remove("FERRODAT_SOFTHCA_SHM_DIR");
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    ferrodat().args(args).output().expect("run ferrodat")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A usage error: exit status 2, nothing on stdout, the option named on stderr.
+fn usage_error(args: &[&str], mentions: &str) {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    assert!(err.contains(mentions), "{args:?} should mention {mentions:?}: {err}");
+}
+
+#[test]
+fn argument_errors_name_the_argument() {
+    usage_error(&["perf", "--client"], "--client");
+    usage_error(&["perf", "--iters", "many"], "--iters");
+    usage_error(&["perf", "--iters", "0"], "--iters");
+    usage_error(&["perf", "--duration", "0"], "--duration");
+    usage_error(&["perf", "--duration", "soon"], "--duration");
+    usage_error(&["perf", "--duration", "1", "--iters", "10"], "--iters");
+    usage_error(&["perf", "--server", "--client", "h"], "--client");
+    usage_error(&["perf", "--server", "--json"], "--json");
+    usage_error(&["perf", "--port", "70000"], "--port");
+    usage_error(&["perf", "--bind", "127.0.0.1"], "--server");
+}
+
+#[test]
+fn a_client_without_a_server_says_how_to_start_one() {
+    // A port nothing listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = run(&["perf", "--client", "127.0.0.1", "--port", &port.to_string(), "--iters", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(err.contains(&format!("ferrodat perf --server --port {port}")), "{err}");
+    let out = run(&["perf", "--client", "no-such-host.invalid", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no-such-host.invalid"), "{}", stderr(&out));
+}
+
+/// Checks the JSON object of a run: every row present once, with positive numbers.
+fn check_json(text: &str, mode: &str) {
+    let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["tool"], "ferrodat perf");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["mode"], mode);
+    assert_eq!(v["device"], "softhca0");
+    assert_eq!(v["sizing"]["iters"], 200);
+    assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    let rows = v["rows"].as_array().unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ROWS);
+    for r in rows {
+        let level = r["level"].as_str().unwrap();
+        assert!(r["id"].as_str().unwrap().starts_with(level), "{r}");
+        assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+        assert!(!r["test"].as_str().unwrap().is_empty(), "{r}");
+        let positive = |k: &str| {
+            let x = r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {r}"));
+            assert!(x > 0.0 && x.is_finite(), "{k} in {r}");
+        };
+        match r["kind"].as_str().unwrap() {
+            "latency" => {
+                for k in ["median_ns", "p99_ns", "min_ns", "samples", "ops_per_sample"] {
+                    positive(k);
+                }
+                let (min, med, p99) =
+                    (r["min_ns"].as_f64(), r["median_ns"].as_f64(), r["p99_ns"].as_f64());
+                assert!(min <= med && med <= p99, "{r}");
+                assert!(r["half_round_trip"].is_boolean(), "{r}");
+            }
+            "bandwidth" => {
+                for k in ["mb_per_s", "mmsg_per_s", "messages", "bytes_moved", "seconds"] {
+                    positive(k);
+                }
+            }
+            other => panic!("kind {other} in {r}"),
+        }
+    }
+    assert_eq!(v["dat_rows"]["built"], false);
+    assert!(v["dat_rows"]["why"].as_str().unwrap().contains("not built"));
+    let ratios = v["ratios"].as_array().unwrap();
+    let names: Vec<&str> = ratios.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "send_recv_8_over_floor",
+            "tcp_8_over_send_recv_8",
+            "rdma_write_bw_1m_over_memcpy",
+            "dat_over_driver_send_recv_8"
+        ]
+    );
+    for r in &ratios[..3] {
+        assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["met"].is_boolean(), "{r}");
+    }
+    assert!(ratios[3]["value"].is_null() && ratios[3]["met"].is_null());
+}
+
+#[test]
+fn a_short_local_run_gives_every_row_as_json() {
+    let _one = one_run_at_a_time();
+    let out = run(&["perf", "--iters", "200", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(text.lines().count(), 1, "one JSON line: {text}");
+    check_json(&text, "local");
+    // The progress went to stderr, one line per row when it is not a terminal.
+    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("ferrodat perf: [")).count(), 11);
+}
+
+#[test]
+fn a_short_local_run_prints_the_table() {
+    let _one = one_run_at_a_time();
+    let out = run(&["perf", "--iters", "100"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for title in [
+        "shared-memory floor: two processes",
+        "TCP loopback ping-pong, 8 B",
+        "TCP loopback ping-pong, 4 KiB",
+        "memcpy, one core, 1 MiB",
+        "SEND/RECV ping-pong, 8 B",
+        "SEND/RECV ping-pong, 4 KiB",
+        "RDMA WRITE ping-pong, 8 B",
+        "RDMA READ (whole round trip), 8 B",
+        "RDMA WRITE stream, 4 KiB",
+        "RDMA WRITE stream, 64 KiB",
+        "RDMA WRITE stream, 1 MiB",
+        "not yet built",
+        "ratios",
+    ] {
+        assert_eq!(text.matches(title).count(), 1, "{title:?} once in:\n{text}");
+    }
+}
+
+#[test]
+fn server_and_client_run_as_separate_commands() {
+    let _one = one_run_at_a_time();
+    let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-test-{}", std::process::id()));
+    std::fs::create_dir_all(&shm).unwrap();
+    let mut server = ferrodat()
+        .args(["perf", "--server", "--bind", "127.0.0.1", "--port", "0"])
+        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("the server said {line:?}"));
+    let out = ferrodat()
+        .args(["perf", "--client", "127.0.0.1", "--port", port, "--iters", "200", "--json"])
+        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
+        .output()
+        .unwrap();
+    let status = server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&shm);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(status.success(), "the server serves one run, then exits");
+    check_json(&String::from_utf8(out.stdout).unwrap(), "client");
+}
