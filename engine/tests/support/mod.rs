@@ -16,6 +16,15 @@ pub fn private_fabric() {
         }
         let dir = format!("/dev/shm/ferrodat-engine-ia-{}", std::process::id());
         std::fs::create_dir_all(&dir).unwrap();
+        // Removed when the test binary exits (libtest returns from main, so atexit runs).
+        extern "C" fn remove_fabric() {
+            let _ = std::fs::remove_dir_all(format!(
+                "/dev/shm/ferrodat-engine-ia-{}",
+                std::process::id()
+            ));
+        }
+        // SAFETY: registers a plain function with no captured state; it runs once at exit.
+        unsafe { libc::atexit(remove_fabric) };
         // SAFETY: runs once, before any thread of this test binary reads the environment
         // for the fabric (the first device open comes after it).
         unsafe { std::env::set_var(SHM_DIR_ENV, &dir) };
