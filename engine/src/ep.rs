@@ -439,7 +439,7 @@ impl Ep {
             operation,
             ib_extension: None,
         };
-        evd.post(Event::Dto { ep: self.inner.id, completion }).map_err(|_| {
+        evd.post_event(Event::Dto { ep: self.inner.id, completion }).map_err(|_| {
             DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)
                 .with_detail("the EVD has no room for the flushed completion of this post")
         })
@@ -495,7 +495,8 @@ impl Ep {
 
     fn report(&self, number: Option<u32>, private_data: Vec<u8>) {
         if let (Some(number), Some(evd)) = (number, &self.inner.connect_evd) {
-            let _ = evd.post(Event::Connection { number, ep: self.inner.id, private_data });
+            let ev = Event::Connection { number, ep: self.inner.id, private_data };
+            self.inner.ia.post_or_report(evd, ev);
         }
     }
 

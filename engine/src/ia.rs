@@ -9,13 +9,15 @@
 
 use crate::cm::Cm;
 use crate::error::{DatError, DatResult};
+use crate::evd::{Evd, EvdShared};
+use crate::event::{Event, ObjectId};
 use ferrodat_abi::dat::{
     self as abi, IB_EXTENSION_VERSION, completion_flags, ep_creator, extension, iov_ownership,
     mem_type, pz_support, qos, rmr_scope, subtype,
 };
 use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Which device, port and address an IA uses: the instance data of its dat.conf line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,6 +218,8 @@ struct IaInner {
     provider: ProviderAttr,
     /// The connection manager on the IA's address, started by the first connect or listen.
     cm: OnceLock<Cm>,
+    /// The async EVD (`dat_ia_open`'s): held weakly, the consumer owns it.
+    async_evd: Mutex<Option<Weak<EvdShared>>>,
 }
 
 impl Ia {
@@ -341,6 +345,7 @@ impl Ia {
                 attr,
                 provider,
                 cm: OnceLock::new(),
+                async_evd: Mutex::new(None),
             }),
         })
     }
@@ -377,6 +382,34 @@ impl Ia {
             ))
         })?;
         Ok(self.inner.cm.get_or_init(|| cm))
+    }
+
+    /// `dat_ia_open`'s async EVD: asynchronous errors (EVD overflow, EP broken, ...) are
+    /// reported there from now on.
+    pub fn set_async_evd(&self, evd: &Evd) {
+        *self.inner.async_evd.lock().unwrap_or_else(|e| e.into_inner()) = Some(evd.downgrade());
+    }
+
+    /// The async EVD, while the consumer holds it.
+    pub fn async_evd(&self) -> Option<Evd> {
+        let g = self.inner.async_evd.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().and_then(Evd::upgrade)
+    }
+
+    /// Reports an asynchronous error on the async EVD (dropped if there is none, or if it
+    /// is full: DAT lets a full async EVD lose events).
+    pub(crate) fn report_async(&self, number: u32, object: ObjectId) {
+        if let Some(evd) = self.async_evd() {
+            let _ = evd.post_event(Event::Async { number, object });
+        }
+    }
+
+    /// Queues `event` on `evd`; if it is full, reports `DAT_ASYNC_ERROR_EVD_OVERFLOW` for
+    /// it on the async EVD, as the event is lost.
+    pub(crate) fn post_or_report(&self, evd: &Evd, event: Event) {
+        if evd.post_event(event).is_err() {
+            self.report_async(ferrodat_abi::dat::event::ASYNC_ERROR_EVD_OVERFLOW, evd.id());
+        }
     }
 
     /// The driver context the IA's objects are made on.

@@ -128,9 +128,10 @@ impl CmEvents for PspEvents {
                     ep: self.reserved.clone(),
                 }),
             };
-            // A full EVD drops the request undecided: the requester sees it refused.
-            let _ =
-                self.evd.post(Event::ConnectionRequest { sp: self.sp, cr: cr.clone(), conn_qual });
+            // A full EVD drops the request undecided (the requester sees it refused) and the
+            // overflow is reported on the async EVD.
+            let ev = Event::ConnectionRequest { sp: self.sp, cr: cr.clone(), conn_qual };
+            self.evd.ia().post_or_report(&self.evd, ev);
         }
     }
 }

@@ -430,3 +430,52 @@ fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
     exchange(&client, &server, 1);
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
+
+#[test]
+fn a_psp_refuses_requests_past_its_evds_qlen() {
+    let server = side();
+    let small = Evd::create(&server.ia, 1, evd_flags::CR).unwrap();
+    let _psp = Psp::create(&server.ia, 47157, &small).unwrap();
+    let clients: Vec<Side> = (0..2).map(|_| side()).collect();
+    for c in &clients {
+        c.ep.connect(server.ia.attr().address, 47157, None, b"").unwrap();
+    }
+    // The EVD's qlen is the PSP's backlog: one request waits, the other is refused.
+    let Event::ConnectionRequest { cr: _waiting, .. } = small.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("the request that fit")
+    };
+    let refused: Vec<u32> = clients
+        .iter()
+        .filter_map(|c| c.conn_evd.wait(200_000, 1).ok().map(|(ev, _)| connection(ev).0))
+        .collect();
+    assert_eq!(refused, [event::CONNECTION_EVENT_NON_PEER_REJECTED]);
+}
+
+#[test]
+fn a_full_evd_reports_its_overflow_on_the_async_evd() {
+    let server = side();
+    let client = side();
+    let async_evd = Evd::create(&client.ia, 4, evd_flags::ASYNC).unwrap();
+    client.ia.set_async_evd(&async_evd);
+    let pz = client.ep.pz().clone();
+    let tiny = Evd::create(&client.ia, 1, evd_flags::CONNECTION).unwrap();
+    let ep = Ep::create(&pz, &client.recv_evd, &client.req_evd, Some(&tiny), None).unwrap();
+    let _psp = Psp::create(&server.ia, 47158, &server.cr_evd).unwrap();
+    ep.connect(server.ia.attr().address, 47158, None, b"").unwrap();
+    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a request")
+    };
+    cr.accept(Some(&server.ep), b"").unwrap();
+    assert_eq!(
+        connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    // ESTABLISHED fills the client's one-entry EVD; the DISCONNECTED after it overflows.
+    server.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let (overflow, _) = async_evd.wait(WAIT_US, 1).unwrap();
+    assert_eq!(
+        overflow,
+        Event::Async { number: event::ASYNC_ERROR_EVD_OVERFLOW, object: tiny.id() }
+    );
+    assert_eq!(connection(tiny.wait(WAIT_US, 1).unwrap().0).0, event::CONNECTION_EVENT_ESTABLISHED);
+}

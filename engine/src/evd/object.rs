@@ -183,7 +183,7 @@ impl Evd {
 
     /// Queues an event a provider stream produced (CM, async). On a full queue the event
     /// is handed back: the caller reports the overflow on the async EVD.
-    pub(crate) fn post(&self, event: Event) -> Result<(), Event> {
+    pub(crate) fn post_event(&self, event: Event) -> Result<(), Event> {
         self.inner.core.post(event)?;
         self.trigger_cno();
         Ok(())
