@@ -93,6 +93,9 @@ struct EpInner {
     /// Our side of the connection exchange (its PSN); set while connecting or accepting.
     local: Mutex<Option<ConnInfo>>,
     conn: Mutex<Option<Connection>>,
+    /// The peer's address and connection qualifier (`dat_ep_query`'s remote address and
+    /// port), once connecting or accepting.
+    remote: Mutex<Option<std::net::SocketAddr>>,
 }
 
 impl Ep {
@@ -196,6 +199,7 @@ impl Ep {
                 srq: srq.cloned(),
                 local: Mutex::new(None),
                 conn: Mutex::new(None),
+                remote: Mutex::new(None),
             }),
         })
     }
@@ -228,6 +232,12 @@ impl Ep {
     /// `dat_ep_query`: the EVD its requests complete on.
     pub fn request_evd(&self) -> &Evd {
         &self.inner.request_evd
+    }
+
+    /// `dat_ep_query`: the peer's address and port (its connection qualifier for the
+    /// active side), once a connection was requested or accepted.
+    pub fn remote_address(&self) -> Option<std::net::SocketAddr> {
+        *lock(&self.inner.remote)
     }
 
     /// `dat_ep_query`: the SRQ its receives come from, if any.
@@ -517,6 +527,7 @@ impl Ep {
         };
         self.step(Trigger::Connect(self.readiness()))?;
         *lock(&self.inner.local) = Some(local);
+        *lock(&self.inner.remote) = Some(std::net::SocketAddr::new(remote, conn_qual));
         let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
         match cm.connect(remote, conn_qual, &local, private_data, timeout, sink) {
             Ok(conn) => {
@@ -595,6 +606,7 @@ impl Ep {
         };
         self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
+        *lock(&self.inner.remote) = Some(request.remote());
         let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
         let conn = request.accept(&local, private_data, sink).map_err(|e| {
             DatError::invalid_parameter(3).with_detail(format!("dat_cr_accept: {e}"))

@@ -85,6 +85,8 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
     assert_eq!(number, event::CONNECTION_EVENT_ESTABLISHED);
     assert_eq!(client.ep.state(), EpState::Connected);
     assert_eq!(server.ep.state(), EpState::Connected);
+    assert_eq!(client.ep.remote_address(), Some("127.0.0.1:47150".parse().unwrap()));
+    assert_eq!(server.ep.remote_address().map(|a| a.ip()), Some("127.0.0.1".parse().unwrap()));
 
     // SEND/RECV: 16 bytes into the pre-posted receive.
     client.buf.write(4096, b"sixteen bytes!!!").unwrap();
