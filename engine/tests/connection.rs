@@ -481,3 +481,49 @@ fn a_full_evd_reports_its_overflow_on_the_async_evd() {
     );
     assert_eq!(connection(tiny.wait(WAIT_US, 1).unwrap().0).0, event::CONNECTION_EVENT_ESTABLISHED);
 }
+
+#[test]
+fn on_a_shared_evd_completions_come_before_disconnected() {
+    let server = side();
+    let client = side();
+    // One EVD for the client's receives and its connection events.
+    let shared = Evd::create(&client.ia, 64, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
+    let ep = Ep::create(client.ep.pz(), &shared, &client.req_evd, Some(&shared), None).unwrap();
+    for i in 0..3 {
+        ep.post_recv(&[client.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
+    }
+    let _psp = Psp::create(&server.ia, 47159, &server.cr_evd).unwrap();
+    ep.connect(server.ia.attr().address, 47159, None, b"").unwrap();
+    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a request")
+    };
+    cr.accept(Some(&server.ep), b"").unwrap();
+    assert_eq!(
+        connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(
+        connection(shared.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    // Three sends, then the server disconnects at once, before the client looked.
+    for i in 0..3u64 {
+        server.ep.post_send(&[server.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
+        assert_eq!(dto(server.req_evd.wait(WAIT_US, 1).unwrap().0).status, 0);
+    }
+    server.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50)); // let the DREQ arrive first
+    let mut order = Vec::new();
+    loop {
+        match shared.wait(WAIT_US, 1).unwrap().0 {
+            Event::Dto { completion, .. } => order.push(format!("recv {}", completion.user_cookie)),
+            Event::Connection { number, .. } => {
+                assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+                order.push("DISCONNECTED".into());
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(order, ["recv 0", "recv 1", "recv 2", "DISCONNECTED"]);
+}

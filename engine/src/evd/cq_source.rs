@@ -2,6 +2,7 @@
 //! endpoints whose completions arrive there. Harvesting turns work completions into DTO
 //! events through each endpoint's cookie rings ([`crate::dto`]).
 
+use super::queue::EventQueue;
 use super::waiter::{Harvest, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
@@ -35,13 +36,18 @@ pub struct CqSource {
     eps: HashMap<u32, Arc<EpCompletions>>,
     /// Arm for solicited completions only (an EVD fed by SOLICITED_WAIT receives).
     solicited_only: bool,
+    /// Connection events that must follow the completions already in the CQ (DAT: on a
+    /// shared EVD, successful in-progress DTO completions precede DISCONNECTED). Pushed by
+    /// the CM thread without the source's lock; moved to the EVD's queue by a harvest,
+    /// after it drained the CQ.
+    deferred: Arc<EventQueue<Event>>,
 }
 
 impl CqSource {
     /// A source over `cq`, which reports to `channel`.
-    pub fn new(cq: Cq, channel: CompChannel) -> CqSource {
+    pub fn new(cq: Cq, channel: CompChannel, deferred: Arc<EventQueue<Event>>) -> CqSource {
         let fds = [channel.as_raw_fd()];
-        CqSource { cq, channel, fds, eps: HashMap::new(), solicited_only: false }
+        CqSource { cq, channel, fds, eps: HashMap::new(), solicited_only: false, deferred }
     }
 
     /// The CQ (for creating the QPs that complete into it).
@@ -104,6 +110,12 @@ impl Harvest<Event> for CqSource {
                 }
             }
             if n < want {
+                // The CQ is drained: now the events that had to wait behind it.
+                while made < max {
+                    let Some(ev) = self.deferred.pop() else { break };
+                    sink(ev);
+                    made += 1;
+                }
                 break;
             }
         }

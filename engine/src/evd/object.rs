@@ -2,6 +2,7 @@
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
 use super::cq_source::{CqSource, EpCompletions};
+use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
 use crate::error::{DatError, DatResult};
@@ -30,6 +31,8 @@ pub(crate) struct EvdShared {
     /// The CNO it triggers (`dat_evd_modify_cno`), and whether it does (`enable`/`disable`).
     cno: Mutex<Option<Cno>>,
     enabled: AtomicBool,
+    /// Connection events waiting behind the CQ's completions (see [`CqSource`]).
+    deferred: Arc<EventQueue<Event>>,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
     /// it busy harvests nothing and looks at the queue only).
     dto: Option<Mutex<CqSource>>,
@@ -111,6 +114,7 @@ impl Evd {
             DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_evd_create: eventfd: {e}"))
         })?;
+        let deferred = Arc::new(EventQueue::new(qlen_nz));
         let dto = if flags & (evd_flags::DTO | evd_flags::RMR_BIND) != 0 {
             let resource = |e: ferrodat_driver::Error| {
                 DatError::insufficient_resources(subtype::RESOURCE_TEVD)
@@ -122,7 +126,7 @@ impl Evd {
                 &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
             )
             .map_err(resource)?;
-            Some(Mutex::new(CqSource::new(cq, channel)))
+            Some(Mutex::new(CqSource::new(cq, channel, deferred.clone())))
         } else {
             None
         };
@@ -134,6 +138,7 @@ impl Evd {
                 core,
                 cno: Mutex::new(None),
                 enabled: AtomicBool::new(true),
+                deferred,
                 dto,
             }),
         };
@@ -184,6 +189,14 @@ impl Evd {
     /// Queues an event a provider stream produced (CM, async). On a full queue the event
     /// is handed back: the caller reports the overflow on the async EVD.
     pub(crate) fn post_event(&self, event: Event) -> Result<(), Event> {
+        if self.inner.dto.is_some() && matches!(event, Event::Connection { .. }) {
+            // A shared DTO and connection EVD: the event goes behind the completions
+            // already in the CQ; the next harvest delivers it after them.
+            self.inner.deferred.push(event)?;
+            self.inner.core.notifier().notify();
+            self.trigger_cno();
+            return Ok(());
+        }
         self.inner.core.post(event)?;
         self.trigger_cno();
         Ok(())
@@ -229,6 +242,7 @@ impl Evd {
     /// An event waits: queued, or a completion in the CQ not yet harvested.
     pub(crate) fn has_events(&self) -> bool {
         !self.inner.core.is_empty()
+            || !self.inner.deferred.is_empty()
             || self
                 .inner
                 .dto
