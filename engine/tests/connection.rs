@@ -163,13 +163,19 @@ fn a_connect_nobody_listens_for_is_reported_as_peer_rejected() {
 
 /// Connects `client` to `server` through `server`'s PSP on `port`.
 fn connect(server: &Side, client: &Side, port: u16) {
-    client.ep.connect(server.ia.attr().address, port, None, b"hello").unwrap();
+    connect_ep(server, &server.ep, &client.ep, &client.conn_evd, port);
+}
+
+/// Connects endpoint `ep` (connection events on `conn_evd`) to `server`'s PSP on `port`,
+/// accepted on `accept_on`; both sides see ESTABLISHED.
+fn connect_ep(server: &Side, accept_on: &Ep, ep: &Ep, conn_evd: &Evd, port: u16) {
+    ep.connect(server.ia.attr().address, port, None, b"hello").unwrap();
     let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a connection request")
     };
-    cr.accept(Some(&server.ep), b"").unwrap();
+    cr.accept(Some(accept_on), b"").unwrap();
     assert_eq!(
-        connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        connection(conn_evd.wait(WAIT_US, 1).unwrap().0).0,
         event::CONNECTION_EVENT_ESTABLISHED
     );
     assert_eq!(
@@ -366,19 +372,7 @@ fn an_srq_feeds_the_receives_of_several_endpoints() {
     let _psp = Psp::create(&server.ia, 47155, &server.cr_evd).unwrap();
     let clients: Vec<Side> = (0..2).map(|_| side()).collect();
     for (client, ep) in clients.iter().zip(&eps) {
-        client.ep.connect(server.ia.attr().address, 47155, None, b"").unwrap();
-        let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
-            panic!("expected a request")
-        };
-        cr.accept(Some(ep), b"").unwrap();
-        assert_eq!(
-            connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
-            event::CONNECTION_EVENT_ESTABLISHED
-        );
-        assert_eq!(
-            connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
-            event::CONNECTION_EVENT_ESTABLISHED
-        );
+        connect_ep(&server, ep, &client.ep, &client.conn_evd, 47155);
     }
     let mut seen = Vec::new();
     for round in 0..3u8 {
@@ -493,19 +487,7 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
         ep.post_recv(&[client.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
     }
     let _psp = Psp::create(&server.ia, 47159, &server.cr_evd).unwrap();
-    ep.connect(server.ia.attr().address, 47159, None, b"").unwrap();
-    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
-        panic!("expected a request")
-    };
-    cr.accept(Some(&server.ep), b"").unwrap();
-    assert_eq!(
-        connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
-        event::CONNECTION_EVENT_ESTABLISHED
-    );
-    assert_eq!(
-        connection(shared.wait(WAIT_US, 1).unwrap().0).0,
-        event::CONNECTION_EVENT_ESTABLISHED
-    );
+    connect_ep(&server, &server.ep, &ep, &shared, 47159);
     // Three sends, then the server disconnects at once, before the client looked.
     for i in 0..3u64 {
         server.ep.post_send(&[server.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
