@@ -12,8 +12,8 @@
 mod child;
 
 use child::{ChildProc, ROLE_ENV, read_command, say};
-use ferrodat_benches::floor::SharedLine;
 use ferrodat_benches::stats::{Summary, summarize};
+use ferrodat_benches::two_process::{FLOOR_ROLE, env_or, floor_child, measure_floor};
 use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
 use ferrodat_driver::work_request::{Payload, RecvWr, SendFlags, SendOp, SendWr};
 use ferrodat_driver::{Access, Context, Cq, CqOptions, MrBuf, Pd, Qp, QpCaps, QpInit, RemoteQp};
@@ -24,20 +24,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MESSAGE: usize = 8;
-const FLOOR_PATH_ENV: &str = "FERRODAT_BENCH_FLOOR_PATH";
-
-fn env_or(name: &str, default: u32) -> u32 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     match std::env::var(ROLE_ENV).as_deref() {
-        Ok("floor") => {
-            let path = std::env::var(FLOOR_PATH_ENV).unwrap();
-            let line = SharedLine::map(Path::new(&path)).expect("map the floor line");
-            say("READY");
-            line.pong();
-        }
+        Ok(FLOOR_ROLE) => floor_child(),
         Ok("echo") => echo_child(),
         _ => parent(),
     }
@@ -122,23 +112,6 @@ fn echo_child() {
     let _ = read_command();
 }
 
-fn half(s: Summary) -> Summary {
-    Summary { median_ns: s.median_ns / 2.0, p99_ns: s.p99_ns / 2.0, min_ns: s.min_ns / 2.0 }
-}
-
-fn measure_floor(samples: usize, rounds: u32) -> Summary {
-    let path = PathBuf::from(format!("/dev/shm/ferrodat-bench-dfloor-{}", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let line = SharedLine::map(&path).expect("map the floor line");
-    let mut child = ChildProc::spawn("", "floor", &[(FLOOR_PATH_ENV, path.to_str().unwrap())]);
-    child.expect("READY");
-    let warmup = samples / 10 + 1;
-    let rtt = line.ping(warmup + samples, rounds);
-    drop(child);
-    let _ = std::fs::remove_file(&path);
-    half(summarize(&rtt[warmup..], rounds))
-}
-
 fn measure_driver(samples: usize, rounds: u32) -> Summary {
     let dir = PathBuf::from(format!("/dev/shm/ferrodat-bench-driver-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -173,7 +146,7 @@ fn measure_driver(samples: usize, rounds: u32) -> Summary {
     child.send("done");
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
-    half(summarize(&rtt, rounds))
+    summarize(&rtt, rounds).halved()
 }
 
 /// perftest's `ib_send_lat -s 8` between two processes, rdma-core on softhca through the

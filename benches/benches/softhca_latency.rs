@@ -11,8 +11,8 @@
 mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, opcode};
-use ferrodat_benches::floor::SharedLine;
 use ferrodat_benches::stats::{Summary, summarize};
+use ferrodat_benches::two_process::{FLOOR_ROLE, env_or, floor_child, measure_floor};
 use ferrodat_softhca::fabric::{FabricDir, SHM_DIR_ENV};
 use ferrodat_softhca::hca::engine::Engine;
 use std::time::Instant;
@@ -20,25 +20,13 @@ use support::child::{ChildProc, ROLE_ENV, read_command, say};
 use support::*;
 
 const MESSAGE: usize = 8;
-const FLOOR_PATH_ENV: &str = "FERRODAT_BENCH_FLOOR_PATH";
-
-fn env_or(name: &str, default: u32) -> u32 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     match std::env::var(ROLE_ENV).as_deref() {
-        Ok("floor") => floor_child(),
+        Ok(FLOOR_ROLE) => floor_child(),
         Ok("echo") => echo_child(),
         _ => parent(),
     }
-}
-
-fn floor_child() {
-    let line = SharedLine::map(std::path::Path::new(&std::env::var(FLOOR_PATH_ENV).unwrap()))
-        .expect("map the floor line");
-    say("READY");
-    line.pong();
 }
 
 /// The answering process: its own engine, QP and CQ; echoes every message back.
@@ -87,25 +75,6 @@ fn spec(pdn: u32, cq: &Cq) -> QpSpec {
         max_recv_sge: 1,
         sq_sig_all: false,
     }
-}
-
-fn measure_floor(samples: usize, rounds: u32) -> Summary {
-    let path =
-        std::path::PathBuf::from(format!("/dev/shm/ferrodat-bench-floor-{}", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let line = SharedLine::map(&path).expect("map the floor line");
-    let path_s = path.to_str().unwrap().to_string();
-    let mut child = ChildProc::spawn("", "floor", &[(FLOOR_PATH_ENV, &path_s)]);
-    child.expect("READY");
-    let warmup = samples / 10 + 1;
-    let rtt = line.ping(warmup + samples, rounds);
-    drop(child);
-    let _ = std::fs::remove_file(&path);
-    half(summarize(&rtt[warmup..], rounds))
-}
-
-fn half(s: Summary) -> Summary {
-    Summary { median_ns: s.median_ns / 2.0, p99_ns: s.p99_ns / 2.0, min_ns: s.min_ns / 2.0 }
 }
 
 fn measure_softhca(samples: usize, rounds: u32) -> Summary {
@@ -160,7 +129,7 @@ fn measure_softhca(samples: usize, rounds: u32) -> Summary {
     }
     child.send("done");
     drop(child);
-    half(summarize(&rtt, rounds))
+    summarize(&rtt, rounds).halved()
 }
 
 fn parent() {

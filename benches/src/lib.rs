@@ -4,3 +4,5 @@
 //! helpers, which `ferrodat perf` uses too.
 
 pub use ferrodat_engine::perf::{floor, stats};
+
+pub mod two_process;

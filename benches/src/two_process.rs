@@ -1,0 +1,46 @@
+//! What the two-process latency benchmarks share: sizing from the environment, and the
+//! floor — two processes bouncing one cache line, measured in the same run.
+
+#[path = "../../softhca/tests/support/child.rs"]
+#[allow(dead_code)]
+pub mod child;
+
+use crate::floor::SharedLine;
+use crate::stats::{Summary, summarize};
+use child::{ChildProc, say};
+
+/// The environment variable that hands the floor child its shared line.
+pub const FLOOR_PATH_ENV: &str = "FERRODAT_BENCH_FLOOR_PATH";
+
+/// The role of the child process that answers the floor's ping.
+pub const FLOOR_ROLE: &str = "floor";
+
+/// `name` from the environment as a number, `default` when unset or not a number.
+pub fn env_or(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The floor's child: answers every ping on the shared line until killed.
+pub fn floor_child() {
+    let path = std::env::var(FLOOR_PATH_ENV).expect("the floor's line path");
+    let line = SharedLine::map(std::path::Path::new(&path)).expect("map the floor line");
+    say("READY");
+    line.pong();
+}
+
+/// The floor's half round trip: `samples` samples of `rounds` round trips each (after a
+/// tenth as many warm-up samples), against a child of this binary in [`FLOOR_ROLE`].
+pub fn measure_floor(samples: usize, rounds: u32) -> Summary {
+    let path =
+        std::path::PathBuf::from(format!("/dev/shm/ferrodat-bench-floor-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let line = SharedLine::map(&path).expect("map the floor line");
+    let mut child =
+        ChildProc::spawn("", FLOOR_ROLE, &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))]);
+    child.expect("READY");
+    let warmup = samples / 10 + 1;
+    let rtt = line.ping(warmup + samples, rounds);
+    drop(child);
+    let _ = std::fs::remove_file(&path);
+    summarize(&rtt[warmup..], rounds).halved()
+}
