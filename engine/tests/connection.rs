@@ -509,3 +509,34 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
     }
     assert_eq!(order, ["recv 0", "recv 1", "recv 2", "DISCONNECTED"]);
 }
+
+#[test]
+fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 47161, &server.cr_evd).unwrap();
+    connect(&server, &client, 47161);
+    for i in 0..5u64 {
+        server.ep.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
+    }
+    for i in 0..5u64 {
+        client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
+    }
+    // Let the completions reach the CQ, unharvested; then grow the EVD (and its CQ).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    client.req_evd.resize(200).unwrap();
+    assert_eq!(client.req_evd.qlen(), 200);
+    let cookies: Vec<u64> =
+        (0..5).map(|_| dto(client.req_evd.wait(WAIT_US, 1).unwrap().0).user_cookie).collect();
+    assert_eq!(cookies, [0, 1, 2, 3, 4], "nothing lost across the resize, in order");
+    let e = client.req_evd.resize(0).unwrap_err();
+    assert_eq!(e.code(), ferrodat_engine::error::DatError::invalid_parameter(2).code());
+    // The EP holds its EVDs: freeing one it uses is refused.
+    let spare = Evd::create(&client.ia, 4, evd_flags::SOFTWARE).unwrap();
+    let Side { ep, req_evd, .. } = client;
+    let (req_evd, e) = req_evd.free().unwrap_err();
+    assert_eq!(e.subtype(), ferrodat_abi::dat::subtype::INVALID_STATE_EVD_IN_USE, "{e}");
+    drop(ep);
+    req_evd.free().expect("free once the EP is gone");
+    spare.free().unwrap();
+}

@@ -55,6 +55,11 @@ impl CqSource {
         &self.cq
     }
 
+    /// RESIZE_CQ to at least `cqe` entries (waiting completions are kept).
+    pub fn resize_cq(&mut self, cqe: u32) -> Result<u32, ferrodat_driver::Error> {
+        self.cq.resize(cqe)
+    }
+
     /// A completion waits in the CQ (nothing is consumed).
     pub fn has_completion(&self) -> bool {
         self.cq.has_completion()

@@ -311,6 +311,48 @@ impl Evd {
         r.map_err(wait_error)
     }
 
+    /// `dat_evd_resize`: room for `qlen` events (a DTO EVD's CQ grows or shrinks with it,
+    /// its waiting completions kept). Refused while a waiter owns the EVD, or below the
+    /// number of events queued.
+    pub fn resize(&self, qlen: u32) -> DatResult<()> {
+        let q = NonZeroUsize::new(qlen as usize)
+            .ok_or_else(|| DatError::invalid_parameter(2).with_detail("dat_evd_resize: qlen 0"))?;
+        if qlen > self.inner.ia.attr().max_evd_qlen {
+            return Err(DatError::insufficient_resources(subtype::RESOURCE_TEVD).with_detail(
+                format!(
+                    "dat_evd_resize: qlen {qlen} exceeds max_evd_qlen {}",
+                    self.inner.ia.attr().max_evd_qlen
+                ),
+            ));
+        }
+        if let Some(m) = &self.inner.dto {
+            let mut s = lock(m);
+            s.resize_cq(qlen).map_err(|e| {
+                DatError::insufficient_resources(subtype::RESOURCE_TEVD)
+                    .with_detail(format!("dat_evd_resize: {e}"))
+            })?;
+        }
+        self.inner.core.resize(q).map_err(wait_error)
+    }
+
+    /// `dat_evd_free`: refused while an endpoint, service point or CNO uses the EVD
+    /// (INVALID_STATE/EVD_IN_USE; the caller keeps its handle); a waiter still blocked in
+    /// it is woken with DAT_ABORT.
+    pub fn free(self) -> Result<(), (Evd, DatError)> {
+        if Arc::strong_count(&self.inner) > 1 {
+            let users = Arc::strong_count(&self.inner) - 1;
+            let e =
+                DatError::invalid_state(subtype::INVALID_STATE_EVD_IN_USE).with_detail(format!(
+                    "dat_evd_free: {users} other handle(s) (endpoints, service points) still use \
+                 the EVD; free them first"
+                ));
+            return Err((self, e));
+        }
+        self.inner.core.abort();
+        self.modify_cno(None);
+        Ok(())
+    }
+
     /// `dat_evd_set_unwaitable`.
     pub fn set_unwaitable(&self) {
         self.inner.core.set_unwaitable();
