@@ -541,6 +541,22 @@ impl Ep {
         }
     }
 
+    /// `dat_ep_dup_connect`: connects to the same peer and connection qualifier as
+    /// `other`, which must be connected (or connecting) already.
+    pub fn dup_connect(
+        &self,
+        other: &Ep,
+        timeout: Option<Duration>,
+        private_data: &[u8],
+    ) -> DatResult<()> {
+        let remote = other.remote_address().ok_or_else(|| {
+            DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
+                "dat_ep_dup_connect: the endpoint to copy has no connection (connect it first)",
+            )
+        })?;
+        self.connect(remote.ip(), remote.port(), timeout, private_data)
+    }
+
     /// `dat_ep_disconnect`. Abrupt: flushed at once, DISCONNECTED reported. Graceful:
     /// DISCONNECT_PENDING (new requests refused) until the peer answers the disconnect,
     /// then DISCONNECTED.

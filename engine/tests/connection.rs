@@ -540,3 +540,34 @@ fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
     req_evd.free().expect("free once the EP is gone");
     spare.free().unwrap();
 }
+
+#[test]
+fn dup_connect_reaches_the_same_peer() {
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 47162, &server.cr_evd).unwrap();
+    connect(&server, &client, 47162);
+    let second =
+        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
+            .unwrap();
+    let lonely =
+        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
+            .unwrap();
+    let e = second.dup_connect(&lonely, None, b"").unwrap_err();
+    assert!(e.to_string().contains("no connection"), "{e}");
+    let server_second =
+        Ep::create(server.ep.pz(), &server.recv_evd, &server.req_evd, Some(&server.conn_evd), None)
+            .unwrap();
+    second.dup_connect(&client.ep, None, b"dup").unwrap();
+    let Event::ConnectionRequest { cr, conn_qual, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
+    else {
+        panic!("expected a request")
+    };
+    assert_eq!((conn_qual, cr.query().unwrap().1), (47162, b"dup".to_vec()));
+    cr.accept(Some(&server_second), b"").unwrap();
+    assert_eq!(
+        connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
+        event::CONNECTION_EVENT_ESTABLISHED
+    );
+    assert_eq!(second.state(), EpState::Connected);
+}
