@@ -30,6 +30,31 @@
 //!
 //! DTO completions are harvested from the CQs by whoever waits or dequeues — no library
 //! thread on the data path.
+//!
+//! # Example: the active side of dtest, from Rust
+//!
+//! ```no_run
+//! use ferrodat_abi::dat::{event, evd_flags, mem_priv};
+//! use ferrodat_engine::{ep::Ep, event::Event, evd::Evd, ia::{Ia, IaSpec}};
+//! use ferrodat_engine::{lmr::{Lmr, MemPriv}, pz::Pz};
+//!
+//! # fn main() -> Result<(), ferrodat_engine::error::DatError> {
+//! let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1")?)?;
+//! let pz = Pz::create(&ia)?;
+//! let conn_evd = Evd::create(&ia, 8, evd_flags::CONNECTION)?;
+//! let dto_evd = Evd::create(&ia, 64, evd_flags::DTO)?;
+//! let ep = Ep::create(&pz, &dto_evd, &dto_evd, Some(&conn_evd), None)?;
+//! let buf = Lmr::alloc(&pz, 4096, MemPriv(mem_priv::ALL))?;
+//! ep.connect("127.0.0.1".parse().unwrap(), 45248, None, &[1; 48])?;
+//! let (ev, _) = conn_evd.wait(u32::MAX, 1)?;
+//! assert!(matches!(ev, Event::Connection { number: event::CONNECTION_EVENT_ESTABLISHED, .. }));
+//! buf.write(0, b"hello")?;
+//! ep.post_send(&[buf.triplet(0, 5)?], 7, 0)?;
+//! let (done, _) = dto_evd.wait(u32::MAX, 1)?; // the send's DTO completion, cookie 7
+//! # let _ = done;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cm;
 pub mod cno;
