@@ -49,7 +49,8 @@ pub struct PerfArgs {
     /// that need no server (floor, memcpy) run on this host.
     #[arg(long, value_name = "HOST")]
     client: Option<String>,
-    /// The TCP control port of the server.
+    /// The TCP control port of the server. Its DAT service point (PSP) listens on the first
+    /// free port after it.
     #[arg(long, default_value_t = DEFAULT_PORT, value_name = "PORT")]
     port: u16,
     /// The address the server listens on.
