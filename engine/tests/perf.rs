@@ -6,19 +6,27 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-/// Every row a run has, by its JSON id.
-const ROWS: [&str; 11] = [
+/// Every row a run has, by its JSON id, in order: the baselines, then each RDMA test at
+/// the driver level and at the DAT level.
+const ROWS: [&str; 18] = [
     "baseline.shm_floor.8",
     "baseline.memcpy.1048576",
     "baseline.tcp_pingpong.8",
     "baseline.tcp_pingpong.4096",
     "driver.send_recv_lat.8",
+    "dat.send_recv_lat.8",
     "driver.send_recv_lat.4096",
+    "dat.send_recv_lat.4096",
     "driver.rdma_write_lat.8",
+    "dat.rdma_write_lat.8",
     "driver.rdma_read_lat.8",
+    "dat.rdma_read_lat.8",
     "driver.rdma_write_bw.4096",
+    "dat.rdma_write_bw.4096",
     "driver.rdma_write_bw.65536",
+    "dat.rdma_write_bw.65536",
     "driver.rdma_write_bw.1048576",
+    "dat.rdma_write_bw.1048576",
 ];
 
 /// The end-to-end runs busy-poll two or three processes each: one at a time, so a
@@ -84,7 +92,7 @@ fn a_client_without_a_server_says_how_to_start_one() {
 fn check_json(text: &str, mode: &str) {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["tool"], "ferrodat perf");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert_eq!(v["mode"], mode);
     assert_eq!(v["device"], "softhca0");
     assert_eq!(v["sizing"]["iters"], 200);
@@ -119,8 +127,7 @@ fn check_json(text: &str, mode: &str) {
             other => panic!("kind {other} in {r}"),
         }
     }
-    assert_eq!(v["dat_rows"]["built"], false);
-    assert!(v["dat_rows"]["why"].as_str().unwrap().contains("not built"));
+    assert!(v["dat_completions"].as_str().unwrap().contains("dat_evd_dequeue"));
     let ratios = v["ratios"].as_array().unwrap();
     let names: Vec<&str> = ratios.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(
@@ -132,11 +139,12 @@ fn check_json(text: &str, mode: &str) {
             "dat_over_driver_send_recv_8"
         ]
     );
-    for r in &ratios[..3] {
+    let levels: Vec<&str> = ratios.iter().map(|r| r["level"].as_str().unwrap()).collect();
+    assert_eq!(levels, ["dat", "dat", "driver", "dat"]);
+    for r in ratios {
         assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["met"].is_boolean(), "{r}");
     }
-    assert!(ratios[3]["value"].is_null() && ratios[3]["met"].is_null());
 }
 
 #[test]
@@ -148,7 +156,7 @@ fn a_short_local_run_gives_every_row_as_json() {
     assert_eq!(text.lines().count(), 1, "one JSON line: {text}");
     check_json(&text, "local");
     // The progress went to stderr, one line per row when it is not a terminal.
-    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("ferrodat perf: [")).count(), 11);
+    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("ferrodat perf: [")).count(), 18);
 }
 
 #[test]
@@ -157,23 +165,27 @@ fn a_short_local_run_prints_the_table() {
     let out = run(&["perf", "--iters", "100"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
-    for title in [
-        "shared-memory floor: two processes",
-        "TCP loopback ping-pong, 8 B",
-        "TCP loopback ping-pong, 4 KiB",
-        "memcpy, one core, 1 MiB",
-        "SEND/RECV ping-pong, 8 B",
-        "SEND/RECV ping-pong, 4 KiB",
-        "RDMA WRITE ping-pong, 8 B",
-        "RDMA READ (whole round trip), 8 B",
-        "RDMA WRITE stream, 4 KiB",
-        "RDMA WRITE stream, 64 KiB",
-        "RDMA WRITE stream, 1 MiB",
-        "not yet built",
-        "ratios",
+    // Each RDMA test is a driver row and a DAT row of the same title.
+    for (title, times) in [
+        ("shared-memory floor: two processes", 1),
+        ("TCP loopback ping-pong, 8 B", 1),
+        ("TCP loopback ping-pong, 4 KiB", 1),
+        ("memcpy, one core, 1 MiB", 1),
+        ("SEND/RECV ping-pong, 8 B", 2),
+        ("SEND/RECV ping-pong, 4 KiB", 2),
+        ("RDMA WRITE ping-pong, 8 B", 2),
+        ("RDMA READ (whole round trip), 8 B", 2),
+        ("RDMA WRITE stream, 4 KiB", 2),
+        ("RDMA WRITE stream, 64 KiB", 2),
+        ("RDMA WRITE stream, 1 MiB", 2),
+        ("busy-polling dat_evd_dequeue", 1),
+        ("ratios", 1),
     ] {
-        assert_eq!(text.matches(title).count(), 1, "{title:?} once in:\n{text}");
+        assert_eq!(text.matches(title).count(), times, "{title:?} {times} times in:\n{text}");
     }
+    assert!(!text.contains("not yet built"), "{text}");
+    let dat_rows = text.lines().filter(|l| l.starts_with("dat ")).count();
+    assert_eq!(dat_rows, 7, "seven DAT rows in:\n{text}");
 }
 
 #[test]

@@ -380,6 +380,11 @@ impl Evd {
 
 /// A wait or dequeue failure as the DAT_RETURN the man pages give.
 fn wait_error(e: WaitError) -> DatError {
+    if let WaitError::Empty = e {
+        // The answer to every empty poll of a consumer busy-polling dat_evd_dequeue: a
+        // static message, so polling allocates and formats nothing.
+        return DatError::queue_empty().with_detail(EMPTY);
+    }
     let text = e.to_string();
     let d = match e {
         WaitError::InvalidThreshold { .. } => DatError::invalid_parameter(3),
@@ -394,6 +399,22 @@ fn wait_error(e: WaitError) -> DatError {
     d.with_detail(text)
 }
 
+/// The detail of DAT_QUEUE_EMPTY.
+const EMPTY: &str = "no event queued";
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_dequeue_is_queue_empty_with_the_waiters_message() {
+        let e = wait_error(WaitError::Empty);
+        assert_eq!(e.return_type(), ret::QUEUE_EMPTY);
+        assert_eq!(e.subtype(), subtype::NO_SUBTYPE);
+        assert_eq!(e.detail(), Some(WaitError::Empty.to_string().as_str()));
+    }
 }

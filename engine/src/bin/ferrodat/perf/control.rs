@@ -6,9 +6,13 @@
 //!                                       ◀──  FERRODAT-PERF 1 <device>
 //! QP <qpn> <psn> <gid> <rr> <id> <mtu> <addr> <rkey>  ──▶   (connects its QP first)
 //!                                       ◀──  QP … (the same for its side)
-//! TCP <bytes>  | RUN <job> <bytes>      ──▶
+//! DAT <lmr address> <rmr_context>       ──▶   (opens its IA, EP, LMR and a PSP)
+//!                                       ◀──  DAT <ia address> <conn_qual> <lmr address> <rmr_context>
+//!      … dat_ep_connect to the PSP; the server accepts the request …
+//!                                       ◀──  READY   (its EP saw ESTABLISHED)
+//! TCP <bytes>  | RUN <job> <bytes> | DAT-RUN <job> <bytes>  ──▶
 //!                                       ◀──  GO
-//!      … the test (TCP: raw messages on this stream; RUN: on the QP) …
+//!      … the test (TCP: raw messages on this stream; RUN: on the QP; DAT-RUN: on the EP) …
 //!                                       ◀──  DONE
 //! BYE                                   ──▶
 //! ```
@@ -18,11 +22,11 @@
 
 use ferrodat_engine::cm::ConnInfo;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, TcpStream};
 use std::time::Duration;
 
 const HELLO: &str = "FERRODAT-PERF";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// How long either side waits for the next line: longer than any row of a sane run
 /// (the client measures its local baselines between two commands).
@@ -39,7 +43,19 @@ pub struct QpInfo {
     pub rkey: u32,
 }
 
-/// What the server is asked to do on the QP.
+/// What a side tells the other about its DAT endpoint's memory (and, from the server,
+/// where its PSP listens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatInfo {
+    /// The server's IA address and the PSP's connection qualifier (None from the client).
+    pub listen: Option<(IpAddr, u16)>,
+    /// The LMR's registered address.
+    pub addr: u64,
+    /// Its rmr_context.
+    pub rmr_context: u32,
+}
+
+/// What the server is asked to do on the QP (or on the EP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Job {
     /// Answer each SEND of this size with one, until a SEND with the stop immediate.
@@ -56,8 +72,12 @@ pub enum Job {
 pub enum Command {
     /// TCP echo of messages of this size on the control stream.
     Tcp(usize),
+    /// Set up the DAT endpoint; the client's LMR (no `listen`).
+    Dat(DatInfo),
     /// A job on the QP.
     Run(Job),
+    /// A job on the DAT endpoint.
+    RunDat(Job),
     /// The run is over.
     Bye,
 }
@@ -167,6 +187,22 @@ impl Control {
         self.send(&encode_qp(&local))
     }
 
+    /// Client: sends our LMR, returns the server's with where its PSP listens.
+    pub fn exchange_dat_client(&mut self, local: &DatInfo) -> Result<DatInfo, String> {
+        self.send(&encode_dat(local))?;
+        let line = self.recv()?;
+        match decode_dat(&line) {
+            Ok(info @ DatInfo { listen: Some(_), .. }) => Ok(info),
+            Ok(_) => Err(format!("the server's DAT information names no PSP: {line:?}")),
+            Err(e) => Err(format!("the server's DAT information: {e}")),
+        }
+    }
+
+    /// Server: answers [`Command::Dat`] with our LMR and PSP.
+    pub fn answer_dat(&mut self, local: &DatInfo) -> Result<(), String> {
+        self.send(&encode_dat(local))
+    }
+
     /// Server: the next request.
     pub fn next_command(&mut self) -> Result<Command, String> {
         let line = self.recv()?;
@@ -176,12 +212,19 @@ impl Control {
         };
         let command = match words.first().copied() {
             Some("TCP") => Command::Tcp(size(words.get(1))?),
-            Some("RUN") => Command::Run(match words.get(1).copied() {
-                Some("echo") => Job::Echo(size(words.get(2))?),
-                Some("write_lat") => Job::WriteLat(size(words.get(2))?),
-                Some("serve") => Job::Serve,
-                _ => return Err(self.fail(format!("unknown job in {line:?}"))),
-            }),
+            Some(run @ ("RUN" | "DAT-RUN")) => {
+                let job = match words.get(1).copied() {
+                    Some("echo") => Job::Echo(size(words.get(2))?),
+                    Some("write_lat") => Job::WriteLat(size(words.get(2))?),
+                    Some("serve") => Job::Serve,
+                    _ => return Err(self.fail(format!("unknown job in {line:?}"))),
+                };
+                if run == "RUN" { Command::Run(job) } else { Command::RunDat(job) }
+            }
+            Some("DAT") => match decode_dat(&line) {
+                Ok(info) => Command::Dat(info),
+                Err(e) => return Err(self.fail(format!("the client's DAT information: {e}"))),
+            },
             Some("BYE") => Command::Bye,
             _ => return Err(self.fail(format!("unknown request {line:?}"))),
         };
@@ -196,10 +239,19 @@ impl Control {
 
     /// Client: asks for a job on the QP and waits until the server is ready for it.
     pub fn start_job(&mut self, job: Job) -> Result<(), String> {
+        self.start("RUN", job)
+    }
+
+    /// Client: asks for a job on the DAT endpoint and waits until the server is ready.
+    pub fn start_dat_job(&mut self, job: Job) -> Result<(), String> {
+        self.start("DAT-RUN", job)
+    }
+
+    fn start(&mut self, run: &str, job: Job) -> Result<(), String> {
         let line = match job {
-            Job::Echo(n) => format!("RUN echo {n}"),
-            Job::WriteLat(n) => format!("RUN write_lat {n}"),
-            Job::Serve => "RUN serve".to_string(),
+            Job::Echo(n) => format!("{run} echo {n}"),
+            Job::WriteLat(n) => format!("{run} write_lat {n}"),
+            Job::Serve => format!("{run} serve"),
         };
         self.send(&line)?;
         self.expect("GO")
@@ -287,6 +339,30 @@ fn decode_qp(line: &str) -> Result<QpInfo, String> {
     Ok(QpInfo { conn, addr, rkey })
 }
 
+fn encode_dat(d: &DatInfo) -> String {
+    match d.listen {
+        Some((ip, conn_qual)) => format!("DAT {ip} {conn_qual} {:x} {:x}", d.addr, d.rmr_context),
+        None => format!("DAT {:x} {:x}", d.addr, d.rmr_context),
+    }
+}
+
+fn decode_dat(line: &str) -> Result<DatInfo, String> {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let (listen, lmr) = match w.as_slice() {
+        ["DAT", ip, conn_qual, lmr @ ..] if lmr.len() == 2 => {
+            let ip = ip.parse().map_err(|_| format!("bad IA address in {line:?}"))?;
+            let q = conn_qual.parse().map_err(|_| format!("bad conn_qual in {line:?}"))?;
+            (Some((ip, q)), lmr)
+        }
+        ["DAT", lmr @ ..] if lmr.len() == 2 => (None, lmr),
+        _ => return Err(format!("expected 'DAT' and 2 or 4 fields, got {line:?}")),
+    };
+    let addr = u64::from_str_radix(lmr[0], 16).map_err(|_| format!("bad address in {line:?}"))?;
+    let rmr_context =
+        u32::from_str_radix(lmr[1], 16).map_err(|_| format!("bad rmr_context in {line:?}"))?;
+    Ok(DatInfo { listen, addr, rmr_context })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +384,19 @@ mod tests {
         assert_eq!(decode_qp(&encode_qp(&q)), Ok(q));
         assert!(decode_qp("QP 1 2").is_err());
         assert!(decode_qp(&encode_qp(&q).replace("ffff7f", "zzzz7f")).is_err());
+    }
+
+    #[test]
+    fn dat_info_round_trips() {
+        let server = DatInfo {
+            listen: Some(("127.0.0.1".parse().unwrap(), 18521)),
+            addr: 0x7f00_dead_0000,
+            rmr_context: 0x1234,
+        };
+        let client = DatInfo { listen: None, ..server };
+        assert_eq!(decode_dat(&encode_dat(&server)), Ok(server));
+        assert_eq!(decode_dat(&encode_dat(&client)), Ok(client));
+        assert!(decode_dat("DAT 1").is_err());
+        assert!(decode_dat("DAT 127.0.0.1 x 1 2").is_err());
     }
 }

@@ -9,12 +9,13 @@
 //! `local_conn_info` and `connect_qp`) and the TCP ping-pong baseline.
 //!
 //! Rows ([`plan`]): the baselines ([`baseline`]: the shared-memory floor, TCP ping-pong,
-//! single-core memcpy), then the driver-level tests ([`rdma`]). The DAT-level rows (the
-//! same tests through the engine's EP and EVD) are not built yet: the report says so, and
-//! [`plan::Level::Dat`] is where they go.
+//! single-core memcpy), then each RDMA test at the driver level ([`rdma`]: the QP posted
+//! to and polled directly) and at the DAT level ([`dat`]: the same test through the
+//! engine's EP and EVDs, connected by the engine's connection manager).
 
 mod baseline;
 mod control;
+mod dat;
 mod plan;
 mod progress;
 mod rdma;
@@ -22,7 +23,7 @@ mod report;
 
 use clap::Args;
 use control::Control;
-use plan::{Row, Sizing, Test};
+use plan::{Level, Row, Sizing, Test};
 use progress::Progress;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 /// perftest's 18515 and of the ports the OFA test programs use).
 pub const DEFAULT_PORT: u16 = 18520;
 
-/// Seconds each row runs for by default: eleven rows and their warm-ups stay well under a
+/// Seconds each row runs for by default: eighteen rows and their warm-ups stay under a
 /// minute.
 const DEFAULT_DURATION: f64 = 2.0;
 
@@ -48,7 +49,8 @@ pub struct PerfArgs {
     /// that need no server (floor, memcpy) run on this host.
     #[arg(long, value_name = "HOST")]
     client: Option<String>,
-    /// The TCP control port of the server.
+    /// The TCP control port of the server. Its DAT service point (PSP) listens on the first
+    /// free port after it.
     #[arg(long, default_value_t = DEFAULT_PORT, value_name = "PORT")]
     port: u16,
     /// The address the server listens on.
@@ -106,7 +108,7 @@ pub fn run(args: PerfArgs) -> Result<String, String> {
         std::io::stdout().flush().map_err(|e| e.to_string())?;
         let (stream, peer) =
             listener.accept().map_err(|e| format!("accepting the client on {addr} failed: {e}"))?;
-        serve(stream, peer, &device)?;
+        serve(stream, peer, &device, addr.port())?;
         return Ok(String::new());
     }
     let sizing = match (args.iters, args.duration) {
@@ -253,6 +255,14 @@ fn client(
     let mut side = rdma::Side::new(&resources, &mr)?;
     let peer = ctl.exchange_qp_client(&side.local_info())?;
     side.connect(&peer)?;
+    // The DAT endpoint: the server opens a PSP and says where; we connect to it.
+    let mut dat_side = dat::Side::open(device)?;
+    let dat_peer = ctl.exchange_dat_client(&dat_side.local_info())?;
+    dat_side.set_peer(&dat_peer);
+    if let Some((address, conn_qual)) = dat_peer.listen {
+        dat_side.connect(address, conn_qual)?;
+    }
+    ctl.expect("READY")?;
 
     let rows_planned = plan::rows();
     let mut progress = Progress::new(rows_planned.len(), sizing);
@@ -264,14 +274,27 @@ fn client(
             Test::Floor => baseline::floor(sizing)?,
             Test::Memcpy(size) => baseline::memcpy(size, sizing),
             Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
-            Test::SendRecv(size) => rdma::send_recv(&mut side, &mut ctl, size, sizing)?,
-            Test::WriteLat(size) => rdma::write_lat(&mut side, &mut ctl, size, sizing)?,
-            Test::ReadLat(size) => rdma::read_lat(&mut side, &mut ctl, size, sizing)?,
-            Test::WriteBw(size) => rdma::write_bw(&mut side, &mut ctl, size, sizing)?,
+            Test::SendRecv(Level::Dat, size) => {
+                dat::send_recv(&mut dat_side, &mut ctl, size, sizing)?
+            }
+            Test::WriteLat(Level::Dat, size) => {
+                dat::write_lat(&mut dat_side, &mut ctl, size, sizing)?
+            }
+            Test::ReadLat(Level::Dat, size) => {
+                dat::read_lat(&mut dat_side, &mut ctl, size, sizing)?
+            }
+            Test::WriteBw(Level::Dat, size) => {
+                dat::write_bw(&mut dat_side, &mut ctl, size, sizing)?
+            }
+            Test::SendRecv(_, size) => rdma::send_recv(&mut side, &mut ctl, size, sizing)?,
+            Test::WriteLat(_, size) => rdma::write_lat(&mut side, &mut ctl, size, sizing)?,
+            Test::ReadLat(_, size) => rdma::read_lat(&mut side, &mut ctl, size, sizing)?,
+            Test::WriteBw(_, size) => rdma::write_bw(&mut side, &mut ctl, size, sizing)?,
         };
         rows.push(Row { test: *test, title: test.title(local), result });
     }
     progress.finish();
+    dat_side.disconnect()?;
     ctl.bye()?;
     Ok(report::Report {
         device: device.to_string(),
@@ -284,8 +307,9 @@ fn client(
     })
 }
 
-/// The server: answers one client's run, then returns.
-fn serve(stream: TcpStream, peer: SocketAddr, device: &str) -> Result<(), String> {
+/// The server: answers one client's run, then returns. `port` is the control port it
+/// listens on, which its PSP's connection qualifier follows.
+fn serve(stream: TcpStream, peer: SocketAddr, device: &str, port: u16) -> Result<(), String> {
     let mut ctl = Control::new(stream)?;
     ctl.hello_server(device).map_err(|e| format!("client {peer}: {e}"))?;
     let resources = rdma::Resources::open(device)?;
@@ -295,11 +319,38 @@ fn serve(stream: TcpStream, peer: SocketAddr, device: &str) -> Result<(), String
         side.connect(info)?;
         Ok(side.local_info())
     })?;
+    let mut dat_side: Option<dat::Side> = None;
     loop {
         match ctl.next_command()? {
             control::Command::Tcp(size) => baseline::tcp_echo(&mut ctl, size)?,
             control::Command::Run(job) => rdma::serve(&mut side, &mut ctl, job)?,
+            control::Command::Dat(client) => {
+                dat_side = Some(dat_server(&mut ctl, device, port, &client)?);
+            }
+            control::Command::RunDat(job) => match dat_side.as_mut() {
+                Some(d) => dat::serve(d, &mut ctl, job)?,
+                None => return Err(ctl.fail("a DAT job before the DAT setup".into())),
+            },
             control::Command::Bye => return Ok(()),
         }
     }
+}
+
+/// Server: the DAT endpoint for `client`: opened, its PSP on a qualifier after `port`
+/// told to the client, the client's request accepted, READY once the EP is connected.
+fn dat_server(
+    ctl: &mut Control,
+    device: &str,
+    port: u16,
+    client: &control::DatInfo,
+) -> Result<dat::Side, String> {
+    let mut side = dat::Side::open(device).map_err(|e| ctl.fail(e))?;
+    let listen = side.listen(port).map_err(|e| ctl.fail(e))?;
+    let mut info = side.local_info();
+    info.listen = Some(listen);
+    ctl.answer_dat(&info)?;
+    side.set_peer(client);
+    side.accept().map_err(|e| ctl.fail(e))?;
+    ctl.send("READY")?;
+    Ok(side)
 }

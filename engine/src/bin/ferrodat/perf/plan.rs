@@ -90,10 +90,9 @@ pub enum Level {
     Baseline,
     /// The ferrodat driver (mlx5 verbs) directly: post, poll.
     Driver,
-    /// The DAT API through the engine's EP and EVD (`dat_ep_post_*`, `dat_evd_wait`).
-    /// Not built yet: it needs the EP and EVD objects; the same [`Test`]s will run at this
-    /// level so that each layer's cost shows as the difference of two rows.
-    #[allow(dead_code)]
+    /// The DAT API through the engine's EP and EVD (`dat_ep_post_*`, `dat_evd_dequeue`):
+    /// the same [`Test`]s as the driver level, so each layer's cost shows as the
+    /// difference of two rows.
     Dat,
 }
 
@@ -108,7 +107,8 @@ impl Level {
     }
 }
 
-/// One row's test. Sizes are in bytes.
+/// One row's test. Sizes are in bytes; the RDMA tests name the level they run at
+/// ([`Level::Driver`] or [`Level::Dat`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Test {
     /// Two processes on this host bouncing one cache line: the least any two-process
@@ -119,14 +119,14 @@ pub enum Test {
     /// One core copying a buffer of this size over and over.
     Memcpy(usize),
     /// SEND/RECV ping-pong.
-    SendRecv(usize),
+    SendRecv(Level, usize),
     /// RDMA WRITE ping-pong: each side writes the other's buffer, the peer polls its last
     /// bytes (perftest's `ib_write_lat`).
-    WriteLat(usize),
+    WriteLat(Level, usize),
     /// One RDMA READ at a time (perftest's `ib_read_lat`): a whole round trip.
-    ReadLat(usize),
+    ReadLat(Level, usize),
     /// RDMA WRITE streaming with a window of outstanding requests.
-    WriteBw(usize),
+    WriteBw(Level, usize),
 }
 
 impl Test {
@@ -134,7 +134,10 @@ impl Test {
     pub fn level(self) -> Level {
         match self {
             Test::Floor | Test::Tcp(_) | Test::Memcpy(_) => Level::Baseline,
-            _ => Level::Driver,
+            Test::SendRecv(level, _)
+            | Test::WriteLat(level, _)
+            | Test::ReadLat(level, _)
+            | Test::WriteBw(level, _) => level,
         }
     }
 
@@ -144,10 +147,10 @@ impl Test {
             Test::Floor => 8,
             Test::Tcp(n)
             | Test::Memcpy(n)
-            | Test::SendRecv(n)
-            | Test::WriteLat(n)
-            | Test::ReadLat(n)
-            | Test::WriteBw(n) => n,
+            | Test::SendRecv(_, n)
+            | Test::WriteLat(_, n)
+            | Test::ReadLat(_, n)
+            | Test::WriteBw(_, n) => n,
         }
     }
 
@@ -157,10 +160,10 @@ impl Test {
             Test::Floor => "shm_floor",
             Test::Tcp(_) => "tcp_pingpong",
             Test::Memcpy(_) => "memcpy",
-            Test::SendRecv(_) => "send_recv_lat",
-            Test::WriteLat(_) => "rdma_write_lat",
-            Test::ReadLat(_) => "rdma_read_lat",
-            Test::WriteBw(_) => "rdma_write_bw",
+            Test::SendRecv(..) => "send_recv_lat",
+            Test::WriteLat(..) => "rdma_write_lat",
+            Test::ReadLat(..) => "rdma_read_lat",
+            Test::WriteBw(..) => "rdma_write_bw",
         };
         format!("{}.{name}.{}", self.level().name(), self.bytes())
     }
@@ -173,10 +176,10 @@ impl Test {
             Test::Tcp(_) if local => format!("TCP loopback ping-pong, {size}"),
             Test::Tcp(_) => format!("TCP ping-pong to the server, {size}"),
             Test::Memcpy(_) => format!("memcpy, one core, {size}"),
-            Test::SendRecv(_) => format!("SEND/RECV ping-pong, {size}"),
-            Test::WriteLat(_) => format!("RDMA WRITE ping-pong, {size}"),
-            Test::ReadLat(_) => format!("RDMA READ (whole round trip), {size}"),
-            Test::WriteBw(_) => format!("RDMA WRITE stream, {size}"),
+            Test::SendRecv(..) => format!("SEND/RECV ping-pong, {size}"),
+            Test::WriteLat(..) => format!("RDMA WRITE ping-pong, {size}"),
+            Test::ReadLat(..) => format!("RDMA READ (whole round trip), {size}"),
+            Test::WriteBw(..) => format!("RDMA WRITE stream, {size}"),
         }
     }
 }
@@ -193,21 +196,25 @@ pub fn size_name(n: usize) -> String {
 }
 
 /// The rows of a run, in the order they run: the cheap local baselines first, then the
-/// TCP baseline, then the driver rows (whose QP is already connected).
+/// TCP baseline, then each RDMA test at the driver level and at once at the DAT level
+/// (both sides' QP and EP are already connected), so the two rows of a test see the
+/// same conditions.
 pub fn rows() -> Vec<Test> {
-    vec![
-        Test::Floor,
-        Test::Memcpy(1 << 20),
-        Test::Tcp(8),
-        Test::Tcp(4096),
-        Test::SendRecv(8),
-        Test::SendRecv(4096),
-        Test::WriteLat(8),
-        Test::ReadLat(8),
-        Test::WriteBw(4096),
-        Test::WriteBw(64 << 10),
-        Test::WriteBw(1 << 20),
-    ]
+    let mut rows = vec![Test::Floor, Test::Memcpy(1 << 20), Test::Tcp(8), Test::Tcp(4096)];
+    let rdma: [fn(Level) -> Test; 7] = [
+        |l| Test::SendRecv(l, 8),
+        |l| Test::SendRecv(l, 4096),
+        |l| Test::WriteLat(l, 8),
+        |l| Test::ReadLat(l, 8),
+        |l| Test::WriteBw(l, 4096),
+        |l| Test::WriteBw(l, 64 << 10),
+        |l| Test::WriteBw(l, 1 << 20),
+    ];
+    for test in rdma {
+        rows.push(test(Level::Driver));
+        rows.push(test(Level::Dat));
+    }
+    rows
 }
 
 /// What one row measured.

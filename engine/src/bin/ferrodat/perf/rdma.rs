@@ -41,28 +41,28 @@ use ferrodat_engine::perf::stats::summarize;
 use std::time::{Duration, Instant};
 
 /// Receive slots and their size.
-const RECV_SLOTS: u64 = 64;
-const RECV_SLOT: usize = 4096;
+pub const RECV_SLOTS: u64 = 64;
+pub const RECV_SLOT: usize = 4096;
 /// The buffer's areas (see the module docs).
 pub const RECV_OFF: usize = 0;
 pub const SRC_OFF: usize = RECV_OFF + RECV_SLOTS as usize * RECV_SLOT;
 pub const DST_OFF: usize = SRC_OFF + MAX_MESSAGE;
 pub const LAT_OFF: usize = DST_OFF + MAX_MESSAGE;
-const LAT_LEN: usize = 4096;
-const MR_LEN: usize = LAT_OFF + LAT_LEN;
+pub const LAT_LEN: usize = 4096;
+pub const MR_LEN: usize = LAT_OFF + LAT_LEN;
 /// Largest RDMA WRITE/READ message.
-const MAX_MESSAGE: usize = 1 << 20;
+pub const MAX_MESSAGE: usize = 1 << 20;
 /// Outstanding WRITEs of the stream.
 pub const WINDOW: u64 = 16;
 /// An unsignalled send is followed by a signalled one at least this often, so the send
 /// queue's entries are retired.
-const SIGNAL_EVERY: u64 = 32;
+pub const SIGNAL_EVERY: u64 = 32;
 /// Immediate data of the SEND that ends a test.
 pub const STOP_IMM: u32 = u32::from_be_bytes(*b"STOP");
 /// The value the WRITE ping-pong's client writes to end it.
-const STOP_SEQ: u64 = u64::MAX;
+pub const STOP_SEQ: u64 = u64::MAX;
 /// How long a side waits for something the peer should do before giving up.
-const STALL: Duration = Duration::from_secs(10);
+pub const STALL: Duration = Duration::from_secs(10);
 
 /// The device context and protection domain of one side.
 pub struct Resources {
@@ -434,7 +434,7 @@ fn stream(side: &mut Side<'_>, size: usize, sizing: Sizing) -> Result<(u64, f64)
     Ok((posted, start.elapsed().as_secs_f64()))
 }
 
-fn check_size(size: usize, max: usize) -> Result<(), String> {
+pub fn check_size(size: usize, max: usize) -> Result<(), String> {
     if !(1..=max).contains(&size) {
         return Err(format!("a {size}-byte message: this test takes 1 to {max} bytes"));
     }
