@@ -154,26 +154,29 @@ impl Ep {
             max_recv_sge: attr.max_recv_iov.max(1),
             max_inline_data: 60,
         };
-        let qp = request_evd
-            .with_cq(|req| {
-                recv_evd.with_cq(|recv| {
-                    Qp::new(
-                        pz.pd(),
-                        &QpInit {
-                            send_cq: req.cq(),
-                            recv_cq: recv.cq(),
-                            srq: srq.map(Srq::driver),
-                            caps,
-                            sq_sig_all: false,
-                            user_handle: None,
-                        },
-                    )
-                })
-            })??
-            .map_err(|e| {
-                DatError::insufficient_resources(subtype::RESOURCE_TEP)
-                    .with_detail(format!("dat_ep_create: {e}"))
-            })?;
+        let make_qp = |send_cq: &ferrodat_driver::Cq, recv_cq: &ferrodat_driver::Cq| {
+            Qp::new(
+                pz.pd(),
+                &QpInit {
+                    send_cq,
+                    recv_cq,
+                    srq: srq.map(Srq::driver),
+                    caps,
+                    sq_sig_all: false,
+                    user_handle: None,
+                },
+            )
+        };
+        // One EVD may take both streams (one CQ): lock it once.
+        let qp = if request_evd.same(recv_evd) {
+            request_evd.with_cq(|cq| make_qp(cq.cq(), cq.cq()))?
+        } else {
+            request_evd.with_cq(|req| recv_evd.with_cq(|recv| make_qp(req.cq(), recv.cq())))??
+        }
+        .map_err(|e| {
+            DatError::insufficient_resources(subtype::RESOURCE_TEP)
+                .with_detail(format!("dat_ep_create: {e}"))
+        })?;
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {
             ep: id,

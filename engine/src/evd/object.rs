@@ -269,6 +269,11 @@ impl Evd {
         }
     }
 
+    /// Both handles are the same EVD.
+    pub fn same(&self, other: &Evd) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     pub(crate) fn downgrade(&self) -> Weak<EvdShared> {
         Arc::downgrade(&self.inner)
     }
