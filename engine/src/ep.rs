@@ -23,6 +23,7 @@ use ferrodat_driver::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
 };
 use ferrodat_driver::{Access, Qp, QpCaps, QpInit};
+use std::mem::MaybeUninit;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -273,7 +274,8 @@ impl Ep {
             let length = local.iter().map(|t| t.segment_length).sum();
             return self.flushed(&self.inner.recv_evd, cookie, length, dtos::RECEIVE);
         }
-        let sges = sges(local, self.inner.attr.max_recv_iov, "dat_ep_post_recv")?;
+        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
+        let sges = sges(local, self.inner.attr.max_recv_iov, "dat_ep_post_recv", &mut buf)?;
         let length = local.iter().map(|t| t.segment_length).sum();
         let wr_id = ring.reserve(Cookie {
             user_cookie: cookie,
@@ -282,8 +284,7 @@ impl Ep {
             suppress: false,
         })?;
         let mut qp = lock(&self.inner.qp);
-        qp.post_recv(&[RecvWr { wr_id, sges: &sges }])
-            .map_err(|e| post_error("dat_ep_post_recv", e))?;
+        qp.post_recv(&[RecvWr { wr_id, sges }]).map_err(|e| post_error("dat_ep_post_recv", e))?;
         ring.commit();
         Ok(())
     }
@@ -425,7 +426,8 @@ impl Ep {
         if step.effects.flush_this_post {
             return self.flushed(&self.inner.request_evd, cookie, length, operation);
         }
-        let sges = sges(local, self.inner.attr.max_request_iov, verb)?;
+        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
+        let sges = sges(local, self.inner.attr.max_request_iov, verb, &mut buf)?;
         let suppress = flags & completion_flags::SUPPRESS != 0;
         let ring = &self.inner.completions.requests;
         let wr_id = ring.reserve(Cookie { user_cookie: cookie, length, operation, suppress })?;
@@ -436,7 +438,7 @@ impl Ep {
         if flags & completion_flags::BARRIER_FENCE != 0 {
             send_flags = send_flags | SendFlags::FENCE;
         }
-        let wr = SendWr::new(wr_id, op, Payload::Sges(&sges)).flags(send_flags);
+        let wr = SendWr::new(wr_id, op, Payload::Sges(sges)).flags(send_flags);
         let mut qp = lock(&self.inner.qp);
         qp.post_send(&[wr]).map_err(|e| post_error(verb, e))?;
         ring.commit();
@@ -700,26 +702,39 @@ impl CmEvents for EpEvents {
 }
 
 /// Driver SGEs for DAT LMR triplets.
-fn sges(local: &[LmrTriplet], max: u32, verb: &str) -> DatResult<Vec<Sge<'static>>> {
-    if local.len() > max as usize {
+/// The most segments one DTO's IOV may have here (above every device's max_sge we drive,
+/// 30 for mlx5): SGE lists live on the stack, so a post allocates nothing.
+const MAX_IOV: usize = 32;
+
+/// Room for a DTO's scatter/gather list on the caller's stack (left uninitialised: only
+/// the entries [`sges`] writes are read).
+type SgeBuf = [MaybeUninit<Sge<'static>>; MAX_IOV];
+
+/// Driver SGEs for DAT LMR triplets, written into `buf`.
+fn sges<'b>(
+    local: &[LmrTriplet],
+    max: u32,
+    verb: &str,
+    buf: &'b mut SgeBuf,
+) -> DatResult<&'b [Sge<'static>]> {
+    if local.len() > (max as usize).min(MAX_IOV) {
         return Err(DatError::invalid_parameter(2).with_detail(format!(
             "{verb}: {} segments, the endpoint takes at most {max}",
             local.len()
         )));
     }
-    local
-        .iter()
-        .map(|t| {
-            let len = u32::try_from(t.segment_length).map_err(|_| {
-                DatError::new(ferrodat_abi::dat::ret::LENGTH_ERROR, subtype::NO_SUBTYPE)
-                    .with_detail(format!("{verb}: a segment of {} bytes", t.segment_length))
-            })?;
-            // SAFETY: the triplet names memory the consumer registered (lmr_context); the
-            // device checks the key and bounds and fails the DTO with a protection error
-            // otherwise, touching nothing (DAT's contract for IOVs).
-            Ok(unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) })
-        })
-        .collect()
+    for (slot, t) in buf.iter_mut().zip(local) {
+        let len = u32::try_from(t.segment_length).map_err(|_| {
+            DatError::new(ferrodat_abi::dat::ret::LENGTH_ERROR, subtype::NO_SUBTYPE)
+                .with_detail(format!("{verb}: a segment of {} bytes", t.segment_length))
+        })?;
+        // SAFETY: the triplet names memory the consumer registered (lmr_context); the
+        // device checks the key and bounds and fails the DTO with a protection error
+        // otherwise, touching nothing (DAT's contract for IOVs).
+        slot.write(unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) });
+    }
+    // SAFETY: the loop above initialised the first `local.len()` entries.
+    Ok(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<Sge<'static>>(), local.len()) })
 }
 
 fn post_error(verb: &str, e: PostError) -> DatError {
