@@ -365,9 +365,23 @@ impl RingProducer {
                 len: payload.iter().fold(header.len(), |sum, part| sum.saturating_add(part.len())),
                 max,
             })?;
-        let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
-        let mask = self.capacity - 1;
-        let offset = (self.tail & mask) as usize;
+        let (base, needed) = self.reserve(lay::RECORD_HEADER_BYTES + round_up_8(len))?;
+        let mut at = base + lay::RECORD_HEADER_BYTES;
+        for part in std::iter::once(header).chain(payload.iter().copied()) {
+            // In bounds by construction: the record fits before the end of the area.
+            let written = self.map.write_bytes(at, part);
+            debug_assert!(written.is_ok(), "record overran the ring area");
+            at += part.len();
+        }
+        self.publish(base, needed, len, kind);
+        Ok(())
+    }
+
+    /// Room for a record of `record_bytes` at the tail, after a padding record where the
+    /// area's end is too close: the record's offset in the mapping and the bytes the tail
+    /// will move by. Full: the consumer has not freed enough yet.
+    fn reserve(&mut self, record_bytes: usize) -> Result<(usize, usize), PushError> {
+        let offset = (self.tail & (self.capacity - 1)) as usize;
         let to_end = self.capacity as usize - offset;
         let padding = if record_bytes > to_end { to_end } else { 0 };
         let needed = padding + record_bytes;
@@ -386,19 +400,15 @@ impl RingProducer {
                 .store(record_header(pad_len, lay::KIND_PAD, self.epoch), Ordering::Relaxed);
             offset = 0;
         }
-        let base = lay::DATA_OFFSET + offset;
-        let mut at = base + lay::RECORD_HEADER_BYTES;
-        for part in std::iter::once(header).chain(payload.iter().copied()) {
-            // In bounds by construction: the record fits before the end of the area.
-            let written = self.map.write_bytes(at, part);
-            debug_assert!(written.is_ok(), "record overran the ring area");
-            at += part.len();
-        }
-        // The header last, with Release: it publishes the record (see "Headers").
+        Ok((lay::DATA_OFFSET + offset, needed))
+    }
+
+    /// The record at `base` is written: its header last, with Release, publishes it (see
+    /// "Headers"); then the tail moves by `needed`.
+    fn publish(&mut self, base: usize, needed: usize, len: usize, kind: u16) {
         self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Release);
         self.tail = self.tail.wrapping_add(needed as u32);
         self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
-        Ok(())
     }
 
     /// Appends one record of `len` bytes (header and payload as the consumer will read
@@ -420,34 +430,11 @@ impl RingProducer {
         }
         let body = round_up_8(len) / 8;
         assert!(body <= words.len(), "record of {len} bytes in {} words", words.len());
-        let record_bytes = lay::RECORD_HEADER_BYTES + 8 * body;
-        let offset = (self.tail & (self.capacity - 1)) as usize;
-        let to_end = self.capacity as usize - offset;
-        let padding = if record_bytes > to_end { to_end } else { 0 };
-        let needed = padding + record_bytes;
-        if self.free_from_cache() < needed {
-            self.refresh_head();
-            let free = self.free_from_cache();
-            if free < needed {
-                return Err(PushError::Full { needed, free });
-            }
-        }
-        let mut offset = offset;
-        if padding != 0 {
-            let pad_len = (padding - lay::RECORD_HEADER_BYTES) as u32;
-            self.map
-                .u64_at(lay::DATA_OFFSET + offset)
-                .store(record_header(pad_len, lay::KIND_PAD, self.epoch), Ordering::Relaxed);
-            offset = 0;
-        }
-        let base = lay::DATA_OFFSET + offset;
+        let (base, needed) = self.reserve(lay::RECORD_HEADER_BYTES + 8 * body)?;
         // In bounds by construction: the record fits before the end of the area.
         let written = self.map.store_words(base + lay::RECORD_HEADER_BYTES, &words[..body]);
         debug_assert!(written.is_ok(), "record overran the ring area");
-        // The header last, with Release: it publishes the record (see "Headers").
-        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Release);
-        self.tail = self.tail.wrapping_add(needed as u32);
-        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
+        self.publish(base, needed, len, kind);
         Ok(())
     }
 
