@@ -132,3 +132,33 @@ fn info_lists_the_device_its_port_and_the_ia_it_would_be() {
     assert!(err.contains("no device \"nosuch\"") && err.contains("softhca0"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn conf_prints_a_dat_conf_line_libdat2_accepts_for_each_device() {
+    let dir = scratch("conf");
+    let shm = dir.join("shm");
+    std::fs::create_dir_all(&shm).unwrap();
+    let lib = dir.join("libferrodat.so");
+    std::fs::write(&lib, b"stand-in: the command only names the file").unwrap();
+    let envs = [
+        ("FERRODAT_SOFTHCA", "softhca0=127.0.0.1"),
+        ("FERRODAT_SOFTHCA_SHM_DIR", shm.to_str().unwrap()),
+    ];
+    let out = ferrodat(&["conf", "--library", lib.to_str().unwrap()], &envs);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| !l.starts_with('#')).expect("a dat.conf line");
+    // The eight dat.conf fields, with the registry key the stock test programs need.
+    let expected = format!(
+        "ferro-softhca0 u2.0 nonthreadsafe default {} ferrodat.2.0 \"softhca0 1 127.0.0.1\" \"\"",
+        lib.canonicalize().unwrap().display()
+    );
+    assert_eq!(line, expected);
+    // A library that does not exist yet is named where it will be, with a note.
+    let missing = dir.join("later/libferrodat.so");
+    let out = ferrodat(&["conf", "--library", missing.to_str().unwrap()], &envs);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(missing.to_str().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,6 +40,13 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         device: Option<String>,
     },
+    /// dat.conf lines for the devices found (port 1, the address of GID 0), naming the
+    /// provider library by its absolute path: what libdat2 needs to load ferrodat.
+    Conf {
+        /// The provider library; by default libferrodat.so next to this executable.
+        #[arg(long, value_name = "FILE")]
+        library: Option<PathBuf>,
+    },
     /// softhca, the software mlx5 HCA.
     Softhca {
         #[command(subcommand)]
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Perf(args) => perf::run(args),
         Command::Info { device } => info(device.as_deref()),
+        Command::Conf { library } => conf(library),
         Command::Softhca { command: SofthcaCommand::Env { sysfs_dir, preload } } => {
             softhca_env(sysfs_dir, preload)
         }
@@ -126,6 +134,59 @@ fn softhca_env(sysfs_dir: Option<PathBuf>, preload: Option<PathBuf>) -> Result<S
         config::ENV_DEVICES,
         shell_quote(Path::new(&list.join(",")))
     ));
+    Ok(out)
+}
+
+/// The provider library's file name, as cargo builds it.
+const PROVIDER_LIBRARY: &str = "libferrodat.so";
+
+/// dat.conf lines, one per device: `ferro-<device> u2.0 nonthreadsafe default <library>
+/// ferrodat.2.0 "<device> 1 <address>" ""` (the registry key the stock test programs look
+/// up needs u2.0, nonthreadsafe and default).
+fn conf(library: Option<PathBuf>) -> Result<String, String> {
+    use ferrodat_driver::discovery::discover;
+    use ferrodat_engine::ia::{Ia, IaSpec};
+    let library = match library {
+        Some(l) => l,
+        None => {
+            let exe =
+                std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+            exe.parent().ok_or("this executable has no directory")?.join(PROVIDER_LIBRARY)
+        }
+    };
+    let library = if library.exists() {
+        library.canonicalize().map_err(|e| format!("{}: {e}", library.display()))?
+    } else {
+        eprintln!(
+            "ferrodat: note: {} does not exist (the DAT provider library is not part of this \
+             build yet); the lines below name it where it will be",
+            library.display()
+        );
+        std::path::absolute(&library).map_err(|e| format!("{}: {e}", library.display()))?
+    };
+    let found = discover();
+    if found.devices.is_empty() {
+        return Err(
+            "no RDMA device found: load mlx5_ib for a ConnectX, or configure softhca with \
+                    FERRODAT_SOFTHCA (default softhca0=127.0.0.1)"
+                .into(),
+        );
+    }
+    let mut out =
+        String::from("# dat.conf lines for ferrodat (give libdat2 the file with DAT_OVERRIDE)\n");
+    for d in &found.devices {
+        let spec = IaSpec { device: d.name.clone(), port: 1, address: None };
+        match Ia::open(&d.name, &spec) {
+            Ok(ia) => out.push_str(&format!(
+                "ferro-{} u2.0 nonthreadsafe default {} ferrodat.2.0 \"{} 1 {}\" \"\"\n",
+                d.name,
+                library.display(),
+                d.name,
+                ia.attr().address
+            )),
+            Err(e) => out.push_str(&format!("# {}: not usable: {e}\n", d.name)),
+        }
+    }
     Ok(out)
 }
 
