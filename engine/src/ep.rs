@@ -13,6 +13,7 @@ use crate::ep_state::{DisconnectMode, EpState, Flush, Readiness, Trigger, transi
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::evd::cq_source::EpCompletions;
+use crate::evd::early_completions::EarlyCompletions;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
 use crate::lmr::{LmrTriplet, RmrTriplet};
@@ -183,6 +184,7 @@ impl Ep {
             ep: id,
             requests: CookieRing::new(qp.geometry().sq_wqe_cnt),
             receives: srq.is_none().then(|| CookieRing::new(qp.geometry().rq_wqe_cnt)),
+            early: EarlyCompletions::default(),
         });
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
@@ -576,7 +578,16 @@ impl Ep {
             }
         }
         self.report(e.connection_event, Vec::new());
+        self.release_early();
         Ok(())
+    }
+
+    /// After the outcome of a passive connection was reported: receives parked before it
+    /// follow it.
+    fn release_early(&self) {
+        if self.inner.completions.early.release() {
+            self.inner.recv_evd.release_early(self.inner.completions.clone());
+        }
     }
 
     /// `dat_ep_reset`: a DISCONNECTED endpoint back to UNCONNECTED with a fresh QP
@@ -612,11 +623,28 @@ impl Ep {
         private_data: &[u8],
         reserved: bool,
     ) -> DatResult<()> {
+        let accepted = self.accept_inner(request, private_data, reserved);
+        if accepted.is_err() {
+            // No connection came of it: receives flow as before.
+            self.release_early();
+        }
+        accepted
+    }
+
+    fn accept_inner(
+        &self,
+        request: &mut cm::ConnRequest,
+        private_data: &[u8],
+        reserved: bool,
+    ) -> DatResult<()> {
         let rd = self.inner.attr.max_rdma_read_in.min(255) as u8;
         let local = {
             let mut qp = lock(&self.inner.qp);
             let local =
                 cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?;
+            // From RTR on the QP can receive, but the consumer learns of the connection only
+            // with ESTABLISHED: receives that complete before it wait on the endpoint.
+            self.inner.completions.early.close();
             cm::connect_qp(&mut qp, &local, request.peer(), Access::ALL).map_err(internal)?;
             local
         };
@@ -697,6 +725,7 @@ impl CmEvents for EpEvents {
         // A stale event (the EP moved on) is dropped, as the state machine says.
         if let Ok(number) = ep.step_from_cm(trigger) {
             ep.report(number, pdata);
+            ep.release_early();
         }
     }
 }

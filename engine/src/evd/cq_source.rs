@@ -2,6 +2,7 @@
 //! endpoints whose completions arrive there. Harvesting turns work completions into DTO
 //! events through each endpoint's cookie rings ([`crate::dto`]).
 
+use super::early_completions::{Admitted, EarlyCompletions};
 use super::queue::EventQueue;
 use super::waiter::{Harvest, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
@@ -12,7 +13,8 @@ use ferrodat_driver::{CompChannel, Cq};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// What the CQ needs to know of an endpoint using it.
@@ -26,6 +28,49 @@ pub struct EpCompletions {
     /// receive's wr_id is the consumer's cookie itself (SRQ receives complete in any order,
     /// and a receive's event needs nothing else: its length is what arrived).
     pub receives: Option<CookieRing>,
+    /// Receives that complete before the passive side's ESTABLISHED is reported wait here.
+    pub early: EarlyCompletions,
+}
+
+/// Endpoints whose parked receives were released (their connection's outcome reported)
+/// and wait for the next harvest of this CQ. Pushed by the CM thread without the source's
+/// lock (a waiter may sleep holding it).
+#[derive(Debug, Default)]
+pub struct Released {
+    pending: AtomicBool,
+    eps: Mutex<Vec<Arc<EpCompletions>>>,
+}
+
+impl Released {
+    /// `ep`'s parked receives may go out now.
+    pub fn push(&self, ep: Arc<EpCompletions>) {
+        lock(&self.eps).push(ep);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// Whether any endpoint waits (one load on the harvest path).
+    pub fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Delivers up to `room` released receives; the endpoints not done stay listed.
+    fn deliver(&self, room: usize, sink: &mut dyn FnMut(Event)) -> usize {
+        let mut eps = lock(&self.eps);
+        let mut made = 0;
+        eps.retain(|ep| {
+            let (n, more) = ep.early.deliver_released(room - made, sink);
+            made += n;
+            more
+        });
+        if eps.is_empty() {
+            self.pending.store(false, Ordering::Release);
+        }
+        made
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A DTO EVD's CQ and channel.
@@ -46,11 +91,18 @@ pub struct CqSource {
     /// the CM thread without the source's lock; moved to the EVD's queue by a harvest,
     /// after it drained the CQ.
     deferred: Arc<EventQueue<Event>>,
+    /// Passive endpoints whose early receives may follow their ESTABLISHED now.
+    released: Arc<Released>,
 }
 
 impl CqSource {
     /// A source over `cq`, which reports to `channel`.
-    pub fn new(cq: Cq, channel: CompChannel, deferred: Arc<EventQueue<Event>>) -> CqSource {
+    pub fn new(
+        cq: Cq,
+        channel: CompChannel,
+        deferred: Arc<EventQueue<Event>>,
+        released: Arc<Released>,
+    ) -> CqSource {
         let fds = [channel.as_raw_fd()];
         CqSource {
             cq,
@@ -61,6 +113,7 @@ impl CqSource {
             last: None,
             solicited_only: false,
             deferred,
+            released,
         }
     }
 
@@ -98,7 +151,8 @@ impl CqSource {
         self.eps.remove(&qpn);
     }
 
-    fn event(&mut self, wc: &WorkCompletion) -> Option<Event> {
+    /// The DTO event of `wc`, and whether it is a receive (which may have to park).
+    fn event(&mut self, wc: &WorkCompletion) -> Option<(Event, bool)> {
         if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) {
             let ep = self.eps.get(&wc.qpn)?.clone();
             self.last = Some((wc.qpn, ep));
@@ -117,21 +171,40 @@ impl CqSource {
             },
         };
         DtoCompletion::from_work_completion(wc, &cookie)
-            .map(|completion| Event::Dto { ep: ep.ep, completion })
+            .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
     }
 }
 
 impl Harvest<Event> for CqSource {
     fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
         let mut made = 0;
+        if self.released.has_pending() {
+            // Receives that completed before their ESTABLISHED, which is out now: they
+            // precede every completion still in the CQ.
+            made += self.released.deliver(max, sink);
+        }
         while made < max {
             let want = (max - made).min(self.wcs.len());
             let n = self.cq.poll(&mut self.wcs[..want]);
             for i in 0..n {
                 let wc = self.wcs[i];
-                if let Some(ev) = self.event(&wc) {
+                let Some((ev, received)) = self.event(&wc) else { continue };
+                let Some((_, ep)) = &self.last else { continue };
+                if !received || ep.early.is_open() {
                     sink(ev);
                     made += 1;
+                    continue;
+                }
+                // Keep room for the rest of this poll's completions.
+                let room = max - made - (n - i - 1);
+                match ep.early.admit(ev, room, sink) {
+                    Admitted::Delivered(k) => {
+                        made += k;
+                        if !ep.early.is_open() {
+                            self.released.push(ep.clone());
+                        }
+                    }
+                    Admitted::Parked => {}
                 }
             }
             if n < want {

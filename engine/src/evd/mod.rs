@@ -7,6 +7,9 @@
 //! - [`waiter`]: [`EvdCore`], `dat_evd_wait` / `dat_evd_dequeue` / `set_unwaitable` /
 //!   `resize` over a queue, a notifier and an event source ([`Harvest`], which the DTO
 //!   side implements over its CQs).
+//! - [`early_completions`]: where a passive endpoint's receives that complete before its
+//!   ESTABLISHED is reported wait, so the consumer sees the connection first and loses
+//!   nothing.
 //!
 //! The lock-free protocols (queue, notifier) are model-checked in `loom-tests/`
 //! (`evd_queue`, `evd_notify`), built from this very source with `--cfg loom`.
@@ -19,6 +22,7 @@
 //! while the QP's completions still sit unharvested in the CQ).
 
 pub mod cq_source;
+pub mod early_completions;
 pub mod notify;
 mod object;
 pub mod queue;

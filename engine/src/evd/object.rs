@@ -1,14 +1,14 @@
 //! The EVD object: a queue of events with the DAT stream flags, its waiter, and — for a
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
-use super::cq_source::{CqSource, EpCompletions};
+use super::cq_source::{CqSource, EpCompletions, Released};
 use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
 use crate::error::{DatError, DatResult};
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
-use ferrodat_abi::dat::{evd_flags, ret, subtype};
+use ferrodat_abi::dat::{evd_flags, event, ret, subtype};
 use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
@@ -33,6 +33,8 @@ pub(crate) struct EvdShared {
     enabled: AtomicBool,
     /// Connection events waiting behind the CQ's completions (see [`CqSource`]).
     deferred: Arc<EventQueue<Event>>,
+    /// Passive endpoints whose early receives follow their ESTABLISHED (see [`CqSource`]).
+    released: Arc<Released>,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
     /// it busy harvests nothing and looks at the queue only).
     dto: Option<Mutex<CqSource>>,
@@ -115,6 +117,7 @@ impl Evd {
                 .with_detail(format!("dat_evd_create: eventfd: {e}"))
         })?;
         let deferred = Arc::new(EventQueue::new(qlen_nz));
+        let released = Arc::new(Released::default());
         let dto = if flags & (evd_flags::DTO | evd_flags::RMR_BIND) != 0 {
             let resource = |e: ferrodat_driver::Error| {
                 DatError::insufficient_resources(subtype::RESOURCE_TEVD)
@@ -126,7 +129,7 @@ impl Evd {
                 &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
             )
             .map_err(resource)?;
-            Some(Mutex::new(CqSource::new(cq, channel, deferred.clone())))
+            Some(Mutex::new(CqSource::new(cq, channel, deferred.clone(), released.clone())))
         } else {
             None
         };
@@ -139,6 +142,7 @@ impl Evd {
                 cno: Mutex::new(None),
                 enabled: AtomicBool::new(true),
                 deferred,
+                released,
                 dto,
             }),
         };
@@ -189,9 +193,15 @@ impl Evd {
     /// Queues an event a provider stream produced (CM, async). On a full queue the event
     /// is handed back: the caller reports the overflow on the async EVD.
     pub(crate) fn post_event(&self, event: Event) -> Result<(), Event> {
-        if self.inner.dto.is_some() && matches!(event, Event::Connection { .. }) {
+        let behind_completions = matches!(
+            event,
+            Event::Connection { number, .. } if number != event::CONNECTION_EVENT_ESTABLISHED
+        );
+        if self.inner.dto.is_some() && behind_completions {
             // A shared DTO and connection EVD: the event goes behind the completions
-            // already in the CQ; the next harvest delivers it after them.
+            // already in the CQ; the next harvest delivers it after them. (Not
+            // ESTABLISHED: nothing of that connection may come before it; receives that
+            // complete first are parked on their endpoint until it is out.)
             self.inner.deferred.push(event)?;
             self.inner.core.notifier().notify();
             self.trigger_cno();
@@ -243,6 +253,7 @@ impl Evd {
     pub(crate) fn has_events(&self) -> bool {
         !self.inner.core.is_empty()
             || !self.inner.deferred.is_empty()
+            || self.inner.released.has_pending()
             || self
                 .inner
                 .dto
@@ -375,6 +386,14 @@ impl Evd {
                 .with_detail("this EVD was created without DAT_EVD_DTO_FLAG; DTO streams need it")
         })?;
         Ok(f(&mut m.lock().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    /// `ep`'s connection outcome is reported: its parked early receives go out with the
+    /// next harvest, which a sleeping waiter is woken for.
+    pub(crate) fn release_early(&self, ep: Arc<EpCompletions>) {
+        self.inner.released.push(ep);
+        self.inner.core.notifier().notify();
+        self.trigger_cno();
     }
 
     /// Completions of QP `qpn` go to `ep` (its cookie rings) on this EVD.
