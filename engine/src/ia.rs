@@ -220,6 +220,8 @@ struct IaInner {
     cm: OnceLock<Cm>,
     /// The async EVD (`dat_ia_open`'s): held weakly, the consumer owns it.
     async_evd: Mutex<Option<Weak<EvdShared>>>,
+    /// Its PSPs and RSPs by connection qualifier (`dat_cr_handoff` finds its target here).
+    service_points: crate::sp::ServicePoints,
 }
 
 impl Ia {
@@ -346,6 +348,7 @@ impl Ia {
                 provider,
                 cm: OnceLock::new(),
                 async_evd: Mutex::new(None),
+                service_points: Default::default(),
             }),
         })
     }
@@ -371,6 +374,10 @@ impl Ia {
     }
 
     /// The connection manager on the IA's address (started on first use).
+    pub(crate) fn service_points(&self) -> &crate::sp::ServicePoints {
+        &self.inner.service_points
+    }
+
     pub(crate) fn cm(&self) -> DatResult<&Cm> {
         if let Some(cm) = self.inner.cm.get() {
             return Ok(cm);

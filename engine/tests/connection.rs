@@ -4,7 +4,7 @@
 
 mod support;
 
-use ferrodat_abi::dat::{dtos, evd_flags, event, mem_priv};
+use ferrodat_abi::dat::{dtos, evd_flags, event, mem_priv, ret, subtype};
 use ferrodat_engine::ep::Ep;
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
 use ferrodat_engine::evd::Evd;
@@ -571,4 +571,78 @@ fn dup_connect_reaches_the_same_peer() {
         event::CONNECTION_EVENT_ESTABLISHED
     );
     assert_eq!(second.state(), EpState::Connected);
+}
+
+#[test]
+fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
+    let server = side();
+    let client = side();
+    let front_evd = Evd::create(&server.ia, 4, evd_flags::CR).unwrap();
+    let front = Psp::create(&server.ia, 47170, &front_evd).unwrap();
+    let back = Psp::create(&server.ia, 47171, &server.cr_evd).unwrap();
+    client.ep.connect(server.ia.attr().address, 47170, None, b"route me").unwrap();
+    let Event::ConnectionRequest { cr, sp, .. } = front_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request on the front PSP")
+    };
+    assert_eq!(sp, front.id());
+
+    // Targets that are not another service point of this IA are refused; the CR stays.
+    for bad in [47172, 47170] {
+        let e = cr.handoff(bad).unwrap_err();
+        assert_eq!(
+            (e.return_type(), e.subtype()),
+            (ret::INVALID_PARAMETER, subtype::INVALID_ARG2),
+            "handoff to {bad}: {e}"
+        );
+        assert!(e.to_string().contains(&bad.to_string()), "{e}");
+    }
+    cr.handoff(47171).unwrap();
+    // The old CR is used up.
+    let e = cr.accept(Some(&server.ep), b"").unwrap_err();
+    assert_eq!(e.return_type(), ret::INVALID_HANDLE, "{e}");
+    assert_eq!(cr.handoff(47171).unwrap_err().return_type(), ret::INVALID_HANDLE);
+
+    let Event::ConnectionRequest { cr: moved, sp, conn_qual } =
+        server.cr_evd.wait(WAIT_US, 1).unwrap().0
+    else {
+        panic!("expected the request on the back PSP")
+    };
+    assert_eq!((sp, conn_qual), (back.id(), 47171));
+    assert_ne!(moved.id(), cr.id());
+    assert_eq!(moved.query().unwrap().1, b"route me");
+    moved.accept(Some(&server.ep), b"routed").unwrap();
+    let (number, pdata) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((number, pdata), (event::CONNECTION_EVENT_ESTABLISHED, b"routed".to_vec()));
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_ESTABLISHED);
+    exchange(&client, &server, 0xbeef);
+    assert!(front_evd.dequeue().is_err(), "nothing else arrived on the front PSP");
+
+    // A freed PSP is no handoff target any more.
+    drop(back);
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let ep2 = Ep::create(
+        &client.ep.pz().clone(),
+        &client.recv_evd,
+        &client.req_evd,
+        Some(&client.conn_evd),
+        None,
+    )
+    .unwrap();
+    ep2.connect(server.ia.attr().address, 47170, None, b"").unwrap();
+    let Event::ConnectionRequest { cr, .. } = front_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a second request")
+    };
+    assert_eq!(cr.handoff(47171).unwrap_err().return_type(), ret::INVALID_PARAMETER);
+    // Rejected with private data, which the requester gets.
+    cr.reject_with(b"no room").unwrap();
+    loop {
+        let ev = client.conn_evd.wait(WAIT_US, 1).unwrap().0;
+        let (number, pdata) = connection(ev);
+        if number == event::CONNECTION_EVENT_PEER_REJECTED {
+            assert_eq!(pdata, b"no room");
+            break;
+        }
+        assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED, "the first EP's disconnect");
+    }
 }
