@@ -319,7 +319,19 @@ impl Evd {
     pub fn wait(&self, timeout_us: u32, threshold: u32) -> DatResult<(Event, usize)> {
         let r = match &self.inner.dto {
             Some(m) => {
-                let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                // A waiter sleeps holding the CQ: a second one must be refused (DAT: the
+                // EVD has one waiter), not queued behind it on the lock. Others hold the
+                // lock only briefly (a dequeue's harvest, attaching a QP).
+                let g = loop {
+                    match m.try_lock() {
+                        Ok(g) => break g,
+                        Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                        Err(TryLockError::WouldBlock) if self.inner.core.has_waiter() => {
+                            return Err(wait_error(WaitError::Busy));
+                        }
+                        Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+                    }
+                };
                 self.inner.core.wait(&mut Source::Cq(g), threshold, timeout_us)
             }
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
