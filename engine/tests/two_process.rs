@@ -140,3 +140,88 @@ fn a_server_and_a_client_process_connect_and_move_data() {
     child.expect("DONE");
     child.finish();
 }
+
+const KILL_PORT: u16 = 47161;
+
+/// The client of the kill test: connects, then sends as fast as the server takes them,
+/// until it is killed.
+fn streaming_client() {
+    let ia = support::ia();
+    let s = side(&ia);
+    s.ep.connect("127.0.0.1".parse().unwrap(), KILL_PORT, None, &[]).unwrap();
+    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    say("CONNECTED");
+    for i in 0u64.. {
+        s.buf.write(0, &i.to_le_bytes()).unwrap();
+        s.ep.post_send(&[s.buf.triplet(0, 1024).unwrap()], i, 0).unwrap();
+        let c = dto(s.req_evd.wait(WAIT_US, 1).unwrap().0);
+        if c.status != 0 {
+            break;
+        }
+    }
+    say("STOPPED");
+    let _ = read_command();
+}
+
+/// A peer process killed in the middle of a stream of sends: the survivor gets a
+/// connection event (never a hang), and its posted receives come back flushed.
+#[test]
+fn a_peer_killed_mid_transfer_ends_the_connection_with_an_event() {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("streaming-client") {
+        return streaming_client();
+    }
+    let ia = support::ia();
+    let fabric = std::env::var(SHM_DIR_ENV).unwrap();
+    let s = side(&ia);
+    let cr_evd = Evd::create(&ia, 4, evd_flags::CR).unwrap();
+    let _psp = Psp::create(&ia, KILL_PORT, &cr_evd).unwrap();
+    const RECVS: u64 = 16;
+    for i in 0..RECVS {
+        s.ep.post_recv(&[s.buf.triplet(i * 1024, 1024).unwrap()], i, 0).unwrap();
+    }
+    let mut child = ChildProc::spawn(
+        "a_peer_killed_mid_transfer_ends_the_connection_with_an_event",
+        "streaming-client",
+        &[(SHM_DIR_ENV, &fabric), ("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1")],
+    );
+    let Event::ConnectionRequest { cr, .. } = cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request")
+    };
+    cr.accept(Some(&s.ep), b"").unwrap();
+    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    child.expect("CONNECTED");
+    // Take a few messages, reposting, then kill the sender mid-stream.
+    let mut next = RECVS;
+    for _ in 0..40 {
+        let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!((r.status, r.transfered_length), (0, 1024), "{r:?}");
+        let slot = r.user_cookie % RECVS;
+        s.ep.post_recv(&[s.buf.triplet(slot * 1024, 1024).unwrap()], next, 0).unwrap();
+        next += 1;
+    }
+    child.kill();
+
+    // The connection ends with an event on the survivor.
+    let ev = s.conn_evd.wait(WAIT_US, 1).unwrap().0;
+    let n = number(ev);
+    assert!(
+        n == event::CONNECTION_EVENT_DISCONNECTED || n == event::CONNECTION_EVENT_BROKEN,
+        "expected DISCONNECTED or BROKEN after the peer died, got {n:#x}"
+    );
+    // Every receive still posted comes back: the ones that got a message before the kill,
+    // then the rest flushed. None is lost, none hangs.
+    let mut flushed = 0;
+    let mut seen = 0;
+    while seen < RECVS {
+        let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
+        seen += 1;
+        if r.status == ferrodat_abi::dat::dto_status::ERR_FLUSHED {
+            flushed += 1;
+        } else {
+            assert_eq!(r.status, 0, "{r:?}");
+        }
+    }
+    assert!(flushed > 0, "the receives left posted were flushed");
+    let e = s.recv_evd.wait(100_000, 1).unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::TIMEOUT_EXPIRED, "{e}");
+}
