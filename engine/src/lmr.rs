@@ -17,7 +17,11 @@ pub struct MemPriv(pub u32);
 
 impl MemPriv {
     /// The driver access flags: IB needs local write wherever the device writes (remote
-    /// write, remote atomics), as OFA dapl also grants.
+    /// write, remote atomics), as OFA dapl also grants. A region the device may write is
+    /// also registered for memory-window binding (MW_BIND), so RMRs can be bound in it:
+    /// DAT has no privilege for that, and MW_BIND makes the kernel pin the pages writable,
+    /// which such a region needs anyway (a read-only region stays bindable-free, so memory
+    /// mapped read-only can still be registered).
     pub fn access(self) -> DatResult<Access> {
         let known = mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC;
         if self.0 & !known != 0 {
@@ -31,7 +35,7 @@ impl MemPriv {
         let device_writes =
             mem_priv::LOCAL_WRITE | mem_priv::REMOTE_WRITE | mem_priv::IB_REMOTE_ATOMIC;
         if self.0 & device_writes != 0 {
-            a |= Access::LOCAL_WRITE;
+            a |= Access::LOCAL_WRITE | Access::MW_BIND;
         }
         if self.0 & mem_priv::REMOTE_WRITE != 0 {
             a |= Access::REMOTE_WRITE;
@@ -171,6 +175,17 @@ impl Lmr {
         &self.inner.pz
     }
 
+    /// RMRs may be bound in it: it was registered writable, hence with MW_BIND
+    /// ([`MemPriv::access`]).
+    pub fn rmr_bindable(&self) -> bool {
+        self.inner.privileges.access().is_ok_and(|a| a.contains(Access::MW_BIND))
+    }
+
+    /// The same region (the same registration, not an equal one).
+    pub fn same(&self, other: &Lmr) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// A triplet for `length` bytes at `offset` (bounds checked).
     pub fn triplet(&self, offset: u64, length: u64) -> DatResult<LmrTriplet> {
         match offset.checked_add(length) {
@@ -247,8 +262,11 @@ mod tests {
         );
         assert_eq!(
             a(mem_priv::ALL),
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::MW_BIND
         );
+        // Writable regions can take RMRs; read-only ones are not pinned writable for it.
+        assert!(a(mem_priv::LOCAL_WRITE).contains(Access::MW_BIND));
+        assert!(!a(mem_priv::REMOTE_READ | mem_priv::LOCAL_READ).contains(Access::MW_BIND));
         let e = MemPriv(0x1000).access().unwrap_err();
         assert!(e.to_string().contains("unknown bits 0x1000"), "{e}");
     }
