@@ -10,6 +10,7 @@ use crate::pz::Pz;
 use ferrodat_abi::dat::{mem_priv, subtype};
 use ferrodat_driver::{Access, MrBuf, MrRaw};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// DAT memory privileges (`DAT_MEM_PRIV_*`, with the IB remote-atomic extension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +84,25 @@ struct LmrInner {
     pz: Pz,
     region: Region,
     privileges: MemPriv,
+    /// RMRs bound in it ([`LmrInUse`]): `dat_lmr_free` is refused while any is.
+    rmrs_bound: AtomicU32,
+}
+
+/// An RMR is bound in the LMR: keeps it registered and refuses [`Lmr::free`] until dropped.
+#[derive(Debug)]
+pub(crate) struct LmrInUse(Lmr);
+
+impl LmrInUse {
+    pub(crate) fn new(lmr: &Lmr) -> LmrInUse {
+        lmr.inner.rmrs_bound.fetch_add(1, Ordering::AcqRel);
+        LmrInUse(lmr.clone())
+    }
+}
+
+impl Drop for LmrInUse {
+    fn drop(&mut self) {
+        self.0.inner.rmrs_bound.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 #[derive(Debug)]
@@ -142,7 +162,8 @@ impl Lmr {
     }
 
     fn from_region(pz: &Pz, region: Region, privileges: MemPriv) -> Lmr {
-        Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges }) }
+        let rmrs_bound = AtomicU32::new(0);
+        Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges, rmrs_bound }) }
     }
 
     /// The lmr_context (local key).
@@ -173,6 +194,21 @@ impl Lmr {
     /// Its PZ.
     pub fn pz(&self) -> &Pz {
         &self.inner.pz
+    }
+
+    /// `dat_lmr_free`: refused while an RMR is bound in it (`DAT_INVALID_STATE_LMR_IN_USE`;
+    /// the caller keeps its handle then). DEREG_MR runs when the last handle goes.
+    pub fn free(self) -> Result<(), (Lmr, DatError)> {
+        let bound = self.inner.rmrs_bound.load(Ordering::Acquire);
+        if bound > 0 {
+            let e =
+                DatError::invalid_state(subtype::INVALID_STATE_LMR_IN_USE).with_detail(format!(
+                    "dat_lmr_free: {bound} RMR(s) are bound in this LMR; unbind them (dat_rmr_bind \
+                 with a zero-length triplet) or free them first"
+                ));
+            return Err((self, e));
+        }
+        Ok(())
     }
 
     /// RMRs may be bound in it: it was registered writable, hence with MW_BIND

@@ -12,7 +12,8 @@
 //! - `dat_rmr_query` ([`Rmr::query`]) reports the binding as last posted (OFA dapl's
 //!   rule: the parameters change when the bind is posted, not when it completes).
 //! - `dat_rmr_free` ([`Rmr::free`]) is allowed bound or unbound and destroys the window:
-//!   its context fails from then on.
+//!   its context fails from then on. An LMR an RMR is bound in cannot be freed
+//!   ([`Lmr::free`]: `DAT_INVALID_STATE_LMR_IN_USE`) until the RMR is unbound or freed.
 //!
 //! # Which event
 //!
@@ -42,7 +43,7 @@ use crate::ep::Ep;
 use crate::error::{DatError, DatResult};
 use crate::event::{ObjectId, new_object_id};
 use crate::ia::Ia;
-use crate::lmr::{Lmr, LmrTriplet, MemPriv};
+use crate::lmr::{Lmr, LmrInUse, LmrTriplet, MemPriv};
 use crate::pz::Pz;
 use ferrodat_abi::dat::{completion_flags, mem_priv, ret, subtype};
 use ferrodat_driver::Access;
@@ -86,7 +87,8 @@ pub struct Rmr {
     id: ObjectId,
     pz: Pz,
     mw: ferrodat_driver::Mw,
-    binding: Mutex<Option<RmrBinding>>,
+    /// The binding as posted, and the LMR's in-use mark while bound.
+    binding: Mutex<Option<(RmrBinding, LmrInUse)>>,
 }
 
 impl Rmr {
@@ -123,7 +125,7 @@ impl Rmr {
         RmrParam {
             ia: self.pz.ia().clone(),
             pz: self.pz.clone(),
-            binding: lock(&self.binding).clone(),
+            binding: lock(&self.binding).as_ref().map(|(b, _)| b.clone()),
             rmr_context: self.rmr_context(),
         }
     }
@@ -222,12 +224,13 @@ impl Rmr {
         let mut binding = lock(&self.binding);
         let key = ep.post_rmr_bind(&self.mw, Some(region), access, self.id, cookie, flags)?;
         if key.is_some() {
-            *binding = Some(RmrBinding {
+            let posted = RmrBinding {
                 lmr: lmr.clone(),
                 triplet: *triplet,
                 mem_priv: privileges,
                 ep: ep.id(),
-            });
+            };
+            *binding = Some((posted, LmrInUse::new(lmr)));
         }
         Ok(self.rmr_context())
     }

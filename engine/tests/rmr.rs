@@ -139,6 +139,19 @@ fn the_peer_reads_and_writes_through_a_bound_rmr_until_it_is_unbound() {
     assert_eq!(bind_event(&server), (rmr.id(), server.ep.id(), 79, dto_status::SUCCESS));
     assert!(rmr.query().binding.is_none());
 
+    // The LMR could not be freed while the RMR was bound in it; now it can.
+    rmr.bind(Some(&server.buf), &range, RW, &server.ep, 80, 0).unwrap();
+    assert_eq!(bind_event(&server).2, 80);
+    let (lmr, e) = server.buf.clone().free().unwrap_err();
+    assert_eq!(
+        (e.return_type(), e.subtype()),
+        (ret::INVALID_STATE, subtype::INVALID_STATE_LMR_IN_USE)
+    );
+    assert!(e.to_string().contains("unbind them"), "{e}");
+    rmr.bind(None, &empty, MemPriv(0), &server.ep, 81, 0).unwrap();
+    assert_eq!(bind_event(&server).2, 81);
+    lmr.free().unwrap();
+
     // The old context now fails: a remote access error for the client's DTO.
     client.ep.post_rdma_write(&[local], 3, &window(&server, again, 10, 64), 0).unwrap();
     assert_eq!(dto_status_of(&client), dto_status::ERR_REMOTE_ACCESS);
