@@ -971,6 +971,10 @@ fn alloc_mw_records_a_free_window_and_dealloc_mw_destroys_it() {
     assert_eq!(alloc(mw.mw_handle, mw_type::TYPE_1, &[]).err(), Some(Errno::EINVAL), "not a PD");
     assert_eq!(alloc(pd, 0, &[]).err(), Some(Errno::EINVAL));
     assert_eq!(alloc(pd, 3, &[]).err(), Some(Errno::EINVAL));
+    // mlx5_ib_alloc_mw answers {comp_mask, response_length} where the caller made room.
+    let req = AllocMw { pd_handle: pd, mw_type: mw_type::TYPE_1, ..Default::default() };
+    let r = fx.cmd(cmd::ALLOC_MW, req.as_bytes(), &[], 16).unwrap();
+    assert_eq!((read::<u32>(&r[8..]), read::<u32>(&r[12..])), (0, 8), "driver response");
     // Type 2 windows are not modelled (MEM_WINDOW_TYPE_2B is not reported).
     assert_eq!(alloc(pd, mw_type::TYPE_2, &[]).err(), Some(Errno::EOPNOTSUPP));
     // mlx5_ib_alloc_mw: the driver request may ask for KLMs, nothing else.
