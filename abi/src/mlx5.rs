@@ -7,14 +7,16 @@
 //!
 //! - Provider command data ("UHW", host-endian): [`AllocUcontextReqV2`] /
 //!   [`AllocUcontextResp`] (GET_CONTEXT), [`AllocPdResp`], [`CreateCq`] / [`CreateCqResp`],
-//!   [`ResizeCq`], [`CreateQp`] / [`CreateQpResp`], [`CreateSrq`] / [`CreateSrqResp`],
+//!   [`ResizeCq`], [`AllocMw`], [`CreateQp`] / [`CreateQpResp`], [`CreateSrq`] / [`CreateSrqResp`],
 //!   [`QueryDeviceResp`] (appended to QUERY_DEVICE_EX when `cmds_supp_uhw` says so), and
 //!   the flag words that go with them.
 //! - UAR mapping: [`mmap_offset`] / [`mmap_cmd`], the UAR page offsets [`CQ_DOORBELL`] and
 //!   [`BF_OFFSET`], the doorbell-record indices and the CQ arm word ([`cq_arm_word`]).
 //! - Queue formats (device-visible, so **big-endian**: every multi-byte field is a zerocopy
 //!   `big_endian::U16/U32/U64`): [`WqeCtrlSeg`], [`WqeRaddrSeg`], [`WqeAtomicSeg`],
-//!   [`WqeDataSeg`], [`WqeInlDataSeg`], [`WqeSrqNextSeg`], [`Cqe64`], [`ErrCqe`].
+//!   [`WqeDataSeg`], [`WqeInlDataSeg`], [`WqeSrqNextSeg`], [`Cqe64`], [`ErrCqe`]; for
+//!   binding a memory window (opcode UMR) [`WqeUmrCtrlSeg`], [`WqeMkeyContextSeg`] and
+//!   [`WqeUmrKlmSeg`].
 //!
 //! # Send queue
 //!

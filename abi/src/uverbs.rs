@@ -637,6 +637,55 @@ pub struct DeregMr {
 }
 layout!(DeregMr, size = 4, mr_handle @ 0);
 
+/// `struct ib_uverbs_alloc_mw`: ALLOC_MW request; the driver's request follows.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct AllocMw {
+    /// User address of the [`AllocMwResp`] buffer.
+    pub response: u64,
+    /// Handle of the PD the window belongs to.
+    pub pd_handle: u32,
+    /// [`mw_type`]: 1 (bound by a bind WQE, any QP of the PD) or 2 (bound to one QP).
+    pub mw_type: u8,
+    /// Reserved, zero.
+    pub reserved: [u8; 3],
+}
+layout!(AllocMw, size = 16, response @ 0, pd_handle @ 8, mw_type @ 12, reserved @ 13);
+
+/// `struct ib_uverbs_alloc_mw_resp`: ALLOC_MW response; the driver's response follows.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct AllocMwResp {
+    /// Handle of the new window.
+    pub mw_handle: u32,
+    /// Its remote key before any bind (a bind gives it a new variant byte).
+    pub rkey: u32,
+}
+layout!(AllocMwResp, size = 8, mw_handle @ 0, rkey @ 4);
+
+/// `struct ib_uverbs_dealloc_mw`: DEALLOC_MW request (no response).
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct DeallocMw {
+    /// Handle of the window to free.
+    pub mw_handle: u32,
+}
+layout!(DeallocMw, size = 4, mw_handle @ 0);
+
+/// `enum ib_mw_type` (`IBV_MW_TYPE_*`): [`AllocMw::mw_type`].
+pub mod mw_type {
+    /// `IBV_MW_TYPE_1`: bound with `ibv_bind_mw`, usable on any QP of its PD.
+    pub const TYPE_1: u8 = 1;
+    /// `IBV_MW_TYPE_2`: bound with a posted IBV_WR_BIND_MW, tied to that QP.
+    pub const TYPE_2: u8 = 2;
+}
+
 // ---------------------------------------------------------------------------------------
 // Completion channels and completion queues
 // ---------------------------------------------------------------------------------------

@@ -80,6 +80,8 @@ pub enum WcOpcode {
     FetchAdd,
     /// A NOP finished.
     Nop,
+    /// A memory-window bind (or unbind) executed: the window has its new key.
+    BindMw,
     /// A receive consumed an incoming SEND.
     Recv,
     /// A receive consumed an incoming RDMA WRITE with immediate (no data moved into it).

@@ -135,6 +135,8 @@ pub struct DeviceAttr {
     pub max_cqe: u32,
     /// Max MRs.
     pub max_mr: u32,
+    /// Max memory windows (0: the device has none).
+    pub max_mw: u32,
     /// Max PDs.
     pub max_pd: u32,
     /// Max outstanding RDMA READ/atomics as target, per QP.
@@ -524,6 +526,7 @@ impl Context {
             max_cq: b.max_cq,
             max_cqe: b.max_cqe,
             max_mr: b.max_mr,
+            max_mw: b.max_mw,
             max_pd: b.max_pd,
             max_qp_rd_atom: b.max_qp_rd_atom,
             max_qp_init_rd_atom: b.max_qp_init_rd_atom,

@@ -290,7 +290,7 @@ fn decode(
     wc.flags = 0;
     if op == cqe_opcode::REQ {
         wc.wr_id = qp.send.complete(wqe_counter);
-        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x1f];
+        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
         wc.opcode = opcode;
         wc.byte_len = match len {
             ReqLen::Zero => 0,
@@ -334,7 +334,7 @@ fn decode(
         wc.src_qp = 0;
         if op == cqe_opcode::REQ_ERR {
             wc.wr_id = qp.send.complete(wqe_counter);
-            wc.opcode = REQUESTER[(sop_qpn >> 24) as usize & 0x1f].0;
+            wc.opcode = REQUESTER[(sop_qpn >> 24) as usize & 0x3f].0;
         } else {
             wc.wr_id = recv_wr_id(qp, wqe_counter);
             wc.opcode = WcOpcode::Recv;
@@ -353,15 +353,17 @@ enum ReqLen {
 }
 
 /// The completion opcode and byte length of a requester CQE, by the mlx5 opcode of its WQE
-/// (the top byte of sop_drop_qpn; the opcodes posted here are all below 0x20).
-const REQUESTER: [(WcOpcode, ReqLen); 32] = {
-    let mut t = [(WcOpcode::Send, ReqLen::Zero); 32];
+/// (the top byte of sop_drop_qpn; the opcodes posted here are all below 0x40).
+const REQUESTER: [(WcOpcode, ReqLen); 64] = {
+    let mut t = [(WcOpcode::Send, ReqLen::Zero); 64];
     t[opcode::NOP as usize] = (WcOpcode::Nop, ReqLen::Zero);
     t[opcode::RDMA_WRITE as usize] = (WcOpcode::RdmaWrite, ReqLen::Zero);
     t[opcode::RDMA_WRITE_IMM as usize] = (WcOpcode::RdmaWrite, ReqLen::Zero);
     t[opcode::RDMA_READ as usize] = (WcOpcode::RdmaRead, ReqLen::ByteCount);
     t[opcode::ATOMIC_CS as usize] = (WcOpcode::CompareSwap, ReqLen::Eight);
     t[opcode::ATOMIC_FA as usize] = (WcOpcode::FetchAdd, ReqLen::Eight);
+    // rdma-core reports the UMR WQEs it posts for binds as IBV_WC_BIND_MW.
+    t[opcode::UMR as usize] = (WcOpcode::BindMw, ReqLen::Zero);
     t
 };
 

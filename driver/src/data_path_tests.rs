@@ -353,3 +353,92 @@ fn arming_writes_the_arm_word_and_the_doorbell() {
     assert_eq!(c.uar.bytes(0x20, 8), [0x11, 0, 0, 1, 0, 0, 0, 0x40]);
     assert_eq!(*model.rung.borrow(), [(0, 0x20), (0, 0x20)]);
 }
+
+#[test]
+fn a_bind_wqe_has_the_bytes_rdma_core_writes_and_fences_the_next_request() {
+    use crate::mr::Access;
+    use crate::mw::MwBind;
+    let mut sq = send_queue(16, 0x42, 256);
+    let model = Recorder::default();
+    let region = [sge(0x7f00_1000_2000, 0x3000, 0x5605)];
+    let bind = MwBind {
+        window_key: 0x0012_3400,
+        new_key: 0x0012_3401,
+        access: Access::REMOTE_READ | Access::REMOTE_WRITE,
+    };
+    sq.q.post(&[SendWr::new(5, SendOp::BindMw(bind), Payload::Sges(&region))], &model).unwrap();
+    // rdma-core's _mlx5_post_send for IBV_WR_BIND_MW of a type 1 window (set_bind_wr):
+    // ctrl, UMR ctrl (3 ds), mkey context (4 ds), one KLM padded to 64 bytes (4 ds).
+    let mut expected = vec![
+        0x00, 0x00, 0x00, 0x25, 0x00, 0x00, 0x42, 12, 0, 0, 0, 0x08, 0x00, 0x12, 0x34, 0x00,
+        // UMR ctrl: INLINE | TRNSLATION_OFFSET, klm_octowords 4, mkey_mask FREE | MKEY |
+        // LEN | START_ADDR | the four access bits.
+        0x90, 0, 0, 0, 0x00, 0x04, 0x00, 0x00, 0, 0, 0, 0, 0x20, 0x3c, 0x20, 0x41,
+    ];
+    expected.extend([0u8; 32]);
+    // mkey context: access REMOTE_WRITE | REMOTE_READ, qpn 0xffffff (type 1) | new variant.
+    expected.extend([0, 0, 0x30, 0, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expected.extend([0, 0, 0x7f, 0x00, 0x10, 0x00, 0x20, 0x00, 0, 0, 0, 0, 0, 0, 0x30, 0x00]);
+    expected.extend([0u8; 32]);
+    // KLM: byte count, the region's key, the address.
+    expected.extend([0, 0, 0x30, 0, 0, 0, 0x56, 0x05, 0, 0, 0x7f, 0x00, 0x10, 0x00, 0x20, 0x00]);
+    expected.extend([0u8; 48]);
+    assert_eq!(sq.ring.bytes(0, 192), expected);
+    assert_eq!(sq.db.be32(4), 3, "12 ds: three WQEBBs");
+    // BlueFlame copies the whole single WQE (192 bytes fit a 256-byte half).
+    assert_eq!(sq.uar.bytes(0xa00, 192), expected);
+
+    // The next request gets the small fence; the one after it does not.
+    let s = [sge(0x1000, 8, 1)];
+    sq.q.post(&[SendWr::new(6, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+    sq.q.post(&[SendWr::new(7, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+    assert_eq!(sq.ring.bytes(192 + 11, 1), [0x28], "CQ_UPDATE | INITIATOR_SMALL_FENCE");
+    assert_eq!(sq.ring.bytes(256 + 11, 1), [0x08]);
+
+    // Unbind: no KLM, FREE in the mkey context; a FENCE request after it keeps FENCE only.
+    let unbind =
+        MwBind { window_key: 0x0012_3401, new_key: 0x0012_3402, access: Access::default() };
+    let wrs = [
+        SendWr::new(8, SendOp::BindMw(unbind), Payload::EMPTY).flags(SendFlags::NONE),
+        SendWr::new(9, SendOp::Send, Payload::Sges(&s)).flags(SendFlags::FENCE),
+    ];
+    sq.q.post(&wrs, &model).unwrap();
+    let mut expected = vec![
+        0x00, 0x00, 0x05, 0x25, 0x00, 0x00, 0x42, 8, 0, 0, 0, 0x00, 0x00, 0x12, 0x34, 0x01, 0x90,
+        0, 0, 0, 0x00, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0x20, 0x00, 0x20, 0x00,
+    ];
+    expected.extend([0u8; 32]);
+    expected.extend([0x40, 0, 0, 0, 0xff, 0xff, 0xff, 0x02]);
+    expected.extend([0u8; 56]);
+    assert_eq!(sq.ring.bytes(5 * 64, 128), expected);
+    assert_eq!(sq.ring.bytes(7 * 64 + 11, 1), [0x80], "FENCE replaces the small fence");
+
+    // Malformed binds are refused before anything is written.
+    let two = [sge(0x1000, 8, 1), sge(0x2000, 8, 1)];
+    let empty = [sge(0x1000, 0, 1)];
+    for payload in [Payload::Sges(&two), Payload::Sges(&empty), Payload::Inline(b"x")] {
+        let err = sq.q.post(&[SendWr::new(1, SendOp::BindMw(bind), payload)], &model).unwrap_err();
+        assert_eq!(err.reason, PostErrorReason::BadBind);
+        assert!(err.to_string().contains("one non-empty scatter entry"), "{err}");
+    }
+    assert_eq!(sq.db.be32(4), 8, "nothing more posted");
+}
+
+#[test]
+fn a_bind_completion_reports_bind_mw() {
+    let sq = send_queue(16, 0x108, 0);
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let qp = Arc::new(QpCompletions {
+        send: sq.q.tracker().clone(),
+        recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    });
+    c.cq.attachments().attach(5, qp);
+    let mut out = [WorkCompletion::default(); 2];
+    c.cq.poll(&mut out, &model);
+    write_cqe(&mut c, 0, 0, 5, (0x25 << 24) | 0x108, 0, 0, 0, 0);
+    write_cqe(&mut c, 1, 13, 5, (0x25 << 24) | 0x108, 3, 0, 0, 0x06);
+    assert_eq!(c.cq.poll(&mut out, &model), 2);
+    assert_eq!((out[0].opcode, out[0].status), (WcOpcode::BindMw, WcStatus::Success));
+    assert_eq!((out[1].opcode, out[1].status), (WcOpcode::BindMw, WcStatus::MwBind));
+}

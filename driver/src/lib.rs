@@ -27,7 +27,7 @@
 //!
 //! Every object holds an `Arc` of its parents: a [`Qp`] holds its [`Pd`], both [`Cq`]s and
 //! its [`Srq`]; a [`Cq`] holds the [`Context`] and its [`CompChannel`]; an [`Mr`] holds its
-//! [`Pd`] (and mutably borrows its buffer). The destroy command runs in `Drop` when the
+//! [`Pd`] (and mutably borrows its buffer), as does an [`Mw`] (its PD). The destroy command runs in `Drop` when the
 //! last handle goes, so "destroy a CQ a QP still uses" cannot be expressed; a destroy that
 //! fails in `Drop` is reported on stderr, never a panic. The context's channel closes
 //! last, after all objects and UAR mappings.
@@ -58,6 +58,7 @@ mod doorbell;
 pub mod error;
 mod mmio;
 pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod qp;
 pub mod raw;
@@ -74,6 +75,7 @@ pub use cq::{Cq, CqEventCounts, CqOptions};
 pub use discovery::{DeviceInfo, DeviceKind, discover};
 pub use error::{Error, Result};
 pub use mr::{Access, Mr, MrBuf, MrRaw};
+pub use mw::{Mw, MwBind};
 pub use pd::Pd;
 pub use qp::{AddressVector, Qp, QpAttr, QpCaps, QpInfo, QpInit, QpState, RemoteQp};
 pub use srq::Srq;

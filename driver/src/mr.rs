@@ -24,6 +24,9 @@ impl Access {
     pub const REMOTE_READ: Access = Access(access::REMOTE_READ);
     /// Peers may run atomics on it (needs LOCAL_WRITE).
     pub const REMOTE_ATOMIC: Access = Access(access::REMOTE_ATOMIC);
+    /// Memory windows may be bound to it (their remote rights then apply to the part they
+    /// cover).
+    pub const MW_BIND: Access = Access(access::MW_BIND);
     /// Everything.
     pub const ALL: Access = Access(
         access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,

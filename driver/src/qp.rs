@@ -9,11 +9,14 @@ use crate::doorbell::BlueFlame;
 use crate::error::{Error, Result};
 use crate::mmio::DevPtr;
 use crate::mr::Access;
+use crate::mw::Mw;
 use crate::pd::Pd;
 use crate::recv_queue::{RecvGeometry, RecvQueue, RecvTracker};
 use crate::send_queue::{SendGeometry, SendQueue};
 use crate::srq::Srq;
-use crate::work_request::{PostError, PostErrorReason, RecvWr, SendWr};
+use crate::work_request::{
+    Payload, PostError, PostErrorReason, RecvWr, SendFlags, SendOp, SendWr, Sge,
+};
 use ferrodat_abi::mlx5::{self, SEND_WQE_BB};
 use ferrodat_abi::uverbs::{self, QpDest, QueryQpResp, cmd, qp_attr as qa, qp_type};
 use std::marker::PhantomData;
@@ -577,6 +580,34 @@ impl<'m> Qp<'m> {
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'m, '_>]) -> std::result::Result<(), PostError> {
         self.sq.post(wrs, self.inner.pd.context().channel())
+    }
+
+    /// Binds memory window `mw` to `region` granting `access` (remote read, write,
+    /// atomic), or unbinds it (`None`): rdma-core's `ibv_bind_mw`. Returns the window's new
+    /// key, valid for peers once the bind executed (the completion, if signalled, says
+    /// so; requests posted after it on this QP wait for it). The region must lie in a
+    /// memory region of the window's PD registered with [`Access::MW_BIND`], and remote
+    /// write or atomic rights need that region to be locally writable; otherwise the
+    /// bind completes with [`crate::completion::WcStatus::MwBind`] and the QP enters the
+    /// error state.
+    pub fn bind_mw(
+        &mut self,
+        mw: &Mw,
+        wr_id: u64,
+        region: Option<Sge<'m>>,
+        access: Access,
+        flags: SendFlags,
+    ) -> std::result::Result<u32, PostError> {
+        let bind = mw.next_bind(access);
+        let range = region.as_slice();
+        self.post_send(&[SendWr {
+            wr_id,
+            op: SendOp::BindMw(bind),
+            payload: Payload::Sges(range),
+            flags,
+        }])?;
+        mw.posted(&bind);
+        Ok(bind.new_key)
     }
 
     /// Posts receive work requests (not for a QP attached to an SRQ: post to the SRQ).

@@ -4,10 +4,19 @@
 
 use crate::doorbell::{BlueFlame, Model};
 use crate::mmio::{DevPtr, to_device_barrier};
-use crate::work_request::{Payload, PostError, PostErrorReason, Remote, SendOp, SendWr, Sge};
-use ferrodat_abi::mlx5::{INLINE_SEG, SEND_WQE_BB, opcode, wqe_ctrl};
+use crate::mr::Access;
+use crate::mw::MwBind;
+use crate::work_request::{
+    Payload, PostError, PostErrorReason, Remote, SendFlags, SendOp, SendWr, Sge,
+};
+use ferrodat_abi::mlx5::{
+    INLINE_SEG, MKEY_CONTEXT_FREE, SEND_WQE_BB, WqeMkeyContextSeg, WqeUmrCtrlSeg, WqeUmrKlmSeg,
+    mkey_access, mkey_mask, opcode, umr_ctrl_flag, wqe_ctrl,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use zerocopy::IntoBytes;
+use zerocopy::byteorder::big_endian::{U16, U32, U64};
 
 // Inline data is assembled as little-endian numbers whose memory image is the bytes.
 #[cfg(not(target_endian = "little"))]
@@ -91,6 +100,9 @@ pub struct SendQueue {
     cur_post: u32,
     /// CQ_UPDATE when every WQE is signalled (`sq_sig_all`), else 0.
     sig_all_bits: u8,
+    /// The fence the next WQE gets unless it asks for FENCE: the small fence after a bind
+    /// (rdma-core's `fm_cache`), else 0.
+    fence_cache: u8,
     bf: BlueFlame,
     tracker: Arc<SendTracker>,
 }
@@ -102,7 +114,7 @@ impl SendQueue {
     pub unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
         let tracker = Arc::new(SendTracker::new(g.wqe_cnt));
         let sig_all_bits = if g.sig_all { wqe_ctrl::CQ_UPDATE } else { 0 };
-        SendQueue { g, cur_post: 0, sig_all_bits, bf, tracker }
+        SendQueue { g, cur_post: 0, sig_all_bits, fence_cache: 0, bf, tracker }
     }
 
     /// The tracker a CQ needs to complete this queue's WQEs.
@@ -150,7 +162,9 @@ impl SendQueue {
         if let [wr] = wrs {
             let mut b = self.builder();
             let built = b.build(wr);
-            self.cur_post = b.cur_post;
+            let (cur_post, fence_cache) = (b.cur_post, b.fence_cache);
+            self.cur_post = cur_post;
+            self.fence_cache = fence_cache;
             return match built {
                 Ok((first, ds)) => {
                     self.ring(first, ds, true, model);
@@ -168,7 +182,9 @@ impl SendQueue {
                 None => {
                     let mut b = self.builder();
                     let built = b.build(wr);
-                    self.cur_post = b.cur_post;
+                    let (cur_post, fence_cache) = (b.cur_post, b.fence_cache);
+                    self.cur_post = cur_post;
+                    self.fence_cache = fence_cache;
                     built
                 }
             };
@@ -266,7 +282,9 @@ impl SendQueue {
             }
             _ => return None,
         }
-        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
+        let fm_ce_se =
+            wr.flags.fm_ce_se() | self.sig_all_bits | fence_after(wr.flags, self.fence_cache);
+        self.fence_cache = 0;
         let idx_op = ((first & 0xffff) << 8) | u32::from(op);
         let ctrl = ((u64::from(idx_op) << 32) | u64::from((g.qpn << 8) | k)).to_be();
         put(0, ctrl, ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be());
@@ -302,6 +320,7 @@ impl SendQueue {
         Builder {
             g: &self.g,
             sig_all_bits: self.sig_all_bits,
+            fence_cache: self.fence_cache,
             tracker: &self.tracker,
             cur_post: self.cur_post,
             retired: self.tracker.retired.load(Ordering::Acquire),
@@ -329,6 +348,7 @@ impl SendQueue {
             }
             Refusal::BadAtomic => PostErrorReason::BadAtomic,
             Refusal::InlineNotAllowed => PostErrorReason::InlineNotAllowed,
+            Refusal::BadBind => PostErrorReason::BadBind,
         };
         PostError { index, reason }
     }
@@ -365,12 +385,22 @@ enum Refusal {
     InlineTooLong,
     BadAtomic,
     InlineNotAllowed,
+    BadBind,
+}
+
+/// The fence bits a WQE with `flags` gets: FENCE if it asked (in `flags` already), else
+/// what the previous WQE left for it (rdma-core: `fence = FENCE or next_fence`).
+#[inline(always)]
+fn fence_after(flags: SendFlags, cache: u8) -> u8 {
+    if flags.contains(SendFlags::FENCE) { 0 } else { cache }
 }
 
 /// The state one post works with.
 struct Builder<'t> {
     g: &'t SendGeometry,
     sig_all_bits: u8,
+    /// [`SendQueue::fence_cache`], carried through the post.
+    fence_cache: u8,
     tracker: &'t SendTracker,
     cur_post: u32,
     /// The retired count read at the start of the post (re-read only when short of room).
@@ -395,6 +425,9 @@ impl Builder<'_> {
     #[inline(always)]
     fn build(&mut self, wr: &SendWr<'_, '_>) -> Result<(u32, u32), Refusal> {
         const NONE: (u64, u64) = (0, 0);
+        if let SendOp::BindMw(bind) = wr.op {
+            return self.build_bind(wr, bind);
+        }
         // The operation: opcode, immediate, and up to two segments after the control one.
         let (op, imm, extra, s1, s2) = match wr.op {
             SendOp::Send => (opcode::SEND, 0, 0, NONE, NONE),
@@ -411,6 +444,7 @@ impl Builder<'_> {
                 (opcode::ATOMIC_FA, 0, 2, raddr_seg(remote), (add.to_be(), 0))
             }
             SendOp::Nop => (opcode::NOP, 0, 0, NONE, NONE),
+            SendOp::BindMw(_) => unreachable!("binds are built by build_bind"),
         };
         let data_bound = match wr.payload {
             _ if op == opcode::NOP => 0,
@@ -471,7 +505,9 @@ impl Builder<'_> {
             }
         }
         let ds = k;
-        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
+        let fm_ce_se =
+            wr.flags.fm_ce_se() | self.sig_all_bits | fence_after(wr.flags, self.fence_cache);
+        self.fence_cache = 0;
         let idx_op = ((first & 0xffff) << 8) | u32::from(op);
         let qpn_ds = (self.g.qpn << 8) | ds;
         w.put(
@@ -483,6 +519,91 @@ impl Builder<'_> {
         );
 
         let blocks = (ds + 3) >> 2;
+        let slot = self.tracker.slot(first);
+        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
+        slot.end.store(first.wrapping_add(blocks), Ordering::Relaxed);
+        self.cur_post = first.wrapping_add(blocks);
+        Ok((first, ds))
+    }
+
+    /// A type 1 memory-window bind (one scatter entry) or unbind (none), segment for
+    /// segment as rdma-core's `set_bind_wr` writes it: UMR control (3 ds), mkey context
+    /// (4 ds), and for a bind one KLM padded to 64 bytes (4 ds). The bytes rdma-core leaves
+    /// untouched in an unbind's mkey context (outside its mask) are written as zeros.
+    #[cold]
+    fn build_bind(&mut self, wr: &SendWr<'_, '_>, bind: MwBind) -> Result<(u32, u32), Refusal> {
+        let region = match wr.payload {
+            Payload::Sges([]) => None,
+            Payload::Sges([s]) if !s.is_empty() && s.len() <= 1 << 31 => Some(*s),
+            _ => return Err(Refusal::BadBind),
+        };
+        let ds: u32 = if region.is_some() { 12 } else { 8 };
+        let first = self.cur_post;
+        if first.wrapping_sub(self.retired) + ds.div_ceil(4) > self.g.wqe_cnt {
+            self.retired = self.tracker.retired.load(Ordering::Acquire);
+            if first.wrapping_sub(self.retired) + ds.div_ceil(4) > self.g.wqe_cnt {
+                return Err(Refusal::QueueFull);
+            }
+        }
+        let w = Segments {
+            ring: self.g.ring,
+            start: first.wrapping_mul(4),
+            mask: self.g.wqe_cnt * 4 - 1,
+        };
+        let type_1_key = 0xffff_ff00 | (bind.new_key & 0xff);
+        let mut umr = WqeUmrCtrlSeg {
+            flags: umr_ctrl_flag::TRANSLATION_OFFSET | umr_ctrl_flag::INLINE,
+            mkey_mask: U64::new(mkey_mask::FREE | mkey_mask::MKEY),
+            ..Default::default()
+        };
+        let mut mkey = WqeMkeyContextSeg { qpn_mkey: U32::new(type_1_key), ..Default::default() };
+        match region {
+            Some(s) => {
+                umr.klm_octowords = U16::new(4); // get_klm_octo(1)
+                umr.mkey_mask = U64::new(
+                    umr.mkey_mask.get()
+                        | mkey_mask::LEN
+                        | mkey_mask::START_ADDR
+                        | mkey_mask::ACCESS_LOCAL_WRITE
+                        | mkey_mask::ACCESS_REMOTE_READ
+                        | mkey_mask::ACCESS_REMOTE_WRITE
+                        | mkey_mask::ACCESS_ATOMIC,
+                );
+                mkey.access_flags = mkey_rights(bind.access);
+                mkey.start_addr = U64::new(s.addr());
+                mkey.len = U64::new(u64::from(s.len()));
+            }
+            None => mkey.free = MKEY_CONTEXT_FREE,
+        }
+        let mut k = 1;
+        for bytes in [umr.as_bytes(), mkey.as_bytes()] {
+            k += w.put_bytes(k, bytes);
+        }
+        if let Some(s) = region {
+            let klm = WqeUmrKlmSeg {
+                byte_count: U32::new(s.len()),
+                mkey: U32::new(s.lkey()),
+                address: U64::new(s.addr()),
+            };
+            let mut padded = [0u8; 64];
+            padded[..16].copy_from_slice(klm.as_bytes());
+            k += w.put_bytes(k, &padded);
+        }
+        debug_assert_eq!(k, ds);
+        let fm_ce_se =
+            wr.flags.fm_ce_se() | self.sig_all_bits | fence_after(wr.flags, self.fence_cache);
+        // The WQE after a bind waits for it (rdma-core's `next_fence`).
+        self.fence_cache = wqe_ctrl::INITIATOR_SMALL_FENCE;
+        let idx_op = ((first & 0xffff) << 8) | u32::from(opcode::UMR);
+        let qpn_ds = (self.g.qpn << 8) | ds;
+        w.put(
+            0,
+            (
+                ((u64::from(idx_op) << 32) | u64::from(qpn_ds)).to_be(),
+                ((u64::from(fm_ce_se) << 32) | u64::from(bind.window_key)).to_be(),
+            ),
+        );
+        let blocks = ds.div_ceil(4);
         let slot = self.tracker.slot(first);
         slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
         slot.end.store(first.wrapping_add(blocks), Ordering::Relaxed);
@@ -511,6 +632,15 @@ impl Builder<'_> {
         }
         Ok(())
     }
+}
+
+/// The mkey context's access byte for a window granting `access` (`set_umr_mkey_seg`).
+fn mkey_rights(access: Access) -> u8 {
+    let bit = |right: Access, flag: u8| if access.contains(right) { flag } else { 0 };
+    bit(Access::LOCAL_WRITE, mkey_access::LOCAL_WRITE)
+        | bit(Access::REMOTE_WRITE, mkey_access::REMOTE_WRITE)
+        | bit(Access::REMOTE_READ, mkey_access::REMOTE_READ)
+        | bit(Access::REMOTE_ATOMIC, mkey_access::ATOMIC)
 }
 
 /// An atomic needs one 8-byte local entry and an 8-byte aligned target.
@@ -573,6 +703,18 @@ impl Segments {
             }
         }
         self.inline(k, &bytes)
+    }
+
+    /// Segments from `k` on holding `bytes` (a multiple of 16) as they are; returns how
+    /// many.
+    fn put_bytes(&self, k: u32, bytes: &[u8]) -> u32 {
+        let mut used = 0;
+        for seg in bytes.chunks_exact(16) {
+            let half = |at: usize| u64::from_ne_bytes(seg[at..at + 8].try_into().expect("8 bytes"));
+            self.put(k + used, (half(0), half(8)));
+            used += 1;
+        }
+        used
     }
 
     #[inline(always)]

@@ -96,6 +96,11 @@ pub enum SendOp {
     },
     /// No operation: completes in order, touches nothing (useful as a signalled marker).
     Nop,
+    /// Bind a memory window to the one scatter entry of the payload (the region it lies
+    /// in must allow [`crate::Access::MW_BIND`], at most 2 GiB), or unbind it with an empty
+    /// payload. The WQE after it waits for it to execute (rdma-core's small fence). Made
+    /// by [`crate::Mw::next_bind`]; [`crate::Qp::bind_mw`] posts one and records the key.
+    BindMw(crate::mw::MwBind),
 }
 
 /// The data of a send work request.
@@ -225,6 +230,9 @@ pub enum PostErrorReason {
     InlineNotAllowed,
     /// The QP takes its receives from an SRQ (or was created without a receive queue).
     NoReceiveQueue,
+    /// A memory-window bind needs no payload (unbind) or one non-empty scatter entry of
+    /// at most 2 GiB, not inline data.
+    BadBind,
 }
 
 impl std::fmt::Display for PostError {
@@ -254,6 +262,11 @@ impl std::fmt::Display for PostError {
             PostErrorReason::InlineNotAllowed => {
                 write!(f, "RDMA READ and atomic operations cannot carry inline data")
             }
+            PostErrorReason::BadBind => write!(
+                f,
+                "a memory-window bind takes one non-empty scatter entry of at most 2 GiB (the \
+                 range to bind) or none (unbind)"
+            ),
             PostErrorReason::NoReceiveQueue => write!(
                 f,
                 "the QP has no receive queue of its own (it uses an SRQ): post receives to the SRQ"

@@ -40,7 +40,8 @@ pub fn dto_status(status: WcStatus) -> u32 {
 pub struct Cookie {
     /// The consumer's `DAT_DTO_COOKIE`.
     pub user_cookie: u64,
-    /// Bytes posted (the sum of the local IOV): a send's or write's transfered_length.
+    /// Bytes posted (the sum of the local IOV): a send's or write's transfered_length. A
+    /// bind ([`dtos::BIND_MW`]) moves no bytes: there it is the RMR's object id.
     pub length: u64,
     /// `DAT_DTOS` of the operation (IB extension operations included).
     pub operation: u32,

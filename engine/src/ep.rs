@@ -447,6 +447,52 @@ impl Ep {
         Ok(())
     }
 
+    /// Whether `dat_rmr_bind` may post on this endpoint now (CONNECTED, or DISCONNECTED
+    /// where it completes flushed); `DAT_INVALID_STATE` with the state otherwise.
+    pub(crate) fn check_rmr_bind_state(&self) -> DatResult<()> {
+        transition(self.current(), Trigger::RmrBind).map(drop)
+    }
+
+    /// `dat_rmr_bind`'s post ([`crate::rmr`]): binds `mw` to `region` granting `access`,
+    /// or unbinds it (`None`), as a request of this endpoint (in order with its other
+    /// requests; those after it wait for it). Its completion is an [`Event::RmrBind`] for
+    /// `rmr` on the request EVD. Returns the window's new key, or `None` when the endpoint
+    /// is DISCONNECTED and the bind completed at once as flushed.
+    pub(crate) fn post_rmr_bind(
+        &self,
+        mw: &ferrodat_driver::Mw,
+        region: Option<Sge<'static>>,
+        access: Access,
+        rmr: ObjectId,
+        cookie: u64,
+        flags: u32,
+    ) -> DatResult<Option<u32>> {
+        let step = transition(self.current(), Trigger::RmrBind)?;
+        if step.effects.flush_this_post {
+            let status = dto_status::ERR_FLUSHED;
+            let ev = Event::RmrBind { rmr, ep: self.inner.id, user_cookie: cookie, status };
+            self.inner.request_evd.post_event(ev).map_err(|_| {
+                DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)
+                    .with_detail("the request EVD has no room for the flushed bind's completion")
+            })?;
+            return Ok(None);
+        }
+        let suppress = flags & completion_flags::SUPPRESS != 0;
+        let ring = &self.inner.completions.requests;
+        let bind = Cookie { user_cookie: cookie, length: rmr, operation: dtos::BIND_MW, suppress };
+        let wr_id = ring.reserve(bind)?;
+        let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
+        if flags & completion_flags::BARRIER_FENCE != 0 {
+            send_flags = send_flags | SendFlags::FENCE;
+        }
+        let mut qp = lock(&self.inner.qp);
+        let key = qp
+            .bind_mw(mw, wr_id, region, access, send_flags)
+            .map_err(|e| post_error("dat_rmr_bind", e))?;
+        ring.commit();
+        Ok(Some(key))
+    }
+
     /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed.
     fn flushed(&self, evd: &Evd, cookie: u64, length: u64, operation: u32) -> DatResult<()> {
         let completion = DtoCompletion {

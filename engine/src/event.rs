@@ -18,6 +18,20 @@ pub enum Event {
         /// What completed.
         completion: DtoCompletion,
     },
+    /// An RMR bind (or unbind) posted with `dat_rmr_bind` finished
+    /// (`DAT_RMR_BIND_COMPLETION_EVENT`, on the endpoint's request EVD, as OFA dapl reports
+    /// binds; see [`crate::rmr`]).
+    RmrBind {
+        /// The RMR.
+        rmr: ObjectId,
+        /// The endpoint the bind was posted on.
+        ep: ObjectId,
+        /// The consumer's `DAT_RMR_COOKIE`.
+        user_cookie: u64,
+        /// `DAT_RMR_BIND_SUCCESS`, `DAT_DTO_ERR_FLUSHED` (= `DAT_RMR_BIND_FAILURE`) or
+        /// `DAT_RMR_OPERATION_FAILED` (the device refused the bind).
+        status: u32,
+    },
     /// A connection request arrived on a service point (`DAT_CONNECTION_REQUEST_EVENT`).
     ConnectionRequest {
         /// The PSP or RSP it arrived on.

@@ -15,6 +15,7 @@ use ferrodat_abi::dat::{
     self as abi, IB_EXTENSION_VERSION, completion_flags, ep_creator, extension, iov_ownership,
     mem_type, pz_support, qos, rmr_scope, subtype,
 };
+use ferrodat_abi::uverbs::device_cap;
 use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -277,8 +278,13 @@ impl Ia {
             max_pzs: dev.max_pd,
             max_message_size: port.max_msg_sz,
             max_rdma_size: port.max_msg_sz,
-            max_rmrs: 0,
-            max_rmr_target_address: 0,
+            // Type 1 memory windows, if the device has them (MEM_WINDOW).
+            max_rmrs: if dev.device_cap_flags & device_cap::MEM_WINDOW != 0 {
+                dev.max_mw
+            } else {
+                0
+            },
+            max_rmr_target_address: if dev.max_mw > 0 { u64::MAX } else { 0 },
             max_srqs: dev.max_srq,
             max_ep_per_srq: dev.max_qp,
             max_recv_per_srq: dev.max_srq_wr,

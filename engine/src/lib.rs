@@ -68,6 +68,7 @@ pub mod ia;
 pub mod lmr;
 pub mod perf;
 pub mod pz;
+pub mod rmr;
 pub mod sp;
 pub mod srq;
 mod sync;

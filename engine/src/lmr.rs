@@ -10,6 +10,7 @@ use crate::pz::Pz;
 use ferrodat_abi::dat::{mem_priv, subtype};
 use ferrodat_driver::{Access, MrBuf, MrRaw};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// DAT memory privileges (`DAT_MEM_PRIV_*`, with the IB remote-atomic extension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,7 +18,11 @@ pub struct MemPriv(pub u32);
 
 impl MemPriv {
     /// The driver access flags: IB needs local write wherever the device writes (remote
-    /// write, remote atomics), as OFA dapl also grants.
+    /// write, remote atomics), as OFA dapl also grants. A region the device may write is
+    /// also registered for memory-window binding (MW_BIND), so RMRs can be bound in it:
+    /// DAT has no privilege for that, and MW_BIND makes the kernel pin the pages writable,
+    /// which such a region needs anyway (a read-only region stays bindable-free, so memory
+    /// mapped read-only can still be registered).
     pub fn access(self) -> DatResult<Access> {
         let known = mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC;
         if self.0 & !known != 0 {
@@ -31,7 +36,7 @@ impl MemPriv {
         let device_writes =
             mem_priv::LOCAL_WRITE | mem_priv::REMOTE_WRITE | mem_priv::IB_REMOTE_ATOMIC;
         if self.0 & device_writes != 0 {
-            a |= Access::LOCAL_WRITE;
+            a |= Access::LOCAL_WRITE | Access::MW_BIND;
         }
         if self.0 & mem_priv::REMOTE_WRITE != 0 {
             a |= Access::REMOTE_WRITE;
@@ -79,6 +84,25 @@ struct LmrInner {
     pz: Pz,
     region: Region,
     privileges: MemPriv,
+    /// RMRs bound in it ([`LmrInUse`]): `dat_lmr_free` is refused while any is.
+    rmrs_bound: AtomicU32,
+}
+
+/// An RMR is bound in the LMR: keeps it registered and refuses [`Lmr::free`] until dropped.
+#[derive(Debug)]
+pub(crate) struct LmrInUse(Lmr);
+
+impl LmrInUse {
+    pub(crate) fn new(lmr: &Lmr) -> LmrInUse {
+        lmr.inner.rmrs_bound.fetch_add(1, Ordering::AcqRel);
+        LmrInUse(lmr.clone())
+    }
+}
+
+impl Drop for LmrInUse {
+    fn drop(&mut self) {
+        self.0.inner.rmrs_bound.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 #[derive(Debug)]
@@ -138,7 +162,8 @@ impl Lmr {
     }
 
     fn from_region(pz: &Pz, region: Region, privileges: MemPriv) -> Lmr {
-        Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges }) }
+        let rmrs_bound = AtomicU32::new(0);
+        Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges, rmrs_bound }) }
     }
 
     /// The lmr_context (local key).
@@ -169,6 +194,32 @@ impl Lmr {
     /// Its PZ.
     pub fn pz(&self) -> &Pz {
         &self.inner.pz
+    }
+
+    /// `dat_lmr_free`: refused while an RMR is bound in it (`DAT_INVALID_STATE_LMR_IN_USE`;
+    /// the caller keeps its handle then). DEREG_MR runs when the last handle goes.
+    pub fn free(self) -> Result<(), (Lmr, DatError)> {
+        let bound = self.inner.rmrs_bound.load(Ordering::Acquire);
+        if bound > 0 {
+            let e =
+                DatError::invalid_state(subtype::INVALID_STATE_LMR_IN_USE).with_detail(format!(
+                    "dat_lmr_free: {bound} RMR(s) are bound in this LMR; unbind them (dat_rmr_bind \
+                 with a zero-length triplet) or free them first"
+                ));
+            return Err((self, e));
+        }
+        Ok(())
+    }
+
+    /// RMRs may be bound in it: it was registered writable, hence with MW_BIND
+    /// ([`MemPriv::access`]).
+    pub fn rmr_bindable(&self) -> bool {
+        self.inner.privileges.access().is_ok_and(|a| a.contains(Access::MW_BIND))
+    }
+
+    /// The same region (the same registration, not an equal one).
+    pub fn same(&self, other: &Lmr) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// A triplet for `length` bytes at `offset` (bounds checked).
@@ -247,8 +298,11 @@ mod tests {
         );
         assert_eq!(
             a(mem_priv::ALL),
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::MW_BIND
         );
+        // Writable regions can take RMRs; read-only ones are not pinned writable for it.
+        assert!(a(mem_priv::LOCAL_WRITE).contains(Access::MW_BIND));
+        assert!(!a(mem_priv::REMOTE_READ | mem_priv::LOCAL_READ).contains(Access::MW_BIND));
         let e = MemPriv(0x1000).access().unwrap_err();
         assert!(e.to_string().contains("unknown bits 0x1000"), "{e}");
     }

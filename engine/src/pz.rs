@@ -34,6 +34,11 @@ impl Pz {
         &self.inner.ia
     }
 
+    /// The same PZ (not an equal one).
+    pub fn same(&self, other: &Pz) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The driver PD under it.
     pub(crate) fn pd(&self) -> &Pd {
         &self.inner.pd

@@ -13,7 +13,7 @@ use crate::config::{self, ConfigError, DeviceConfig};
 use crate::errno::Errno;
 use crate::fabric::{FabricDir, FabricError, QpAllocation};
 use crate::hca::engine::Engine;
-use crate::objects::{Cq, Mr, Pd, Qp, QpAttrs, QpState, Srq};
+use crate::objects::{Cq, Mr, Mw, Pd, Qp, QpAttrs, QpState, Srq};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -64,6 +64,8 @@ pub struct DeviceState {
     pub pds: HashMap<u32, Pd>,
     /// Memory regions by mkey index (`key >> 8`).
     pub mrs: HashMap<u32, Mr>,
+    /// Memory windows by mkey index.
+    pub mws: HashMap<u32, Mw>,
     /// Completion queues by cqn.
     pub cqs: HashMap<u32, Cq>,
     /// Queue pairs by qpn.
@@ -245,7 +247,7 @@ impl Device {
         Ok((key >> 8, key as u8))
     }
 
-    /// The MR is gone: the hardware no longer translates its key.
+    /// The MR or MW is gone: the hardware no longer translates its key.
     pub fn free_mkey_index(&self, index: u32) {
         self.engine.remove_memory_region(index)
     }

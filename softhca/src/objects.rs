@@ -331,6 +331,19 @@ pub struct Mr {
     pub pdn: u32,
 }
 
+/// A memory window (ALLOC_MW): an mkey with no translation until a bind WQE gives it one.
+/// The kernel records only this; which range it is bound to is hardware state (the
+/// engine's [`MemoryRegions`](crate::hca::mr::MemoryRegions)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mw {
+    /// mkey index (24 bits), from the same space as MRs.
+    pub index: u32,
+    /// The remote key ALLOC_MW returned (`index << 8 | variant`); binds change the variant.
+    pub rkey: u32,
+    /// PD the window belongs to.
+    pub pdn: u32,
+}
+
 // ---------------------------------------------------------------------------------------
 // Completion queues
 

@@ -950,6 +950,68 @@ fn dereg_mr() {
     );
 }
 
+#[test]
+fn alloc_mw_records_a_free_window_and_dealloc_mw_destroys_it() {
+    let fx = ctx();
+    let (pd, pdn) = fx.alloc_pd();
+    let alloc = |pd_handle: u32, mw_type: u8, driver: &[u8]| {
+        let req = AllocMw { pd_handle, mw_type, ..Default::default() };
+        fx.cmd(cmd::ALLOC_MW, req.as_bytes(), driver, 8).map(|r| read::<AllocMwResp>(&r))
+    };
+    let mw = alloc(pd, mw_type::TYPE_1, &[]).unwrap();
+    {
+        let st = fx.dev.state();
+        let rec = st.mws.get(&(mw.rkey >> 8)).expect("the window is recorded");
+        assert_eq!((rec.rkey, rec.pdn), (mw.rkey, pdn));
+    }
+    let (key, bound) = fx.dev.engine().memory_window(mw.rkey >> 8).expect("hardware knows it");
+    assert_eq!((key, bound), (mw.rkey, None), "a new window is free");
+    // ib_uverbs_alloc_mw: any PD lookup failure and a bad type are EINVAL.
+    assert_eq!(alloc(77, mw_type::TYPE_1, &[]).err(), Some(Errno::EINVAL), "no such handle");
+    assert_eq!(alloc(mw.mw_handle, mw_type::TYPE_1, &[]).err(), Some(Errno::EINVAL), "not a PD");
+    assert_eq!(alloc(pd, 0, &[]).err(), Some(Errno::EINVAL));
+    assert_eq!(alloc(pd, 3, &[]).err(), Some(Errno::EINVAL));
+    // mlx5_ib_alloc_mw answers {comp_mask, response_length} where the caller made room.
+    let req = AllocMw { pd_handle: pd, mw_type: mw_type::TYPE_1, ..Default::default() };
+    let r = fx.cmd(cmd::ALLOC_MW, req.as_bytes(), &[], 16).unwrap();
+    assert_eq!((read::<u32>(&r[8..]), read::<u32>(&r[12..])), (0, 8), "driver response");
+    // Type 2 windows are not modelled (MEM_WINDOW_TYPE_2B is not reported).
+    assert_eq!(alloc(pd, mw_type::TYPE_2, &[]).err(), Some(Errno::EOPNOTSUPP));
+    // mlx5_ib_alloc_mw: the driver request may ask for KLMs, nothing else.
+    let klms = mlx5::AllocMw { num_klms: 4, ..Default::default() };
+    assert!(alloc(pd, mw_type::TYPE_1, klms.as_bytes()).is_ok());
+    let masked = mlx5::AllocMw { comp_mask: 1, ..Default::default() };
+    assert_eq!(alloc(pd, mw_type::TYPE_1, masked.as_bytes()).err(), Some(Errno::EOPNOTSUPP));
+    let tail = [mlx5::AllocMw::default().as_bytes(), &[0, 0, 0, 0, 0, 0, 0, 1]].concat();
+    assert_eq!(alloc(pd, mw_type::TYPE_1, &tail).err(), Some(Errno::EOPNOTSUPP));
+    // A PD with windows cannot be freed (its usecnt counts them).
+    assert_eq!(
+        fx.cmd0(cmd::DEALLOC_PD, DeallocPd { pd_handle: pd }.as_bytes(), &[]),
+        Err(Errno::EBUSY)
+    );
+    let dealloc = |mw_handle| fx.cmd0(cmd::DEALLOC_MW, DeallocMw { mw_handle }.as_bytes(), &[]);
+    assert_eq!(dealloc(pd), Err(Errno::EINVAL), "a PD handle");
+    dealloc(mw.mw_handle).unwrap();
+    assert_eq!(dealloc(mw.mw_handle), Err(Errno::ENOENT), "already freed");
+    assert!(fx.dev.engine().memory_window(mw.rkey >> 8).is_none(), "the key is gone");
+    assert!(!fx.dev.state().mws.contains_key(&(mw.rkey >> 8)));
+}
+
+#[test]
+fn query_device_reports_type_1_memory_windows() {
+    let fx = ctx();
+    let r = fx.cmd(
+        cmd::QUERY_DEVICE,
+        QueryDevice::default().as_bytes(),
+        &[],
+        size_of::<QueryDeviceResp>(),
+    );
+    let attrs: QueryDeviceResp = read(&r.unwrap());
+    assert_ne!(u64::from(attrs.device_cap_flags) & device_cap::MEM_WINDOW, 0);
+    assert_eq!(u64::from(attrs.device_cap_flags) & device_cap::MEM_WINDOW_TYPE_2B, 0);
+    assert_eq!(attrs.max_mw, 1 << 24);
+}
+
 // =======================================================================================
 // Completion channels and CQs
 

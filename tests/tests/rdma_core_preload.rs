@@ -39,6 +39,26 @@ fn ibv_devinfo_shows_an_active_roce_port() {
     }
 }
 
+/// A C program on rdma-core's own verbs (tests/c/mw_bind.c): ibv_alloc_mw, ibv_bind_mw
+/// (rdma-core's UMR WQE, executed by softhca), RDMA through the window's rkey, refusals
+/// outside its range, with the region's own rkey and after an unbind.
+#[test]
+fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
+    let world = World::new("mw");
+    let exe = world.dir.join("mw_bind");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/mw_bind.c");
+    let cc = std::process::Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .output()
+        .expect("run cc (scripts/install-deps installs build-essential and libibverbs-dev)");
+    assert!(cc.status.success(), "cc mw_bind.c:\n{}", String::from_utf8_lossy(&cc.stderr));
+    let out = world.run(exe.to_str().unwrap(), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mw ok"), "{out:?}");
+}
+
 /// Runs `ibv_rc_pingpong` server and client on one host with `extra` arguments and checks
 /// both report their "bytes in … seconds" lines.
 fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {

@@ -224,6 +224,28 @@ pub struct AllocPdResp {
 layout!(AllocPdResp, size = 4, pdn @ 0);
 
 // ---------------------------------------------------------------------------------------
+// ALLOC_MW
+
+/// `struct mlx5_ib_alloc_mw`: the ALLOC_MW request data. rdma-core never sends it (its
+/// ALLOC_MW carries no driver data, and mlx5_ib then allocates one KLM's worth of
+/// translation room); the kernel accepts it with all fields but `num_klms` zero.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct AllocMw {
+    /// Must be 0.
+    pub comp_mask: u32,
+    /// KLM entries to reserve (0 means 1; rounded up to 4).
+    pub num_klms: u8,
+    /// Must be 0.
+    pub reserved1: u8,
+    /// Must be 0.
+    pub reserved2: u16,
+}
+layout!(AllocMw, size = 8, comp_mask @ 0, num_klms @ 4, reserved1 @ 5, reserved2 @ 6);
+
+// ---------------------------------------------------------------------------------------
 // QUERY_DEVICE_EX
 
 /// `struct mlx5_ib_tso_caps`: [`QueryDeviceResp::tso_caps`].

@@ -171,3 +171,145 @@ pub struct WqeSrqNextSeg {
     pub rsvd1: [u8; 11],
 }
 layout!(WqeSrqNextSeg, size = 16, rsvd0 @ 0, next_wqe_index @ 2, signature @ 4, rsvd1 @ 5);
+
+// ---------------------------------------------------------------------------------------
+// UMR: binding a memory window
+
+/// `MLX5_WQE_UMR_CTRL_FLAG_*`: bits of [`WqeUmrCtrlSeg::flags`].
+pub mod umr_ctrl_flag {
+    /// `MLX5_WQE_UMR_CTRL_FLAG_INLINE`: the translation (KLM) follows inline in the WQE.
+    pub const INLINE: u8 = 1 << 7;
+    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE`: fail unless the mkey is free (type 2 bind).
+    pub const CHECK_FREE: u8 = 1 << 5;
+    /// `MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET`: `translation_offset` is valid.
+    pub const TRANSLATION_OFFSET: u8 = 1 << 4;
+    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: fail unless the mkey is bound to this QP (type 2
+    /// invalidation).
+    pub const CHECK_QPN: u8 = 1 << 3;
+}
+
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_*`: which [`WqeMkeyContextSeg`] fields a UMR changes
+/// ([`WqeUmrCtrlSeg::mkey_mask`]).
+pub mod mkey_mask {
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN`.
+    pub const LEN: u64 = 1 << 0;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR`.
+    pub const START_ADDR: u64 = 1 << 6;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_SIG_ERR`.
+    pub const SIG_ERR: u64 = 1 << 9;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_BSF_ENABLE`.
+    pub const BSF_ENABLE: u64 = 1 << 12;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY`: the key's variant byte.
+    pub const MKEY: u64 = 1 << 13;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN`.
+    pub const QPN: u64 = 1 << 14;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE`.
+    pub const ACCESS_LOCAL_WRITE: u64 = 1 << 18;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ`.
+    pub const ACCESS_REMOTE_READ: u64 = 1 << 19;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE`.
+    pub const ACCESS_REMOTE_WRITE: u64 = 1 << 20;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC`.
+    pub const ACCESS_ATOMIC: u64 = 1 << 21;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE`.
+    pub const FREE: u64 = 1 << 29;
+}
+
+/// `struct mlx5_wqe_umr_ctrl_seg` (48 bytes): after the control segment of a UMR WQE.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct WqeUmrCtrlSeg {
+    /// [`umr_ctrl_flag`] bits.
+    pub flags: u8,
+    /// Reserved.
+    pub rsvd0: [u8; 3],
+    /// Size of the inline translation: rdma-core's `get_klm_octo`, the KLM count rounded up
+    /// to 8 and halved (4 for one KLM, 0 for none).
+    pub klm_octowords: U16,
+    /// Translation offset (union with `bsf_octowords`).
+    pub translation_offset: U16,
+    /// [`mkey_mask`] bits.
+    pub mkey_mask: U64,
+    /// Reserved.
+    pub rsvd1: [u8; 32],
+}
+layout!(WqeUmrCtrlSeg, size = 48,
+    flags @ 0, rsvd0 @ 1, klm_octowords @ 4, translation_offset @ 6, mkey_mask @ 8, rsvd1 @ 16);
+
+/// `MLX5_WQE_MKEY_CONTEXT_FREE`: [`WqeMkeyContextSeg::free`] for an unbind.
+pub const MKEY_CONTEXT_FREE: u8 = 1 << 6;
+
+/// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`: bits of [`WqeMkeyContextSeg::access_flags`].
+pub mod mkey_access {
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC`.
+    pub const ATOMIC: u8 = 1 << 6;
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE`.
+    pub const REMOTE_WRITE: u8 = 1 << 5;
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ`.
+    pub const REMOTE_READ: u8 = 1 << 4;
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE`.
+    pub const LOCAL_WRITE: u8 = 1 << 3;
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_READ`.
+    pub const LOCAL_READ: u8 = 1 << 2;
+}
+
+/// `struct mlx5_wqe_mkey_context_seg` (64 bytes): the new state of the mkey a UMR changes,
+/// after the [`WqeUmrCtrlSeg`].
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct WqeMkeyContextSeg {
+    /// [`MKEY_CONTEXT_FREE`] to unbind, else 0.
+    pub free: u8,
+    /// Reserved.
+    pub reserved1: u8,
+    /// [`mkey_access`] bits.
+    pub access_flags: u8,
+    /// Reserved (signature flags).
+    pub sf: u8,
+    /// `qpn << 8 | variant`: the new key's variant byte; the QPN is 0xffffff for type 1.
+    pub qpn_mkey: U32,
+    /// Reserved.
+    pub reserved2: U32,
+    /// Flags and PD (unused by a bind).
+    pub flags_pd: U32,
+    /// First address the key covers.
+    pub start_addr: U64,
+    /// Bytes it covers.
+    pub len: U64,
+    /// Signature BSF size.
+    pub bsf_octword_size: U32,
+    /// Reserved.
+    pub reserved3: [U32; 4],
+    /// Translation size.
+    pub translations_octword_size: U32,
+    /// Reserved.
+    pub reserved4: [u8; 3],
+    /// log2 of the page size.
+    pub log_page_size: u8,
+    /// Reserved.
+    pub reserved: U32,
+}
+layout!(WqeMkeyContextSeg, size = 64,
+    free @ 0, reserved1 @ 1, access_flags @ 2, sf @ 3, qpn_mkey @ 4, reserved2 @ 8,
+    flags_pd @ 12, start_addr @ 16, len @ 24, bsf_octword_size @ 32, reserved3 @ 36,
+    translations_octword_size @ 52, reserved4 @ 56, log_page_size @ 59, reserved @ 60);
+
+/// `struct mlx5_wqe_umr_klm_seg` (16 bytes): one indirect translation entry — `byte_count`
+/// bytes at `address` under `mkey`. A bind WQE carries one, padded to 64 bytes.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct WqeUmrKlmSeg {
+    /// Bytes (at most 2 GiB).
+    pub byte_count: U32,
+    /// The memory region's key.
+    pub mkey: U32,
+    /// Start address under that key.
+    pub address: U64,
+}
+layout!(WqeUmrKlmSeg, size = 16, byte_count @ 0, mkey @ 4, address @ 8);

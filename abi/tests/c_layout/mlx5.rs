@@ -101,6 +101,11 @@ fn provider_commands(p: &mut Probe) {
     );
 
     check_struct!(p, "struct mlx5_ib_alloc_pd_resp", AllocPdResp { pdn });
+    check_struct!(
+        p,
+        "struct mlx5_ib_alloc_mw",
+        AllocMw { comp_mask, num_klms, reserved1, reserved2 }
+    );
 
     check_struct!(
         p,
@@ -323,6 +328,56 @@ fn wqe(p: &mut Probe) {
         p,
         "struct mlx5_wqe_srq_next_seg",
         WqeSrqNextSeg { rsvd0, next_wqe_index, signature, rsvd1 }
+    );
+    check_struct!(
+        p,
+        "struct mlx5_wqe_umr_ctrl_seg",
+        WqeUmrCtrlSeg { flags, rsvd0, klm_octowords, translation_offset, mkey_mask, rsvd1 }
+    );
+    check_struct!(
+        p,
+        "struct mlx5_wqe_mkey_context_seg",
+        WqeMkeyContextSeg {
+            free,
+            reserved1,
+            access_flags,
+            sf,
+            qpn_mkey,
+            reserved2,
+            flags_pd,
+            start_addr,
+            len,
+            bsf_octword_size,
+            reserved3,
+            translations_octword_size,
+            reserved4,
+            log_page_size,
+            reserved,
+        }
+    );
+    check_struct!(p, "struct mlx5_wqe_umr_klm_seg", WqeUmrKlmSeg { byte_count, mkey, address });
+    check_const!(p,
+        "MLX5_WQE_UMR_CTRL_FLAG_INLINE" => umr_ctrl_flag::INLINE,
+        "MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE" => umr_ctrl_flag::CHECK_FREE,
+        "MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET" => umr_ctrl_flag::TRANSLATION_OFFSET,
+        "MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN" => umr_ctrl_flag::CHECK_QPN,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN" => mkey_mask::LEN,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR" => mkey_mask::START_ADDR,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_SIG_ERR" => mkey_mask::SIG_ERR,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_BSF_ENABLE" => mkey_mask::BSF_ENABLE,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY" => mkey_mask::MKEY,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN" => mkey_mask::QPN,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE" => mkey_mask::ACCESS_LOCAL_WRITE,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ" => mkey_mask::ACCESS_REMOTE_READ,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE" => mkey_mask::ACCESS_REMOTE_WRITE,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC" => mkey_mask::ACCESS_ATOMIC,
+        "MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE" => mkey_mask::FREE,
+        "MLX5_WQE_MKEY_CONTEXT_FREE" => MKEY_CONTEXT_FREE,
+        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC" => mkey_access::ATOMIC,
+        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE" => mkey_access::REMOTE_WRITE,
+        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ" => mkey_access::REMOTE_READ,
+        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE" => mkey_access::LOCAL_WRITE,
+        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_READ" => mkey_access::LOCAL_READ,
     );
     check_const!(p,
         "MLX5_SEND_WQE_BB" => SEND_WQE_BB,

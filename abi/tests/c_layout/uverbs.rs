@@ -159,6 +159,17 @@ fn structs(p: &mut Probe) {
     );
     check_struct!(p, "struct ib_uverbs_reg_mr_resp", RegMrResp { mr_handle, lkey, rkey });
     check_struct!(p, "struct ib_uverbs_dereg_mr", DeregMr { mr_handle });
+    check_struct!(
+        p,
+        "struct ib_uverbs_alloc_mw",
+        AllocMw { response, pd_handle, mw_type, reserved }
+    );
+    check_struct!(p, "struct ib_uverbs_alloc_mw_resp", AllocMwResp { mw_handle, rkey });
+    check_struct!(p, "struct ib_uverbs_dealloc_mw", DeallocMw { mw_handle });
+    check_const!(p,
+        "IBV_MW_TYPE_1" => mw_type::TYPE_1,
+        "IBV_MW_TYPE_2" => mw_type::TYPE_2,
+    );
 
     // Completion channels and completion queues.
     check_struct!(p, "struct ib_uverbs_create_comp_channel", CreateCompChannel { response });

@@ -170,6 +170,17 @@ impl CqSource {
                 suppress: false,
             },
         };
+        if cookie.operation == dtos::BIND_MW && !received {
+            if cookie.suppress && wc.is_ok() {
+                return None;
+            }
+            return Some(Event::RmrBind {
+                rmr: cookie.length,
+                ep: ep.ep,
+                user_cookie: cookie.user_cookie,
+                status: crate::dto::dto_status(wc.status),
+            });
+        }
         DtoCompletion::from_work_completion(wc, &cookie)
             .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
     }

@@ -142,7 +142,7 @@ impl Tables {
     fn with_qp(&mut self, qpn: u32, f: impl FnOnce(&mut QueuePair, &mut Hardware<'_>)) {
         let Some(qp) = self.qps.get_mut(&qpn) else { return };
         let mut hw = Hardware {
-            regions: &self.regions,
+            regions: &mut self.regions,
             cqs: &mut self.cqs,
             srqs: &mut self.srqs,
             scratch: &mut self.scratch,
@@ -428,7 +428,17 @@ impl Engine {
         self.tables().regions.insert(mr);
     }
 
-    /// DEREG_MR of the region with key index `index`.
+    /// ALLOC_MW: a free window with key `key` in PD `pdn`.
+    pub fn add_memory_window(&self, key: u32, pdn: u32) {
+        self.tables().regions.insert_window(key, pdn);
+    }
+
+    /// The current key of window `index` and its range if bound (what a bind did).
+    pub fn memory_window(&self, index: u32) -> Option<(u32, Option<super::mr::BoundRange>)> {
+        self.tables().regions.window(index)
+    }
+
+    /// DEREG_MR or DEALLOC_MW of the key with index `index`.
     pub fn remove_memory_region(&self, index: u32) {
         self.tables().regions.remove(index);
     }

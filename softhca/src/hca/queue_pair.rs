@@ -119,8 +119,8 @@ pub struct QpAttributes {
 
 /// The objects a QP's data path touches besides itself.
 pub struct Hardware<'a> {
-    /// Registered memory of this process.
-    pub regions: &'a MemoryRegions,
+    /// Registered memory and memory windows of this process (bind WQEs change windows).
+    pub regions: &'a mut MemoryRegions,
     /// CQs by number.
     pub cqs: &'a mut IdMap<u32, CompletionQueue>,
     /// SRQs by number.
@@ -939,7 +939,7 @@ impl QueuePair {
     }
 
     /// Turns a decoded WQE into an outstanding entry, with its local buffers checked.
-    fn admit(&mut self, pos: u16, wqe: &SendWqe<'_>, regions: &MemoryRegions) -> Outstanding {
+    fn admit(&mut self, pos: u16, wqe: &SendWqe<'_>, regions: &mut MemoryRegions) -> Outstanding {
         let mut o = Outstanding {
             sq_pos: pos,
             wqe_index: wqe.wqe_index,
@@ -954,6 +954,15 @@ impl QueuePair {
         let pdn = self.setup.pdn;
         let checked = match wqe.opcode {
             opcode::NOP => Ok(Operation::Local),
+            // A bind takes effect when the HCA executes it, in order: later WQEs and the
+            // peer's requests that follow them see the new key.
+            opcode::UMR => {
+                let bind = wqe.bind.expect("decode gives every UMR WQE its bind");
+                regions
+                    .bind_window(pdn, &bind)
+                    .map(|()| Operation::Local)
+                    .map_err(|_| cqe_syndrome::MW_BIND_ERR)
+            }
             opcode::SEND | opcode::SEND_IMM | opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => {
                 if wqe.local_length() > MAX_MESSAGE_BYTES {
                     Err(cqe_syndrome::LOCAL_LENGTH_ERR)
@@ -1853,7 +1862,7 @@ impl QueuePair {
                 let target = if h.length == 0 {
                     None
                 } else {
-                    match hw.regions.translate(
+                    match hw.regions.translate_remote(
                         h.rkey,
                         self.setup.pdn,
                         h.remote_addr,
@@ -1901,7 +1910,7 @@ impl QueuePair {
                     // SAFETY: an empty span is never dereferenced.
                     Ok(unsafe { AppSpan::new(0, 0) })
                 } else {
-                    hw.regions.translate(
+                    hw.regions.translate_remote(
                         h.rkey,
                         self.setup.pdn,
                         h.remote_addr,
@@ -1927,7 +1936,7 @@ impl QueuePair {
                     self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
                     return false;
                 }
-                let target = hw.regions.translate(
+                let target = hw.regions.translate_remote(
                     h.rkey,
                     self.setup.pdn,
                     h.remote_addr,

@@ -1,15 +1,21 @@
 //! Decoding the send WQEs a driver posts, as the HCA reads them.
 //!
 //! A send WQE is a control segment followed by opcode-specific segments, in 16-byte units
-//! ("ds"): RC order is `ctrl, [raddr], [atomic], data… | inline`. The caller copies the
+//! ("ds"): RC order is `ctrl, [raddr], [atomic], data… | inline`. A memory-window bind is
+//! opcode UMR: `ctrl (imm = the window's key), umr ctrl, mkey context, [one KLM padded to
+//! 64 bytes]`, exactly as rdma-core's `set_bind_wr` writes it for a type 1 window; other
+//! UMR uses (memory registration, type 2 windows, local invalidation) are not modelled. The caller copies the
 //! WQE's `ds * 16` bytes out of the send queue (unwrapping the ring) and hands them here;
 //! nothing is read from application memory during decoding. A WQE the HCA cannot execute
 //! decodes to the syndrome hardware reports for it: `LOCAL_QP_OP_ERR`.
 
+use super::mr::{BoundRange, WindowBind};
 use ferrodat_abi::mlx5::{
-    INLINE_SEG, SEND_WQE_DS, WqeAtomicSeg, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg, cqe_syndrome,
-    opcode, wqe_ctrl,
+    INLINE_SEG, MKEY_CONTEXT_FREE, SEND_WQE_DS, WqeAtomicSeg, WqeCtrlSeg, WqeDataSeg,
+    WqeMkeyContextSeg, WqeRaddrSeg, WqeUmrCtrlSeg, WqeUmrKlmSeg, cqe_syndrome, mkey_access,
+    mkey_mask, opcode, umr_ctrl_flag, wqe_ctrl,
 };
+use ferrodat_abi::uverbs::access;
 use zerocopy::FromBytes;
 
 /// The largest WQE: `ds` is a 6-bit field of 16-byte units.
@@ -82,6 +88,8 @@ pub struct SendWqe<'a> {
     pub remote: Option<Remote>,
     /// Atomic operands: `(swap or add, compare)`.
     pub atomic: Option<(u64, u64)>,
+    /// A memory-window bind (opcode UMR).
+    pub bind: Option<WindowBind>,
     /// Local data.
     pub data: LocalData,
 }
@@ -156,6 +164,7 @@ pub fn decode(bytes: &[u8]) -> Result<SendWqe<'_>, u8> {
         imm: ctrl.imm.get().to_be_bytes(),
         remote: None,
         atomic: None,
+        bind: None,
         data: LocalData::Gather { offset: SEND_WQE_DS, count: 0 },
     };
 
@@ -167,6 +176,11 @@ pub fn decode(bytes: &[u8]) -> Result<SendWqe<'_>, u8> {
     };
     match op {
         opcode::NOP => return Ok(wqe),
+        opcode::UMR => {
+            wqe.bind = Some(decode_bind(bytes, ctrl.imm.get())?);
+            wqe.data = LocalData::Gather { offset: len, count: 0 };
+            return Ok(wqe);
+        }
         opcode::SEND | opcode::SEND_IMM => {}
         opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM | opcode::RDMA_READ => {
             let r = WqeRaddrSeg::read_from_bytes(take(&mut at)?).map_err(|_| BAD)?;
@@ -192,6 +206,73 @@ pub fn decode(bytes: &[u8]) -> Result<SendWqe<'_>, u8> {
     Ok(wqe)
 }
 
+/// Bytes of the KLM part of a bind WQE: one KLM padded to 64 (rdma-core's
+/// `set_umr_data_seg`).
+const BIND_KLM_BYTES: usize = 64;
+
+/// The `mkey_mask` of a type 1 unbind, and the bits a bind adds.
+const UNBIND_MASK: u64 = mkey_mask::FREE | mkey_mask::MKEY;
+const BIND_MASK: u64 = UNBIND_MASK
+    | mkey_mask::LEN
+    | mkey_mask::START_ADDR
+    | mkey_mask::ACCESS_LOCAL_WRITE
+    | mkey_mask::ACCESS_REMOTE_READ
+    | mkey_mask::ACCESS_REMOTE_WRITE
+    | mkey_mask::ACCESS_ATOMIC;
+
+/// The UMR segments after the control segment of `bytes` (the whole WQE), as a type 1
+/// bind (with one KLM) or unbind (without). Anything else is a UMR this HCA model does not
+/// execute: LOCAL_QP_OP_ERR.
+fn decode_bind(bytes: &[u8], window_key: u32) -> Result<WindowBind, u8> {
+    const BAD: u8 = cqe_syndrome::LOCAL_QP_OP_ERR;
+    let umr_at = SEND_WQE_DS;
+    let mkey_at = umr_at + size_of::<WqeUmrCtrlSeg>();
+    let klm_at = mkey_at + size_of::<WqeMkeyContextSeg>();
+    let umr =
+        WqeUmrCtrlSeg::read_from_bytes(bytes.get(umr_at..mkey_at).ok_or(BAD)?).map_err(|_| BAD)?;
+    let mkey = WqeMkeyContextSeg::read_from_bytes(bytes.get(mkey_at..klm_at).ok_or(BAD)?)
+        .map_err(|_| BAD)?;
+    let type_1_flags = umr_ctrl_flag::INLINE | umr_ctrl_flag::TRANSLATION_OFFSET;
+    if umr.flags != type_1_flags || mkey.qpn_mkey.get() >> 8 != 0xff_ffff {
+        return Err(BAD);
+    }
+    let variant = mkey.qpn_mkey.get() as u8;
+    if mkey.free == MKEY_CONTEXT_FREE {
+        if umr.mkey_mask.get() != UNBIND_MASK || umr.klm_octowords.get() != 0 {
+            return Err(BAD);
+        }
+        if bytes.len() != klm_at {
+            return Err(BAD);
+        }
+        return Ok(WindowBind { window_key, variant, range: None });
+    }
+    if mkey.free != 0 || umr.mkey_mask.get() != BIND_MASK || umr.klm_octowords.get() != 4 {
+        return Err(BAD);
+    }
+    let klm_bytes = bytes.get(klm_at..klm_at + BIND_KLM_BYTES).ok_or(BAD)?;
+    if bytes.len() != klm_at + BIND_KLM_BYTES {
+        return Err(BAD);
+    }
+    let klm =
+        WqeUmrKlmSeg::read_from_bytes(&klm_bytes[..size_of::<WqeUmrKlmSeg>()]).map_err(|_| BAD)?;
+    let (addr, len) = (mkey.start_addr.get(), mkey.len.get());
+    // One KLM covering the window exactly, at most 2 GiB (the KLM byte count's range).
+    if len == 0
+        || len > 1 << 31
+        || u64::from(klm.byte_count.get()) != len
+        || klm.address.get() != addr
+    {
+        return Err(BAD);
+    }
+    let flag = |bit: u8, right: u32| if mkey.access_flags & bit != 0 { right } else { 0 };
+    let rights = flag(mkey_access::LOCAL_WRITE, access::LOCAL_WRITE)
+        | flag(mkey_access::REMOTE_READ, access::REMOTE_READ)
+        | flag(mkey_access::REMOTE_WRITE, access::REMOTE_WRITE)
+        | flag(mkey_access::ATOMIC, access::REMOTE_ATOMIC);
+    let range = BoundRange { addr, len, access: rights, region_key: klm.mkey.get() };
+    Ok(WindowBind { window_key, variant, range: Some(range) })
+}
+
 /// The local-data part after the opcode segments: one inline segment, or data segments up
 /// to the end of the WQE.
 fn decode_local_data(bytes: &[u8], at: usize) -> Result<LocalData, u8> {
@@ -215,7 +296,7 @@ fn decode_local_data(bytes: &[u8], at: usize) -> Result<LocalData, u8> {
 mod tests {
     use super::*;
     use zerocopy::IntoBytes;
-    use zerocopy::byteorder::big_endian::{U32, U64};
+    use zerocopy::byteorder::big_endian::{U16, U32, U64};
 
     fn ctrl(op: u8, idx: u16, qpn: u32, ds: u8, flags: u8) -> WqeCtrlSeg {
         WqeCtrlSeg {
@@ -295,6 +376,75 @@ mod tests {
         b.extend_from_slice(&(INLINE_SEG | 13).to_be_bytes());
         b.resize(32, 0);
         assert_eq!(decode(&b).unwrap_err(), bad, "inline longer than the WQE");
+    }
+
+    /// A type 1 bind as rdma-core's `set_bind_wr` writes it (12 ds), or an unbind (8 ds).
+    fn bind_wqe(len: u64) -> Vec<u8> {
+        use ferrodat_abi::mlx5::{WqeMkeyContextSeg, WqeUmrCtrlSeg, WqeUmrKlmSeg};
+        let ds = if len > 0 { 12 } else { 8 };
+        let mut c = ctrl(opcode::UMR, 4, 7, ds, wqe_ctrl::CQ_UPDATE);
+        c.imm = U32::new(0x0900);
+        let mut umr = WqeUmrCtrlSeg {
+            flags: umr_ctrl_flag::INLINE | umr_ctrl_flag::TRANSLATION_OFFSET,
+            mkey_mask: U64::new(UNBIND_MASK),
+            ..Default::default()
+        };
+        let mut mkey = WqeMkeyContextSeg {
+            free: MKEY_CONTEXT_FREE,
+            qpn_mkey: U32::new(0xffff_ff01),
+            ..Default::default()
+        };
+        if len > 0 {
+            umr.mkey_mask = U64::new(BIND_MASK);
+            umr.klm_octowords = U16::new(4);
+            mkey.free = 0;
+            mkey.access_flags = mkey_access::REMOTE_READ | mkey_access::ATOMIC;
+            mkey.start_addr = U64::new(0x1010);
+            mkey.len = U64::new(len);
+        }
+        let mut b = [c.as_bytes(), umr.as_bytes(), mkey.as_bytes()].concat();
+        if len > 0 {
+            let klm = WqeUmrKlmSeg {
+                byte_count: U32::new(len as u32),
+                mkey: U32::new(0x0305),
+                address: U64::new(0x1010),
+            };
+            b.extend_from_slice(klm.as_bytes());
+            b.resize(b.len() + 48, 0);
+        }
+        b
+    }
+
+    #[test]
+    fn binds_and_unbinds_decode_and_other_umrs_are_refused() {
+        let bound = bind_wqe(0x20);
+        let w = decode(&bound).unwrap();
+        let range = BoundRange {
+            addr: 0x1010,
+            len: 0x20,
+            access: access::REMOTE_READ | access::REMOTE_ATOMIC,
+            region_key: 0x0305,
+        };
+        assert_eq!(w.bind, Some(WindowBind { window_key: 0x0900, variant: 1, range: Some(range) }));
+        assert_eq!((w.ds, w.local_length()), (12, 0));
+        let unbound = bind_wqe(0);
+        let w = decode(&unbound).unwrap();
+        assert_eq!(w.bind, Some(WindowBind { window_key: 0x0900, variant: 1, range: None }));
+        let bad = cqe_syndrome::LOCAL_QP_OP_ERR;
+        let mut b = bind_wqe(0x20);
+        b[16] |= umr_ctrl_flag::CHECK_FREE; // a type 2 bind
+        assert_eq!(decode(&b).unwrap_err(), bad, "type 2");
+        let mut b = bind_wqe(0x20);
+        b[16 + 48 + 4] = 0x12; // qpn_mkey: a QP number, type 2
+        assert_eq!(decode(&b).unwrap_err(), bad, "qpn");
+        let mut b = bind_wqe(0x20);
+        b[16 + 48 + 64] ^= 0x01; // the KLM's byte count differs from the window's length
+        assert_eq!(decode(&b).unwrap_err(), bad, "klm length");
+        let mut b = bind_wqe(0x20);
+        b[16 + 8 + 3] |= 0x02; // mkey_mask bit 9 (SIG_ERR): not a bind
+        assert_eq!(decode(&b).unwrap_err(), bad, "mask");
+        let b = bind_wqe(0x20);
+        assert_eq!(decode(&b[..16 * 11]).unwrap_err(), bad, "ds larger than the bytes");
     }
 
     #[test]

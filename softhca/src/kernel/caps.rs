@@ -1,7 +1,7 @@
 //! The personality: ConnectX-5 capabilities (the mlx5 `HCA_CAP` values a real card reports)
 //! and what mlx5_ib derives from them. Every limit reported here is one the commands enforce.
-//! Features softhca does not model (UD, XRC, memory windows, multicast, ODP, DEVX, dynamic
-//! UARs, CQE compression) are reported absent.
+//! Features softhca does not model (UD, XRC, type 2 memory windows, multicast, ODP, DEVX,
+//! dynamic UARs, CQE compression) are reported absent.
 
 use ferrodat_abi::uverbs::{device_cap, mtu, port_cap};
 
@@ -76,12 +76,18 @@ pub const DEFAULT_UIDX: u32 = 0xff_ffff;
 /// CQE version the device supports (`cqe_version` cap).
 pub const CQE_VERSION: u8 = 1;
 
-/// Device capabilities mlx5_ib always sets; those that depend on features softhca lacks
-/// (XRC, memory windows, flow steering, ...) are left out.
+/// Device capabilities mlx5_ib always sets, and MEM_WINDOW (type 1 windows); those that
+/// depend on features softhca lacks (XRC, type 2B windows, flow steering, ...) are left
+/// out. (A card with `imaicl` reports MEM_WINDOW and MEM_WINDOW_TYPE_2B together; softhca
+/// models type 1 only, so ALLOC_MW of type 2 is refused with EOPNOTSUPP.)
 pub const DEVICE_CAP_FLAGS: u64 = device_cap::CHANGE_PHY_PORT
     | device_cap::PORT_ACTIVE_EVENT
     | device_cap::SYS_IMAGE_GUID
-    | device_cap::RC_RNR_NAK_GEN;
+    | device_cap::RC_RNR_NAK_GEN
+    | device_cap::MEM_WINDOW;
+
+/// `max_mw`: mlx5_ib reports `1 << log_max_mkey` when it supports windows.
+pub const MAX_MW: u32 = 1 << LOG_MAX_MKEY;
 
 /// Port capabilities of a RoCE port: CM supported, IP-based GIDs.
 pub const PORT_CAP_FLAGS: u32 = port_cap::CM_SUP | port_cap::IP_BASED_GIDS;

@@ -147,6 +147,7 @@ fn device_attrs(s: &Session<'_>) -> uverbs::QueryDeviceResp {
         max_cq: 1 << LOG_MAX_CQ,
         max_cqe: MAX_CQ_ENTRIES - 1,
         max_mr: 1 << LOG_MAX_MKEY,
+        max_mw: MAX_MW,
         max_pd: 1 << LOG_MAX_PD,
         max_qp_rd_atom: MAX_RD_ATOMIC,
         max_res_rd_atom: MAX_RD_ATOMIC * max_qp,

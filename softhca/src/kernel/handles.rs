@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 pub(crate) enum Object {
     Pd(u32),
     Mr(u32),
+    Mw(u32),
     Cq(u32),
     Qp(u32),
     Srq(u32),
@@ -23,6 +24,7 @@ pub(crate) enum Object {
 pub(crate) enum Kind {
     Pd,
     Mr,
+    Mw,
     Cq,
     Qp,
     Srq,
@@ -34,6 +36,7 @@ impl Object {
         match self {
             Object::Pd(_) => Kind::Pd,
             Object::Mr(_) => Kind::Mr,
+            Object::Mw(_) => Kind::Mw,
             Object::Cq(_) => Kind::Cq,
             Object::Qp(_) => Kind::Qp,
             Object::Srq(_) => Kind::Srq,
@@ -42,7 +45,12 @@ impl Object {
 
     fn number(self) -> u32 {
         match self {
-            Object::Pd(n) | Object::Mr(n) | Object::Cq(n) | Object::Qp(n) | Object::Srq(n) => n,
+            Object::Pd(n)
+            | Object::Mr(n)
+            | Object::Mw(n)
+            | Object::Cq(n)
+            | Object::Qp(n)
+            | Object::Srq(n) => n,
         }
     }
 }

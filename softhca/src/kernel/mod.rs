@@ -18,6 +18,7 @@ pub mod caps;
 mod context;
 mod cq;
 mod handles;
+mod memory_window;
 mod mmap;
 mod pd_mr;
 mod qp;
@@ -129,7 +130,7 @@ const NUM_WRITE_EX: u32 = ex_cmd::MODIFY_CQ + 1;
 
 /// The legacy method table as mlx5 sees it (`uverbs_def_write_intf` minus the commands not
 /// in the device's `uverbs_cmd_mask`). Commands mlx5 has but softhca does not model (AH,
-/// MW, XRC, REREG_MR, QUERY_SRQ, multicast) are stubs too.
+/// XRC, REREG_MR, QUERY_SRQ, multicast) are stubs too.
 fn legacy_method(command: u32) -> Method {
     use std::mem::size_of as s;
     use uverbs::*;
@@ -147,6 +148,8 @@ fn legacy_method(command: u32) -> Method {
         cmd::DEALLOC_PD => legacy(pd_mr::dealloc_pd, s::<DeallocPd>(), 0, false),
         cmd::REG_MR => legacy(pd_mr::reg_mr, s::<RegMr>(), s::<RegMrResp>(), true),
         cmd::DEREG_MR => legacy(pd_mr::dereg_mr, s::<DeregMr>(), 0, false),
+        cmd::ALLOC_MW => legacy(memory_window::alloc_mw, s::<AllocMw>(), s::<AllocMwResp>(), true),
+        cmd::DEALLOC_MW => legacy(memory_window::dealloc_mw, s::<DeallocMw>(), 0, false),
         cmd::CREATE_COMP_CHANNEL => legacy(
             cq::create_comp_channel,
             s::<CreateCompChannel>(),
@@ -411,6 +414,10 @@ impl Drop for Uverbs {
                 }
                 Object::Mr(n) => {
                     st.mrs.remove(&n);
+                    dev.free_mkey_index(n);
+                }
+                Object::Mw(n) => {
+                    st.mws.remove(&n);
                     dev.free_mkey_index(n);
                 }
                 _ => {}

@@ -48,8 +48,9 @@ pub(crate) fn dealloc_pd(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     let cmd = c.request::<uverbs::DeallocPd>()?;
     let pdn = s.file.handles.get(cmd.pd_handle, Kind::Pd)?;
     let mut st = s.dev.state();
-    // uverbs_free_pd: the PD's usecnt counts its MRs, QPs and SRQs.
+    // uverbs_free_pd: the PD's usecnt counts its MRs, MWs, QPs and SRQs.
     let busy = st.mrs.values().any(|m| m.pdn == pdn)
+        || st.mws.values().any(|m| m.pdn == pdn)
         || st.qps.values().any(|q| q.pdn == pdn)
         || st.srqs.values().any(|q| q.pdn == pdn);
     if busy {
