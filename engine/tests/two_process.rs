@@ -191,13 +191,11 @@ fn a_peer_killed_mid_transfer_ends_the_connection_with_an_event() {
     assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
     child.expect("CONNECTED");
     // Take a few messages, reposting, then kill the sender mid-stream.
-    let mut next = RECVS;
-    for _ in 0..40 {
+    for next in RECVS..RECVS + 40 {
         let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
         assert_eq!((r.status, r.transfered_length), (0, 1024), "{r:?}");
         let slot = r.user_cookie % RECVS;
         s.ep.post_recv(&[s.buf.triplet(slot * 1024, 1024).unwrap()], next, 0).unwrap();
-        next += 1;
     }
     child.kill();
 

@@ -174,12 +174,13 @@ impl CqSource {
             if cookie.suppress && wc.is_ok() {
                 return None;
             }
-            return Some(Event::RmrBind {
+            let event = Event::RmrBind {
                 rmr: cookie.length,
                 ep: ep.ep,
                 user_cookie: cookie.user_cookie,
                 status: crate::dto::dto_status(wc.status),
-            });
+            };
+            return Some((event, false));
         }
         DtoCompletion::from_work_completion(wc, &cookie)
             .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
