@@ -8,7 +8,7 @@
 //! arms before it sleeps — the same spin-free arm/re-check/sleep order as `dat_evd_wait`.
 
 use crate::error::{DatError, DatResult};
-use crate::evd::{Evd, Notifier, Woken};
+use crate::evd::{Evd, Notifier, WakeReason, Woken};
 use crate::ia::Ia;
 use ferrodat_abi::dat::{ret, subtype};
 use std::sync::{Arc, Mutex, Weak};
@@ -25,6 +25,8 @@ pub(crate) struct CnoInner {
     ia: Ia,
     pub(crate) notifier: Notifier,
     evds: Mutex<Vec<Weak<crate::evd::EvdShared>>>,
+    /// The OS wait proxy agent (`dat_cno_modify_agent`).
+    agent: Mutex<AgentSlot>,
 }
 
 impl Cno {
@@ -35,7 +37,12 @@ impl Cno {
                 .with_detail(format!("dat_cno_create: eventfd: {e}"))
         })?;
         Ok(Cno {
-            inner: Arc::new(CnoInner { ia: ia.clone(), notifier, evds: Mutex::new(Vec::new()) }),
+            inner: Arc::new(CnoInner {
+                ia: ia.clone(),
+                notifier,
+                evds: Mutex::new(Vec::new()),
+                agent: Mutex::new(AgentSlot(None)),
+            }),
         })
     }
 
@@ -99,5 +106,93 @@ impl Cno {
                 }
             }
         }
+    }
+}
+
+// ----- the proxy agent, query and free (dat_cno_modify_agent, _query, _free) -----
+
+/// `DAT_OS_WAIT_PROXY_AGENT`: called with the triggering EVD when the CNO is triggered,
+/// then cleared (one shot, as OFA dapl's `dapl_internal_cno_trigger` does); the consumer
+/// sets it again with [`Cno::modify_agent`]. It runs on the thread that produced the event
+/// (a connection-manager or posting thread), so it must be quick and must not block.
+///
+/// The CNO is triggered by events posted to an attached, enabled EVD that no waiter of the
+/// EVD takes (connection, async, software events). DTO completions wake a sleeping
+/// `dat_cno_wait` through the CQs' completion channels, which the agent does not see: a
+/// consumer relying on the agent for DTOs must also wait on the CNO.
+pub type ProxyAgent = Arc<dyn Fn(&Evd) + Send + Sync>;
+
+struct AgentSlot(Option<ProxyAgent>);
+
+impl std::fmt::Debug for AgentSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(agent)" } else { "None" })
+    }
+}
+
+/// `DAT_CNO_PARAM`, as `dat_cno_query` reports it.
+#[derive(Clone)]
+pub struct CnoParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `proxy`: the agent (`proxy_type` `DAT_PROXY_TYPE_AGENT`), or none
+    /// (`DAT_PROXY_TYPE_NONE`, also after the agent was used up by a trigger).
+    pub agent: Option<ProxyAgent>,
+}
+
+impl std::fmt::Debug for CnoParam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CnoParam")
+            .field("ia", &self.ia.name())
+            .field("agent", &AgentSlot(self.agent.clone()))
+            .finish()
+    }
+}
+
+impl Cno {
+    /// `dat_cno_create(ia, agent)`.
+    pub fn create_with_agent(ia: &Ia, agent: Option<ProxyAgent>) -> DatResult<Cno> {
+        let cno = Cno::create(ia)?;
+        cno.modify_agent(agent);
+        Ok(cno)
+    }
+
+    /// `dat_cno_modify_agent`: the agent the next trigger calls (`None`:
+    /// `DAT_OS_WAIT_PROXY_AGENT_NULL`).
+    pub fn modify_agent(&self, agent: Option<ProxyAgent>) {
+        self.inner.agent.lock().unwrap_or_else(|e| e.into_inner()).0 = agent;
+    }
+
+    /// `dat_cno_query`: every field of `DAT_CNO_PARAM`.
+    pub fn query(&self) -> CnoParam {
+        let agent = self.inner.agent.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        CnoParam { ia: self.inner.ia.clone(), agent }
+    }
+
+    /// An event no waiter of `evd` takes arrived on it: wake the CNO's waiter and call the
+    /// agent once.
+    pub(crate) fn trigger(&self, evd: &Evd) {
+        self.inner.notifier.notify();
+        let agent = self.inner.agent.lock().unwrap_or_else(|e| e.into_inner()).0.take();
+        if let Some(agent) = agent {
+            agent(evd);
+        }
+    }
+
+    /// `dat_cno_free`: refused while an EVD is attached (`DAT_INVALID_STATE/CNO_IN_USE`;
+    /// the caller keeps its handle: detach with `dat_evd_modify_cno` or free the EVDs
+    /// first); a thread still waiting in `dat_cno_wait` returns `DAT_ABORT`.
+    pub fn free(self) -> Result<(), (Cno, DatError)> {
+        let attached = self.evds().len();
+        if attached > 0 {
+            let e =
+                DatError::invalid_state(subtype::INVALID_STATE_CNO_IN_USE).with_detail(format!(
+                    "dat_cno_free: {attached} EVD(s) still trigger the CNO; detach them \
+                     (dat_evd_modify_cno NULL) or free them first"
+                ));
+            return Err((self, e));
+        }
+        self.inner.notifier.wake_all(WakeReason::Abort);
+        Ok(())
     }
 }

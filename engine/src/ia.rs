@@ -350,6 +350,11 @@ impl Ia {
         })
     }
 
+    /// Both handles are the same IA.
+    pub fn same(&self, other: &Ia) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The IA's registry name.
     pub fn name(&self) -> &str {
         &self.inner.name

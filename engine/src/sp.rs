@@ -9,14 +9,15 @@ use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
-use ferrodat_abi::dat::{ret, subtype};
-use std::net::SocketAddr;
+use ferrodat_abi::dat::{psp_flags, ret, subtype};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 /// A public service point (`dat_psp_create`, consumer model).
 #[derive(Debug)]
 pub struct Psp {
     id: ObjectId,
+    ia: Ia,
     conn_qual: u16,
     evd: Evd,
     _listener: Listener,
@@ -38,7 +39,12 @@ impl Psp {
             other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_psp_create: {other}")),
         })?;
-        Ok(Psp { id, conn_qual: listener.conn_qual(), evd: evd.clone(), _listener: listener })
+        Ok(Psp::listening(ia, id, evd, listener))
+    }
+
+    fn listening(ia: &Ia, id: ObjectId, evd: &Evd, listener: Listener) -> Psp {
+        let conn_qual = listener.conn_qual();
+        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), _listener: listener }
     }
 
     /// Its id (connection-request events name it).
@@ -61,8 +67,10 @@ impl Psp {
 #[derive(Debug)]
 pub struct Rsp {
     id: ObjectId,
+    ia: Ia,
     conn_qual: u16,
     ep: Ep,
+    evd: Evd,
     listener: Mutex<Option<Listener>>,
 }
 
@@ -79,7 +87,14 @@ impl Rsp {
             DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE)
                 .with_detail(format!("dat_rsp_create: {e}"))
         })?;
-        Ok(Rsp { id, conn_qual, ep: ep.clone(), listener: Mutex::new(Some(listener)) })
+        Ok(Rsp {
+            id,
+            ia: ia.clone(),
+            conn_qual,
+            ep: ep.clone(),
+            evd: evd.clone(),
+            listener: Mutex::new(Some(listener)),
+        })
     }
 
     /// Its id.
@@ -174,9 +189,16 @@ impl Cr {
         }
     }
 
-    /// `dat_cr_query`: the requester's address and private data.
-    pub fn query(&self) -> DatResult<(SocketAddr, Vec<u8>)> {
-        self.with_request(|r| Ok((r.remote(), r.private_data().to_vec())))
+    /// `dat_cr_query`: every field of `DAT_CR_PARAM`.
+    pub fn query(&self) -> DatResult<CrParam> {
+        self.with_request(|r| {
+            Ok(CrParam {
+                remote_ia_address: r.remote().ip(),
+                remote_port_qual: u64::from(r.remote().port()),
+                private_data: r.private_data().to_vec(),
+                local_ep: self.inner.ep.clone(),
+            })
+        })
     }
 
     /// `dat_cr_accept(cr, ep, private_data)`; `ep` None (DAT's NULL) for a request that
@@ -218,5 +240,126 @@ impl Cr {
         request
             .reject(&[])
             .map_err(|e| DatError::internal_error().with_detail(format!("dat_cr_reject: {e}")))
+    }
+}
+
+// ----- queries, create_any and free (dat_psp_*, dat_rsp_query) -----
+
+/// `DAT_PSP_PARAM`, as `dat_psp_query` reports it.
+#[derive(Clone, Debug)]
+pub struct PspParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `conn_qual`.
+    pub conn_qual: u64,
+    /// `evd_handle`: where its connection requests are reported.
+    pub evd: Evd,
+    /// `psp_flags`: `DAT_PSP_CONSUMER_FLAG` (the consumer names the endpoint on accept).
+    pub psp_flags: u32,
+}
+
+/// `DAT_RSP_PARAM`, as `dat_rsp_query` reports it.
+#[derive(Clone, Debug)]
+pub struct RspParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `conn_qual`.
+    pub conn_qual: u64,
+    /// `evd_handle`: where its connection request is reported.
+    pub evd: Evd,
+    /// `ep_handle`: the endpoint it holds.
+    pub ep: Ep,
+}
+
+/// `DAT_CR_PARAM`, as `dat_cr_query` reports it.
+#[derive(Clone, Debug)]
+pub struct CrParam {
+    /// `remote_ia_address_ptr`: the requester's address.
+    pub remote_ia_address: IpAddr,
+    /// `remote_port_qual`: the requester's port.
+    pub remote_port_qual: u64,
+    /// `private_data` (its size is `private_data_size`).
+    pub private_data: Vec<u8>,
+    /// `local_ep_handle`: the endpoint the request came with (an RSP's); `None` for a
+    /// PSP's request, accepted on an endpoint the consumer names.
+    pub local_ep: Option<Ep>,
+}
+
+impl Psp {
+    /// `dat_psp_create(ia, conn_qual, evd, psp_flags)`. `DAT_PSP_CONSUMER_FLAG` is
+    /// [`Psp::create`]; `DAT_PSP_PROVIDER_FLAG` (the provider creates the endpoint) is not
+    /// offered (`ep_creator` is `DAT_PSP_CREATES_EP_NEVER`): `DAT_MODEL_NOT_SUPPORTED`, as
+    /// the man page gives for flags a provider does not support.
+    pub fn create_with_flags(ia: &Ia, conn_qual: u16, evd: &Evd, flags: u32) -> DatResult<Psp> {
+        check_psp_flags(flags, "dat_psp_create")?;
+        Psp::create(ia, conn_qual, evd)
+    }
+
+    /// `dat_psp_create_any(ia, evd, psp_flags)`: listens on a free connection qualifier
+    /// the provider picks (from `cm::CONN_QUAL_ANY`); [`Psp::conn_qual`] says which.
+    pub fn create_any(ia: &Ia, evd: &Evd, flags: u32) -> DatResult<Psp> {
+        check_psp_flags(flags, "dat_psp_create_any")?;
+        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create_any: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        let id = new_object_id();
+        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None });
+        let listener = ia.cm()?.listen_any(evd.qlen(), sink).map_err(|e| match e {
+            cm::CmError::NoFreeConnQual => {
+                DatError::new(ret::CONN_QUAL_UNAVAILABLE, subtype::NO_SUBTYPE).with_detail(format!(
+                    "dat_psp_create_any: {e}; free service points or pick a conn_qual with \
+                     dat_psp_create"
+                ))
+            }
+            other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+                .with_detail(format!("dat_psp_create_any: {other}")),
+        })?;
+        Ok(Psp::listening(ia, id, evd, listener))
+    }
+
+    /// `dat_psp_query`: every field of `DAT_PSP_PARAM`.
+    pub fn query(&self) -> PspParam {
+        PspParam {
+            ia: self.ia.clone(),
+            conn_qual: u64::from(self.conn_qual),
+            evd: self.evd.clone(),
+            psp_flags: psp_flags::CONSUMER,
+        }
+    }
+
+    /// `dat_psp_free`: stops listening at once (the conn_qual can be listened on again
+    /// when this returns). Requests not yet reported are refused (`NON_PEER_REJECTED` at the
+    /// requester); requests already reported stay valid until accepted or rejected, as OFA
+    /// keeps its CR records past `dat_psp_free`.
+    pub fn free(self) -> DatResult<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+impl Rsp {
+    /// `dat_rsp_query`: every field of `DAT_RSP_PARAM`.
+    pub fn query(&self) -> RspParam {
+        RspParam {
+            ia: self.ia.clone(),
+            conn_qual: u64::from(self.conn_qual),
+            evd: self.evd.clone(),
+            ep: self.ep.clone(),
+        }
+    }
+}
+
+fn check_psp_flags(flags: u32, verb: &str) -> DatResult<()> {
+    match flags {
+        psp_flags::CONSUMER => Ok(()),
+        psp_flags::PROVIDER => Err(DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+            .with_detail(format!(
+                "{verb}: DAT_PSP_PROVIDER_FLAG is not offered (ep_creator is \
+                 DAT_PSP_CREATES_EP_NEVER); use DAT_PSP_CONSUMER_FLAG and accept on your own \
+                 endpoint"
+            ))),
+        other => Err(DatError::invalid_parameter(4)
+            .with_detail(format!("{verb}: psp_flags {other}: use DAT_PSP_CONSUMER_FLAG"))),
     }
 }

@@ -73,7 +73,7 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
         panic!("expected a connection request, got {request:?}")
     };
     assert_eq!((sp, conn_qual), (psp.id(), 47150));
-    let (_, got) = cr.query().unwrap();
+    let got = cr.query().unwrap().private_data;
     assert_eq!(got, pdata);
     let reply: Vec<u8> = pdata.iter().map(|b| b + 1).collect();
     cr.accept(Some(&server.ep), &reply).unwrap();
@@ -286,7 +286,7 @@ fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
 
     // A region registered without the remote-atomic privilege refuses atomics, as the
     // device does: a remote access error, memory untouched.
-    let plain = Lmr::alloc(server.ep.pz(), 64, MemPriv(mem_priv::ALL)).unwrap();
+    let plain = Lmr::alloc(&server.ep.pz(), 64, MemPriv(mem_priv::ALL)).unwrap();
     plain.write(0, &7u64.to_ne_bytes()).unwrap();
     let no_atomics = RmrTriplet {
         rmr_context: plain.rmr_context(),
@@ -349,11 +349,11 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
 fn an_srq_feeds_the_receives_of_several_endpoints() {
     use ferrodat_engine::srq::Srq;
     let server = side();
-    let srq = Srq::create(server.ep.pz(), 16, 1).unwrap();
+    let srq = Srq::create(&server.ep.pz(), 16, 1).unwrap();
     let eps: Vec<Ep> = (0..2)
         .map(|_| {
             Ep::create_with_srq(
-                server.ep.pz(),
+                &server.ep.pz(),
                 &server.recv_evd,
                 &server.req_evd,
                 Some(&server.conn_evd),
@@ -453,7 +453,7 @@ fn a_full_evd_reports_its_overflow_on_the_async_evd() {
     let client = side();
     let async_evd = Evd::create(&client.ia, 4, evd_flags::ASYNC).unwrap();
     client.ia.set_async_evd(&async_evd);
-    let pz = client.ep.pz().clone();
+    let pz = client.ep.pz();
     let tiny = Evd::create(&client.ia, 1, evd_flags::CONNECTION).unwrap();
     let ep = Ep::create(&pz, &client.recv_evd, &client.req_evd, Some(&tiny), None).unwrap();
     let _psp = Psp::create(&server.ia, 47158, &server.cr_evd).unwrap();
@@ -483,7 +483,7 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
     // One EVD for the client's receives, requests and connection events.
     let shared = Evd::create(&client.ia, 64, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
     // One EVD for both DTO streams too (one CQ for the QP), as DAT allows.
-    let ep = Ep::create(client.ep.pz(), &shared, &shared, Some(&shared), None).unwrap();
+    let ep = Ep::create(&client.ep.pz(), &shared, &shared, Some(&shared), None).unwrap();
     for i in 0..3 {
         ep.post_recv(&[client.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
     }
@@ -548,23 +548,38 @@ fn dup_connect_reaches_the_same_peer() {
     let client = side();
     let _psp = Psp::create(&server.ia, 47162, &server.cr_evd).unwrap();
     connect(&server, &client, 47162);
-    let second =
-        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
-            .unwrap();
-    let lonely =
-        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
-            .unwrap();
+    let second = Ep::create(
+        &client.ep.pz(),
+        &client.recv_evd,
+        &client.req_evd,
+        Some(&client.conn_evd),
+        None,
+    )
+    .unwrap();
+    let lonely = Ep::create(
+        &client.ep.pz(),
+        &client.recv_evd,
+        &client.req_evd,
+        Some(&client.conn_evd),
+        None,
+    )
+    .unwrap();
     let e = second.dup_connect(&lonely, None, b"").unwrap_err();
     assert!(e.to_string().contains("no connection"), "{e}");
-    let server_second =
-        Ep::create(server.ep.pz(), &server.recv_evd, &server.req_evd, Some(&server.conn_evd), None)
-            .unwrap();
+    let server_second = Ep::create(
+        &server.ep.pz(),
+        &server.recv_evd,
+        &server.req_evd,
+        Some(&server.conn_evd),
+        None,
+    )
+    .unwrap();
     second.dup_connect(&client.ep, None, b"dup").unwrap();
     let Event::ConnectionRequest { cr, conn_qual, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
     else {
         panic!("expected a request")
     };
-    assert_eq!((conn_qual, cr.query().unwrap().1), (47162, b"dup".to_vec()));
+    assert_eq!((conn_qual, cr.query().unwrap().private_data), (47162, b"dup".to_vec()));
     cr.accept(Some(&server_second), b"").unwrap();
     assert_eq!(
         connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,

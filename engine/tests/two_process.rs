@@ -113,7 +113,7 @@ fn a_server_and_a_client_process_connect_and_move_data() {
         panic!("expected a connection request")
     };
     assert_eq!(sp, psp.id());
-    assert_eq!(cr.query().unwrap().1, vec![7u8; 48]);
+    assert_eq!(cr.query().unwrap().private_data, vec![7u8; 48]);
     cr.accept(Some(&s.ep), b"").unwrap();
     assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
     // Send our region's address and rmr_context, big-endian (dtest's RMR triplet).

@@ -43,9 +43,10 @@ impl Cm {
         let req = Msg::Req { info: *local, private_data: private_data.to_vec() }.encode()?;
         let id = ConnId(self.shared.new_id());
         let to = SocketAddr::new(remote, conn_qual);
-        let conn = Connection { id, shared: self.shared.clone() };
+        let mut conn = Connection { id, shared: self.shared.clone(), local_port: 0 };
         match start_connect(self.shared.local, to) {
             Ok(sock) => {
+                conn.local_port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
                 let deadline = timeout.map(super::deadline_after);
                 self.shared.send(Cmd::Connect(Connecting { id, sock, req, deadline, sink }))?;
             }
