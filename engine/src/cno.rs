@@ -11,6 +11,7 @@ use crate::error::{DatError, DatResult};
 use crate::evd::{Evd, Notifier, WakeReason, Woken};
 use crate::ia::Ia;
 use ferrodat_abi::dat::{ret, subtype};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,8 @@ pub(crate) struct CnoInner {
     evds: Mutex<Vec<Weak<crate::evd::EvdShared>>>,
     /// The OS wait proxy agent (`dat_cno_modify_agent`).
     agent: Mutex<AgentSlot>,
+    /// `dat_cno_free` ran: waits end with DAT_ABORT (also one that had not slept yet).
+    freed: AtomicBool,
 }
 
 impl Cno {
@@ -42,6 +45,7 @@ impl Cno {
                 notifier,
                 evds: Mutex::new(Vec::new()),
                 agent: Mutex::new(AgentSlot(None)),
+                freed: AtomicBool::new(false),
             }),
         })
     }
@@ -72,6 +76,9 @@ impl Cno {
     pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Evd> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
+            if self.inner.freed.load(Ordering::Acquire) {
+                return Err(freed());
+            }
             let evds = self.evds();
             if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
                 return Ok(ready.clone());
@@ -81,7 +88,11 @@ impl Cno {
             for e in evds.iter().filter(|e| e.enabled()) {
                 fds.extend(e.arm_for_cno());
             }
-            // Re-check after announcing and arming: an event in between is not missed.
+            // Re-check after announcing and arming: an event (or a free) in between is not
+            // missed.
+            if self.inner.freed.load(Ordering::Acquire) {
+                return Err(freed());
+            }
             if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
                 return Ok(ready.clone());
             }
@@ -90,10 +101,7 @@ impl Cno {
                     return Err(DatError::timeout_expired()
                         .with_detail("dat_cno_wait: no attached EVD got an event in time"));
                 }
-                Ok(Woken::Kicked(_)) => {
-                    return Err(DatError::new(ret::ABORT, subtype::NO_SUBTYPE)
-                        .with_detail("dat_cno_wait: the CNO is being freed"));
-                }
+                Ok(Woken::Kicked(_)) => return Err(freed()),
                 Ok(Woken::Ready(_)) => {
                     for e in &evds {
                         e.acknowledge_channel();
@@ -192,7 +200,12 @@ impl Cno {
                 ));
             return Err((self, e));
         }
+        self.inner.freed.store(true, Ordering::Release);
         self.inner.notifier.wake_all(WakeReason::Abort);
         Ok(())
     }
+}
+
+fn freed() -> DatError {
+    DatError::new(ret::ABORT, subtype::NO_SUBTYPE).with_detail("dat_cno_wait: the CNO was freed")
 }
