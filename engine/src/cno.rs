@@ -39,7 +39,7 @@ impl Cno {
             DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_cno_create: eventfd: {e}"))
         })?;
-        Ok(Cno {
+        let cno = Cno {
             inner: Arc::new(CnoInner {
                 ia: ia.clone(),
                 notifier,
@@ -47,7 +47,10 @@ impl Cno {
                 agent: Mutex::new(AgentSlot(None)),
                 freed: AtomicBool::new(false),
             }),
-        })
+        };
+        let child: Weak<dyn crate::ia::IaChild> = Arc::downgrade(&cno.inner) as _;
+        ia.register(child);
+        Ok(cno)
     }
 
     /// `dat_cno_query`: its IA.
@@ -200,9 +203,26 @@ impl Cno {
                 ));
             return Err((self, e));
         }
-        self.inner.freed.store(true, Ordering::Release);
-        self.inner.notifier.wake_all(WakeReason::Abort);
+        self.inner.release_waiters();
         Ok(())
+    }
+}
+
+impl CnoInner {
+    /// Every current and later `dat_cno_wait` returns DAT_ABORT.
+    fn release_waiters(&self) {
+        self.freed.store(true, Ordering::Release);
+        self.notifier.wake_all(WakeReason::Abort);
+    }
+}
+
+impl crate::ia::IaChild for CnoInner {
+    fn kind(&self) -> crate::ia::ChildKind {
+        crate::ia::ChildKind::Cno
+    }
+
+    fn abort_for_ia_close(self: Arc<Self>) {
+        self.release_waiters();
     }
 }
 

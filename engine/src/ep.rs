@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 mod param;
+mod teardown;
 pub use param::{EpParam, EpParamUpdate, EpStatus};
 
 /// `DAT_EP_ATTR`: the service, sizes, limits and completion behaviour of an endpoint —
@@ -208,7 +209,7 @@ impl Ep {
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
         recv_evd.attach(qpn, completions.clone())?;
-        Ok(Ep {
+        let ep = Ep {
             inner: Arc::new(EpInner {
                 id,
                 ia,
@@ -230,7 +231,9 @@ impl Ep {
                 conn: Mutex::new(None),
                 remote: Mutex::new(None),
             }),
-        })
+        };
+        ep.register_with_ia();
+        Ok(ep)
     }
 
     /// Its id (events name it by id).

@@ -19,6 +19,10 @@ use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+mod close;
+pub use close::CloseMode;
+pub(crate) use close::{ChildKind, IaChild};
+
 /// Which device, port and address an IA uses: the instance data of its dat.conf line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IaSpec {
@@ -220,6 +224,8 @@ struct IaInner {
     cm: OnceLock<Cm>,
     /// The async EVD (`dat_ia_open`'s): held weakly, the consumer owns it.
     async_evd: Mutex<Option<Weak<EvdShared>>>,
+    /// Its objects with activity an abrupt close ends (weakly).
+    children: close::Children,
 }
 
 impl Ia {
@@ -346,6 +352,7 @@ impl Ia {
                 provider,
                 cm: OnceLock::new(),
                 async_evd: Mutex::new(None),
+                children: close::Children::default(),
             }),
         })
     }

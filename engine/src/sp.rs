@@ -20,7 +20,8 @@ pub struct Psp {
     ia: Ia,
     conn_qual: u16,
     evd: Evd,
-    _listener: Listener,
+    /// Its listener (taken by an abrupt IA close).
+    listener: Arc<Mutex<Option<Listener>>>,
 }
 
 impl Psp {
@@ -44,7 +45,8 @@ impl Psp {
 
     fn listening(ia: &Ia, id: ObjectId, evd: &Evd, listener: Listener) -> Psp {
         let conn_qual = listener.conn_qual();
-        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), _listener: listener }
+        let listener = listening_for(ia, listener);
+        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), listener }
     }
 
     /// Its id (connection-request events name it).
@@ -71,7 +73,7 @@ pub struct Rsp {
     conn_qual: u16,
     ep: Ep,
     evd: Evd,
-    listener: Mutex<Option<Listener>>,
+    listener: Arc<Mutex<Option<Listener>>>,
 }
 
 impl Rsp {
@@ -93,7 +95,7 @@ impl Rsp {
             conn_qual,
             ep: ep.clone(),
             evd: evd.clone(),
-            listener: Mutex::new(Some(listener)),
+            listener: listening_for(ia, listener),
         })
     }
 
@@ -333,7 +335,7 @@ impl Psp {
     /// requester); requests already reported stay valid until accepted or rejected, as OFA
     /// keeps its CR records past `dat_psp_free`.
     pub fn free(self) -> DatResult<()> {
-        drop(self);
+        self.listener.lock().unwrap_or_else(|e| e.into_inner()).take();
         Ok(())
     }
 }
@@ -347,6 +349,25 @@ impl Rsp {
             evd: self.evd.clone(),
             ep: self.ep.clone(),
         }
+    }
+}
+
+/// A service point's listener, which an abrupt close of `ia` stops.
+fn listening_for(ia: &Ia, listener: Listener) -> Arc<Mutex<Option<Listener>>> {
+    let shared = Arc::new(Mutex::new(Some(listener)));
+    let child: std::sync::Weak<dyn crate::ia::IaChild> = Arc::downgrade(&shared) as _;
+    ia.register(child);
+    shared
+}
+
+impl crate::ia::IaChild for Mutex<Option<Listener>> {
+    fn kind(&self) -> crate::ia::ChildKind {
+        crate::ia::ChildKind::ServicePoint
+    }
+
+    /// Stops listening (requests already reported keep their CRs).
+    fn abort_for_ia_close(self: Arc<Self>) {
+        self.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 

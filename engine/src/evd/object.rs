@@ -143,6 +143,8 @@ impl Evd {
             }),
         };
         evd.modify_cno(cno);
+        let child: Weak<dyn crate::ia::IaChild> = Arc::downgrade(&evd.inner) as _;
+        ia.register(child);
         Ok(evd)
     }
 
@@ -381,6 +383,17 @@ impl Evd {
     /// Completions of QP `qpn` go to `ep` (its cookie rings) on this EVD.
     pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>) -> DatResult<()> {
         self.with_cq(|s| s.attach(qpn, ep))
+    }
+}
+
+impl crate::ia::IaChild for EvdShared {
+    fn kind(&self) -> crate::ia::ChildKind {
+        crate::ia::ChildKind::Evd
+    }
+
+    /// Its waiter and every later wait get DAT_ABORT.
+    fn abort_for_ia_close(self: Arc<Self>) {
+        self.core.abort();
     }
 }
 
