@@ -30,8 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 mod param;
+mod provider;
 mod teardown;
 pub use param::{EpParam, EpParamUpdate, EpStatus};
+pub(crate) use provider::Placeholders;
 
 /// `DAT_EP_ATTR`: the service, sizes, limits and completion behaviour of an endpoint —
 /// every field of the C struct (the named-attribute arrays as name/value pairs).
@@ -141,6 +143,23 @@ struct Wiring {
     request_evd: Evd,
     recv_evd: Evd,
     connect_evd: Option<Evd>,
+    /// Which of `pz`, `recv_evd`, `request_evd` the consumer gave. An EP the provider
+    /// creates for a PSP's request starts on placeholders (DAT: NULL PZ and EVDs) until
+    /// `dat_ep_modify` names the consumer's.
+    given: Given,
+}
+
+/// See [`Wiring::given`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Given {
+    pz: bool,
+    recv_evd: bool,
+    request_evd: bool,
+}
+
+impl Given {
+    const ALL: Given = Given { pz: true, recv_evd: true, request_evd: true };
+    const NONE: Given = Given { pz: false, recv_evd: false, request_evd: false };
 }
 
 impl Ep {
@@ -175,6 +194,19 @@ impl Ep {
         connect_evd: Option<&Evd>,
         srq: Option<&Srq>,
         attr: Option<EpAttr>,
+    ) -> DatResult<Ep> {
+        Ep::create_in(pz, recv_evd, request_evd, connect_evd, srq, attr, Origin::Consumer)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_in(
+        pz: &Pz,
+        recv_evd: &Evd,
+        request_evd: &Evd,
+        connect_evd: Option<&Evd>,
+        srq: Option<&Srq>,
+        attr: Option<EpAttr>,
+        origin: Origin,
     ) -> DatResult<Ep> {
         let ia = pz.ia().clone();
         let attr = attr.unwrap_or_else(|| EpAttr::defaults(&ia));
@@ -218,12 +250,16 @@ impl Ep {
                     request_evd: request_evd.clone(),
                     recv_evd: recv_evd.clone(),
                     connect_evd: connect_evd.cloned(),
+                    given: match origin {
+                        Origin::Consumer => Given::ALL,
+                        Origin::Provider => Given::NONE,
+                    },
                 }),
                 recv_iov_limit: AtomicU32::new(attr.max_recv_iov),
                 request_iov_limit: AtomicU32::new(attr.max_request_iov),
                 attr: Mutex::new(attr),
-                state: Mutex::new(EpState::AFTER_EP_CREATE),
-                state_word: AtomicU32::new(EpState::AFTER_EP_CREATE.to_raw()),
+                state: Mutex::new(origin.initial_state()),
+                state_word: AtomicU32::new(origin.initial_state().to_raw()),
                 qp: Mutex::new(qp),
                 completions,
                 srq: srq.cloned(),
@@ -282,8 +318,11 @@ impl Ep {
         lock(&self.inner.wiring).connect_evd.clone()
     }
 
+    /// What connection setup needs. The DTO EVDs count with the PZ: this provider's QPs
+    /// need both, so a provider-created EP is not ready before the consumer names them.
     fn readiness(&self) -> Readiness {
-        Readiness { has_pz: true, has_connect_evd: lock(&self.inner.wiring).connect_evd.is_some() }
+        let w = lock(&self.inner.wiring);
+        Readiness { has_pz: w.given == Given::ALL, has_connect_evd: w.connect_evd.is_some() }
     }
 
     /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
@@ -646,6 +685,14 @@ impl Ep {
         private_data: &[u8],
         reserved: bool,
     ) -> DatResult<()> {
+        let trigger = if reserved {
+            Trigger::CrAcceptNullEndpoint(self.readiness())
+        } else {
+            Trigger::CrAcceptNamingEndpoint(self.readiness())
+        };
+        // Refused before the QP is touched: an EP in the wrong state (or not ready) keeps
+        // its QP as it was.
+        transition(self.current(), trigger)?;
         let rd = lock(&self.inner.attr).max_rdma_read_in.min(255) as u8;
         let local = {
             let mut qp = lock(&self.inner.qp);
@@ -653,11 +700,6 @@ impl Ep {
                 cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?;
             cm::connect_qp(&mut qp, &local, request.peer(), Access::ALL).map_err(internal)?;
             local
-        };
-        let trigger = if reserved {
-            Trigger::CrAcceptNullEndpoint(self.readiness())
-        } else {
-            Trigger::CrAcceptNamingEndpoint(self.readiness())
         };
         self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
@@ -680,6 +722,25 @@ impl Drop for EpInner {
         let _ = w.recv_evd.with_cq(|s| s.detach(qpn));
         if let Some(conn) = lock(&self.conn).take() {
             let _ = conn.disconnect(false);
+        }
+    }
+}
+
+/// Who creates an EP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// `dat_ep_create`: UNCONNECTED, on the consumer's PZ and EVDs.
+    Consumer,
+    /// The provider, for a request on a PSP with `DAT_PSP_PROVIDER_FLAG`:
+    /// TENTATIVE_CONNECTION_PENDING, on placeholders.
+    Provider,
+}
+
+impl Origin {
+    fn initial_state(self) -> EpState {
+        match self {
+            Origin::Consumer => EpState::AFTER_EP_CREATE,
+            Origin::Provider => EpState::AFTER_PROVIDER_CREATE,
         }
     }
 }

@@ -318,7 +318,8 @@ impl Ia {
             is_thread_safe: false,
             max_private_data_size: crate::cm::wire::MAX_PRIVATE_DATA as u32,
             supports_multipath: false,
-            ep_creator: ep_creator::NEVER,
+            // DAT_PSP_PROVIDER_FLAG is honoured (ep::provider).
+            ep_creator: ep_creator::IFASKED,
             pz_support: pz_support::UNIQUE,
             optimal_buffer_alignment: 64,
             evd_stream_merging_supported: [[true; 6]; 6],

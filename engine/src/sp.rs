@@ -3,7 +3,7 @@
 //! [`Cr`], which the consumer queries, accepts on an endpoint, or rejects.
 
 use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
-use crate::ep::Ep;
+use crate::ep::{Ep, Placeholders};
 use crate::ep_state::Trigger;
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
@@ -13,13 +13,16 @@ use ferrodat_abi::dat::{psp_flags, ret, subtype};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-/// A public service point (`dat_psp_create`, consumer model).
+/// A public service point (`dat_psp_create`): the consumer names the endpoint when it
+/// accepts, or (`DAT_PSP_PROVIDER_FLAG`) the provider creates one per request.
 #[derive(Debug)]
 pub struct Psp {
     id: ObjectId,
     ia: Ia,
     conn_qual: u16,
     evd: Evd,
+    /// `DAT_PSP_CONSUMER_FLAG` or `DAT_PSP_PROVIDER_FLAG`.
+    flags: u32,
     /// Its listener (taken by an abrupt IA close).
     listener: Arc<Mutex<Option<Listener>>>,
 }
@@ -28,8 +31,21 @@ impl Psp {
     /// `dat_psp_create(ia, conn_qual, evd, DAT_PSP_CONSUMER_FLAG)`: requests on `conn_qual`
     /// become connection-request events on `evd` (its qlen is the backlog).
     pub fn create(ia: &Ia, conn_qual: u16, evd: &Evd) -> DatResult<Psp> {
+        Psp::create_with_flags(ia, conn_qual, evd, psp_flags::CONSUMER)
+    }
+
+    /// `dat_psp_create(ia, conn_qual, evd, psp_flags)`: with `DAT_PSP_PROVIDER_FLAG` each
+    /// request comes with an endpoint the provider made (`ep::provider`), which
+    /// `dat_cr_query` names.
+    pub fn create_with_flags(ia: &Ia, conn_qual: u16, evd: &Evd, flags: u32) -> DatResult<Psp> {
+        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        let provider = check_psp_flags(ia, flags, "dat_psp_create")?;
         let id = new_object_id();
-        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None });
+        let sink: cm::Sink =
+            Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
         let listener = ia.cm()?.listen(conn_qual, evd.qlen(), sink).map_err(|e| match e {
             cm::CmError::ConnQualInUse { .. } => {
                 DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE).with_detail(format!(
@@ -40,13 +56,13 @@ impl Psp {
             other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_psp_create: {other}")),
         })?;
-        Ok(Psp::listening(ia, id, evd, listener))
+        Ok(Psp::listening(ia, id, evd, flags, listener))
     }
 
-    fn listening(ia: &Ia, id: ObjectId, evd: &Evd, listener: Listener) -> Psp {
+    fn listening(ia: &Ia, id: ObjectId, evd: &Evd, flags: u32, listener: Listener) -> Psp {
         let conn_qual = listener.conn_qual();
         let listener = listening_for(ia, listener);
-        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), listener }
+        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), flags, listener }
     }
 
     /// Its id (connection-request events name it).
@@ -82,8 +98,12 @@ impl Rsp {
     pub fn create(ia: &Ia, conn_qual: u16, ep: &Ep, evd: &Evd) -> DatResult<Rsp> {
         ep.rsp_step(Trigger::RspCreate)?;
         let id = new_object_id();
-        let sink: cm::Sink =
-            Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: Some(ep.clone()) });
+        let sink: cm::Sink = Arc::new(PspEvents {
+            sp: id,
+            evd: evd.clone(),
+            reserved: Some(ep.clone()),
+            provider: None,
+        });
         let listener = ia.cm()?.listen(conn_qual, 1, sink).map_err(|e| {
             let _ = ep.rsp_step(Trigger::RspFree);
             DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE)
@@ -127,6 +147,8 @@ struct PspEvents {
     evd: Evd,
     /// An RSP's endpoint: the request is for it.
     reserved: Option<Ep>,
+    /// A PSP with `DAT_PSP_PROVIDER_FLAG`: what its endpoints start on.
+    provider: Option<Arc<Placeholders>>,
 }
 
 impl CmEvents for PspEvents {
@@ -138,11 +160,20 @@ impl CmEvents for PspEvents {
             {
                 return; // the RSP was used or freed: the request is refused undecided
             }
+            let ep = match (&self.reserved, &self.provider) {
+                (Some(ep), _) => Some(ep.clone()),
+                (None, Some(placeholders)) => match Ep::create_for_request(placeholders) {
+                    Ok(ep) => Some(ep),
+                    // No QP for it: the request is refused undecided (NON_PEER_REJECTED).
+                    Err(_) => return,
+                },
+                (None, None) => None,
+            };
             let cr = Cr {
                 inner: Arc::new(CrInner {
                     id: new_object_id(),
                     request: Mutex::new(Some(request)),
-                    ep: self.reserved.clone(),
+                    ep,
                 }),
             };
             // A full EVD drops the request undecided (the requester sees it refused) and the
@@ -239,6 +270,11 @@ impl Cr {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
                 .with_detail("this connection request was already accepted or rejected"));
         };
+        // The request's own endpoint: an RSP's goes back to UNCONNECTED, a provider-created
+        // one back to the provider (its handle is dead).
+        if let Some(ep) = &self.inner.ep {
+            let _ = ep.rsp_step(Trigger::CrReject);
+        }
         request
             .reject(&[])
             .map_err(|e| DatError::internal_error().with_detail(format!("dat_cr_reject: {e}")))
@@ -256,7 +292,7 @@ pub struct PspParam {
     pub conn_qual: u64,
     /// `evd_handle`: where its connection requests are reported.
     pub evd: Evd,
-    /// `psp_flags`: `DAT_PSP_CONSUMER_FLAG` (the consumer names the endpoint on accept).
+    /// `psp_flags`: `DAT_PSP_CONSUMER_FLAG` or `DAT_PSP_PROVIDER_FLAG`.
     pub psp_flags: u32,
 }
 
@@ -288,25 +324,17 @@ pub struct CrParam {
 }
 
 impl Psp {
-    /// `dat_psp_create(ia, conn_qual, evd, psp_flags)`. `DAT_PSP_CONSUMER_FLAG` is
-    /// [`Psp::create`]; `DAT_PSP_PROVIDER_FLAG` (the provider creates the endpoint) is not
-    /// offered (`ep_creator` is `DAT_PSP_CREATES_EP_NEVER`): `DAT_MODEL_NOT_SUPPORTED`, as
-    /// the man page gives for flags a provider does not support.
-    pub fn create_with_flags(ia: &Ia, conn_qual: u16, evd: &Evd, flags: u32) -> DatResult<Psp> {
-        check_psp_flags(flags, "dat_psp_create")?;
-        Psp::create(ia, conn_qual, evd)
-    }
-
     /// `dat_psp_create_any(ia, evd, psp_flags)`: listens on a free connection qualifier
     /// the provider picks (from `cm::CONN_QUAL_ANY`); [`Psp::conn_qual`] says which.
     pub fn create_any(ia: &Ia, evd: &Evd, flags: u32) -> DatResult<Psp> {
-        check_psp_flags(flags, "dat_psp_create_any")?;
         if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
                 .with_detail("dat_psp_create_any: the EVD was created without DAT_EVD_CR_FLAG"));
         }
+        let provider = check_psp_flags(ia, flags, "dat_psp_create_any")?;
         let id = new_object_id();
-        let sink: cm::Sink = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None });
+        let sink: cm::Sink =
+            Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
         let listener = ia.cm()?.listen_any(evd.qlen(), sink).map_err(|e| match e {
             cm::CmError::NoFreeConnQual => {
                 DatError::new(ret::CONN_QUAL_UNAVAILABLE, subtype::NO_SUBTYPE).with_detail(format!(
@@ -317,7 +345,7 @@ impl Psp {
             other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_psp_create_any: {other}")),
         })?;
-        Ok(Psp::listening(ia, id, evd, listener))
+        Ok(Psp::listening(ia, id, evd, flags, listener))
     }
 
     /// `dat_psp_query`: every field of `DAT_PSP_PARAM`.
@@ -326,7 +354,7 @@ impl Psp {
             ia: self.ia.clone(),
             conn_qual: u64::from(self.conn_qual),
             evd: self.evd.clone(),
-            psp_flags: psp_flags::CONSUMER,
+            psp_flags: self.flags,
         }
     }
 
@@ -371,16 +399,17 @@ impl crate::ia::IaChild for Mutex<Option<Listener>> {
     }
 }
 
-fn check_psp_flags(flags: u32, verb: &str) -> DatResult<()> {
+/// The placeholders a provider-model PSP's endpoints start on, `None` for the consumer
+/// model; unknown flags are `DAT_INVALID_PARAMETER/ARG4`.
+fn check_psp_flags(ia: &Ia, flags: u32, verb: &str) -> DatResult<Option<Arc<Placeholders>>> {
     match flags {
-        psp_flags::CONSUMER => Ok(()),
-        psp_flags::PROVIDER => Err(DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-            .with_detail(format!(
-                "{verb}: DAT_PSP_PROVIDER_FLAG is not offered (ep_creator is \
-                 DAT_PSP_CREATES_EP_NEVER); use DAT_PSP_CONSUMER_FLAG and accept on your own \
-                 endpoint"
-            ))),
-        other => Err(DatError::invalid_parameter(4)
-            .with_detail(format!("{verb}: psp_flags {other}: use DAT_PSP_CONSUMER_FLAG"))),
+        psp_flags::CONSUMER => Ok(None),
+        psp_flags::PROVIDER => Ok(Some(Arc::new(Placeholders::new(ia)?))),
+        other => Err(DatError::invalid_parameter(4).with_detail(format!(
+            "{verb}: psp_flags {other}: use DAT_PSP_CONSUMER_FLAG ({}) or DAT_PSP_PROVIDER_FLAG \
+             ({})",
+            psp_flags::CONSUMER,
+            psp_flags::PROVIDER
+        ))),
     }
 }

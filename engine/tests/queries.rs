@@ -127,15 +127,21 @@ fn psp_create_any_picks_a_conn_qual_and_query_reports_it() {
     assert_eq!((p.conn_qual, p.psp_flags), (u64::from(psp.conn_qual()), psp_flags::CONSUMER));
     let other = Psp::create_any(&s.ia, &s.cr_evd, psp_flags::CONSUMER).unwrap();
     assert_ne!(other.conn_qual(), psp.conn_qual());
-    // Errors: the provider model, unknown flags, an EVD without the CR stream, a taken port.
-    let e = Psp::create_any(&s.ia, &s.cr_evd, psp_flags::PROVIDER).unwrap_err();
-    assert_code(&e, DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
-    let e = Psp::create_with_flags(&s.ia, 1, &s.cr_evd, psp_flags::PROVIDER).unwrap_err();
-    assert_code(&e, DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
-    let e = Psp::create_any(&s.ia, &s.cr_evd, 7).unwrap_err();
-    assert_code(&e, DatError::invalid_parameter(4));
-    let e = Psp::create_any(&s.ia, &s.conn_evd, psp_flags::CONSUMER).unwrap_err();
-    assert_code(&e, DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR));
+    let provider = Psp::create_any(&s.ia, &s.cr_evd, psp_flags::PROVIDER).unwrap();
+    assert_eq!(provider.query().psp_flags, psp_flags::PROVIDER);
+    // Errors: unknown flags, an EVD without the CR stream, a taken port.
+    for e in [
+        Psp::create_any(&s.ia, &s.cr_evd, 7).unwrap_err(),
+        Psp::create_with_flags(&s.ia, 1, &s.cr_evd, 2).unwrap_err(),
+    ] {
+        assert_code(&e, DatError::invalid_parameter(4));
+    }
+    for e in [
+        Psp::create_any(&s.ia, &s.conn_evd, psp_flags::CONSUMER).unwrap_err(),
+        Psp::create(&s.ia, 1, &s.conn_evd).unwrap_err(),
+    ] {
+        assert_code(&e, DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR));
+    }
     let e =
         Psp::create_with_flags(&s.ia, psp.conn_qual(), &s.cr_evd, psp_flags::CONSUMER).unwrap_err();
     assert_eq!(e.return_type(), ret::CONN_QUAL_IN_USE, "{e}");

@@ -99,9 +99,9 @@ impl EpParamUpdate {
     pub fn from_current(ep: &Ep) -> EpParamUpdate {
         let w = lock(&ep.inner.wiring).clone();
         EpParamUpdate {
-            pz: Some(w.pz),
-            recv_evd: Some(w.recv_evd),
-            request_evd: Some(w.request_evd),
+            pz: w.given.pz.then_some(w.pz),
+            recv_evd: w.given.recv_evd.then_some(w.recv_evd),
+            request_evd: w.given.request_evd.then_some(w.request_evd),
             connect_evd: w.connect_evd,
             ep_attr: ep.attr(),
         }
@@ -186,9 +186,9 @@ impl Ep {
             local_port_qual,
             remote_ia_address: remote.map(|a| a.ip()),
             remote_port_qual: remote.map_or(0, |a| u64::from(a.port())),
-            pz: Some(w.pz),
-            recv_evd: Some(w.recv_evd),
-            request_evd: Some(w.request_evd),
+            pz: w.given.pz.then_some(w.pz),
+            recv_evd: w.given.recv_evd.then_some(w.recv_evd),
+            request_evd: w.given.request_evd.then_some(w.request_evd),
             connect_evd: w.connect_evd,
             srq: self.inner.srq.clone(),
             ep_attr: self.attr(),
@@ -310,15 +310,25 @@ impl Ep {
                             .into(),
                     );
                 }
-                Some(pz) => w.pz = pz.clone(),
+                Some(pz) => {
+                    w.pz = pz.clone();
+                    w.given.pz = true;
+                }
             }
         }
-        for (bit, new, slot, name) in [
-            (ep_field::RECV_EVD_HANDLE, &params.recv_evd, &mut w.recv_evd, "recv_evd_handle"),
+        for (bit, new, slot, given, name) in [
+            (
+                ep_field::RECV_EVD_HANDLE,
+                &params.recv_evd,
+                &mut w.recv_evd,
+                &mut w.given.recv_evd,
+                "recv_evd_handle",
+            ),
             (
                 ep_field::REQUEST_EVD_HANDLE,
                 &params.request_evd,
                 &mut w.request_evd,
+                &mut w.given.request_evd,
                 "request_evd_handle",
             ),
         ] {
@@ -338,7 +348,10 @@ impl Ep {
                 Some(evd) if !evd.ia().same(&self.inner.ia) => {
                     return bad(format!("{name}: the EVD belongs to another IA"));
                 }
-                Some(evd) => *slot = evd.clone(),
+                Some(evd) => {
+                    *slot = evd.clone();
+                    *given = true;
+                }
             }
         }
         if mask & ep_field::CONNECT_EVD_HANDLE != 0 {
