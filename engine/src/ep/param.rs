@@ -549,7 +549,9 @@ impl Ep {
     }
 
     /// A new QP with the same capacities in the new PZ, on the new EVDs' CQs, in place of
-    /// the old one (whose completions stop being this EP's). Only with no DTO posted.
+    /// the old one (whose completions stop being this EP's). Only with no DTO posted. Like
+    /// `dat_ep_create` and `dat_ep_reset`, this waits for a thread sleeping in a wait on
+    /// one of the EVDs (their CQs are locked for the attach).
     fn replace_qp(
         &self,
         state: EpState,
