@@ -345,6 +345,13 @@ fn new_dto_evds_get_a_new_qp_and_the_connections_completions() {
         assert_eq!(old.dequeue().unwrap_err().return_type(), ret::QUEUE_EMPTY);
     }
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    // The endpoint let go of its old EVDs: they can be freed; the new ones cannot.
+    let Side { req_evd, recv_evd, ep, .. } = client;
+    req_evd.free().expect("the endpoint no longer uses its old request EVD");
+    recv_evd.free().expect("the endpoint no longer uses its old receive EVD");
+    let (_new_req, e) = new_req.free().unwrap_err();
+    assert_eq!(e.subtype(), subtype::INVALID_STATE_EVD_IN_USE, "{e}");
+    drop(ep);
 }
 
 #[test]
@@ -417,4 +424,27 @@ fn recv_query_and_set_watermark_are_not_offered_as_in_ofa() {
     assert_code(&e, DatError::invalid_parameter(2));
     assert_eq!(s.ia.provider_attr().srq_watermarks_supported, 0);
     assert_eq!(s.ia.provider_attr().ep_recv_info_supported, 0);
+}
+
+#[test]
+fn an_srq_endpoint_keeps_its_srq_and_the_srqs_pz() {
+    use ferrodat_engine::srq::Srq;
+    let s = side();
+    let srq = Srq::create(&s.pz, 16, 1).unwrap();
+    let ep =
+        Ep::create_with_srq(&s.pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), &srq, None).unwrap();
+    assert!(ep.query().srq.is_some());
+    assert!(ep.get_status().recv_idle, "an SRQ endpoint's receives are the SRQ's");
+    // Its receive queue is the SRQ: max_recv_dtos is not bounded by a receive queue of its
+    // own (only by the IA).
+    let mut u = update(&ep);
+    u.ep_attr.max_recv_dtos = 200;
+    ep.modify(ep_field::EP_ATTR_MAX_RECV_DTOS, &u).unwrap();
+    assert_eq!(ep.attr().max_recv_dtos, 200);
+    // Another PZ would separate it from its SRQ's.
+    let mut u = update(&ep);
+    u.pz = Some(Pz::create(&s.ia).unwrap());
+    let e = ep.modify(ep_field::PZ_HANDLE, &u).unwrap_err();
+    assert_code(&e, DatError::invalid_parameter(3));
+    assert!(e.to_string().contains("SRQ is in another PZ"), "{e}");
 }
