@@ -162,11 +162,13 @@ impl CmEvents for PspEvents {
             }
             let ep = match (&self.reserved, &self.provider) {
                 (Some(ep), _) => Some(ep.clone()),
-                (None, Some(placeholders)) => match Ep::create_for_request(placeholders) {
-                    Ok(ep) => Some(ep),
-                    // No QP for it: the request is refused undecided (NON_PEER_REJECTED).
-                    Err(_) => return,
-                },
+                (None, Some(placeholders)) => {
+                    match Ep::create_for_request(placeholders, request.remote()) {
+                        Ok(ep) => Some(ep),
+                        // No QP for it: the request is refused undecided (NON_PEER_REJECTED).
+                        Err(_) => return,
+                    }
+                }
                 (None, None) => None,
             };
             let cr = Cr {

@@ -81,6 +81,8 @@ fn the_provider_endpoint_is_modified_then_accepted_with_null() {
     assert!(q.pz.is_none() && q.recv_evd.is_none() && q.request_evd.is_none());
     assert!(q.connect_evd.is_none());
     assert_eq!(q.ep_attr, EpAttr::defaults(&server.ia));
+    assert_eq!(q.remote_ia_address, Some(client.ia.attr().address));
+    assert_eq!(q.remote_port_qual, client.ep.query().local_port_qual);
     let e = ep.clone().free().unwrap_err();
     assert_eq!(e.code(), DatError::invalid_state(subtype::INVALID_STATE_EP_TENTCONNPENDING).code());
     let e = cr.accept(None, b"").unwrap_err();

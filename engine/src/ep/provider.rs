@@ -10,12 +10,13 @@
 //! dapl parks EVD-less QPs on an empty CQ); the modify swaps in a QP on the consumer's PZ
 //! and EVDs (`ep::param`), so its queue sizes are the defaults', which the modify may lower.
 
-use super::{Ep, Origin};
+use super::{Ep, Origin, lock};
 use crate::error::DatResult;
 use crate::evd::Evd;
 use crate::ia::Ia;
 use crate::pz::Pz;
 use ferrodat_abi::dat::evd_flags;
+use std::net::SocketAddr;
 
 /// The PZ and EVD a provider-created endpoint's QP sits on until the consumer names its
 /// own.
@@ -32,8 +33,11 @@ impl Placeholders {
 }
 
 impl Ep {
-    /// A provider-created endpoint for a request (see the module docs).
-    pub(crate) fn create_for_request(p: &Placeholders) -> DatResult<Ep> {
-        Ep::create_in(&p.pz, &p.evd, &p.evd, None, None, None, Origin::Provider)
+    /// A provider-created endpoint for a request from `remote` (see the module docs); its
+    /// query names the requester from the start.
+    pub(crate) fn create_for_request(p: &Placeholders, remote: SocketAddr) -> DatResult<Ep> {
+        let ep = Ep::create_in(&p.pz, &p.evd, &p.evd, None, None, None, Origin::Provider)?;
+        *lock(&ep.inner.remote) = Some(remote);
+        Ok(ep)
     }
 }
