@@ -313,3 +313,24 @@ fn cno_query_agent_and_free() {
     let e = waiter.join().unwrap().unwrap_err();
     assert_eq!(e.return_type(), ret::ABORT, "{e}");
 }
+
+#[test]
+fn an_active_connections_port_can_be_listened_on_right_after_it_closes() {
+    // The active side closes first, so its socket waits in TIME_WAIT on its ephemeral
+    // port; a PSP on that port number must not be refused for it (conn_quals of tests and
+    // of the OFA programs lie in Linux's ephemeral range).
+    let server = side();
+    let client = side();
+    let psp = Psp::create_any(&server.ia, &server.cr_evd, psp_flags::CONSUMER).unwrap();
+    client.ep.connect(server.ia.attr().address, psp.conn_qual(), None, b"").unwrap();
+    request(&server.cr_evd).1.accept(Some(&server.ep), b"").unwrap();
+    assert_eq!(connection_event(&client.conn_evd), event::CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(connection_event(&server.conn_evd), event::CONNECTION_EVENT_ESTABLISHED);
+    let port = u16::try_from(client.ep.query().local_port_qual).unwrap();
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    assert_eq!(connection_event(&client.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(connection_event(&server.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
+    let reuse = Psp::create(&client.ia, port, &client.cr_evd)
+        .unwrap_or_else(|e| panic!("listen on {port} after its connection closed: {e}"));
+    assert_eq!(reuse.conn_qual(), port);
+}
