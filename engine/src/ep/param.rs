@@ -560,13 +560,16 @@ impl Ep {
         caps: &QpCaps,
     ) -> DatResult<()> {
         let c = &self.inner.completions;
-        let posted =
-            c.requests.outstanding() + c.receives.as_ref().map_or(0, CookieRing::outstanding);
-        if posted > 0 {
-            return Err(DatError::invalid_state(state.subtype()).with_detail(format!(
+        let busy = |posted: u32| {
+            DatError::invalid_state(state.subtype()).with_detail(format!(
                 "dat_ep_modify: a new PZ or DTO EVD needs a new QP, and {posted} DTO(s) are \
                  posted on the current one; modify the endpoint before posting"
-            )));
+            ))
+        };
+        let outstanding =
+            || c.requests.outstanding() + c.receives.as_ref().map_or(0, CookieRing::outstanding);
+        if outstanding() > 0 {
+            return Err(busy(outstanding()));
         }
         let qp = super::build_qp(
             &new.pz,
@@ -576,28 +579,46 @@ impl Ep {
             *caps,
             "dat_ep_modify",
         )?;
-        let mut slot = lock(&self.inner.qp);
-        let same_geometry = qp.geometry().sq_wqe_cnt == slot.geometry().sq_wqe_cnt
-            && qp.geometry().rq_wqe_cnt == slot.geometry().rq_wqe_cnt;
-        if !same_geometry {
-            return Err(DatError::internal_error().with_detail(
-                "dat_ep_modify: the new QP's queues differ from the old one's; the endpoint is \
-                 unchanged",
-            ));
-        }
-        let old_qpn = slot.qpn();
-        new.request_evd.attach(qp.qpn(), c.clone())?;
-        if let Err(e) = new.recv_evd.attach(qp.qpn(), c.clone()) {
-            let _ = new.request_evd.with_cq(|s| s.detach(qp.qpn()));
+        let qpn = qp.qpn();
+        // The new QP's completions are this EP's before it can make any (attached first);
+        // the old one's stop being so once it is gone (detached last). No CQ lock is taken
+        // while the QP lock is held.
+        let detach_new = || {
+            let _ = new.request_evd.with_cq(|s| s.detach(qpn));
+            let _ = new.recv_evd.with_cq(|s| s.detach(qpn));
+        };
+        new.request_evd.attach(qpn, c.clone())?;
+        if let Err(e) = new.recv_evd.attach(qpn, c.clone()) {
+            detach_new();
             return Err(e);
         }
+        let old_qp = {
+            let mut slot = lock(&self.inner.qp);
+            let same_geometry = qp.geometry().sq_wqe_cnt == slot.geometry().sq_wqe_cnt
+                && qp.geometry().rq_wqe_cnt == slot.geometry().rq_wqe_cnt;
+            // Posts commit under this lock: checked here, none can have reached the old QP
+            // unseen, and later ones go to the new QP. The cookie windows carry on (every
+            // slot is retired, so their counts stay right whichever QP a slot goes to).
+            let posted = outstanding();
+            if !same_geometry || posted > 0 {
+                drop(slot);
+                detach_new();
+                return Err(if posted > 0 {
+                    busy(posted)
+                } else {
+                    DatError::internal_error().with_detail(
+                        "dat_ep_modify: the new QP's queues differ from the old one's; the \
+                         endpoint is unchanged",
+                    )
+                });
+            }
+            std::mem::replace(&mut *slot, qp)
+        };
+        // Detached before it is destroyed: its number may then go to another QP at once.
+        let old_qpn = old_qp.qpn();
         let _ = old.request_evd.with_cq(|s| s.detach(old_qpn));
         let _ = old.recv_evd.with_cq(|s| s.detach(old_qpn));
-        *slot = qp;
-        c.requests.reset();
-        if let Some(r) = &c.receives {
-            r.reset();
-        }
+        drop(old_qp);
         Ok(())
     }
 }
