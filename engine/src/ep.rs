@@ -32,7 +32,7 @@ use std::time::Duration;
 mod param;
 mod provider;
 mod teardown;
-pub use param::{EpParam, EpParamUpdate, EpStatus};
+pub use param::{EpComm, EpParam, EpParamUpdate, EpRecvInfo, EpStatus};
 pub(crate) use provider::Placeholders;
 
 /// `DAT_EP_ATTR`: the service, sizes, limits and completion behaviour of an endpoint —

@@ -175,8 +175,13 @@ impl Srq {
     }
 
     /// `dat_srq_set_lw`: low watermarks are not offered (`srq_watermarks_supported` is 0),
-    /// as in OFA dapl, which answers `DAT_NOT_IMPLEMENTED`. The argument is checked first
-    /// (at most `max_recv_dtos`).
+    /// which the man page answers with `DAT_MODEL_NOT_SUPPORTED` (OFA dapl:
+    /// `DAT_NOT_IMPLEMENTED`). The argument is checked first (at most `max_recv_dtos`).
+    ///
+    /// Why not offered: the device would raise SRQ_LIMIT_REACHED on the context's async
+    /// channel (the driver can arm it), but the engine reads no device async events yet,
+    /// and DAT names the event only by its reason (`DAT_SRQ_LOW_WATERMARK_EVENT`), not by
+    /// an event number.
     pub fn set_lw(&self, low_watermark: u32) -> DatResult<()> {
         let max = self.max_recv_dtos();
         if low_watermark > max {
@@ -184,7 +189,7 @@ impl Srq {
                 "dat_srq_set_lw: low watermark {low_watermark} above max_recv_dtos {max}"
             )));
         }
-        Err(DatError::new(ret::NOT_IMPLEMENTED, subtype::NO_SUBTYPE).with_detail(
+        Err(DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(
             "dat_srq_set_lw: this provider offers no SRQ low watermark event \
              (srq_watermarks_supported is 0); watch outstanding_dto_count with dat_srq_query",
         ))

@@ -413,17 +413,29 @@ fn a_new_connection_evd_gets_the_connection_events() {
 }
 
 #[test]
-fn recv_query_and_set_watermark_are_not_offered_as_in_ofa() {
+fn recv_query_counts_an_endpoints_own_receives_and_watermarks_are_not_offered() {
     let s = side();
-    let e = s.ep.recv_query().unwrap_err();
-    assert_code(&e, DatError::not_implemented());
-    assert!(e.to_string().contains("ep_recv_info_supported"), "{e}");
+    let none = s.ep.recv_query().unwrap();
+    assert_eq!((none.nbufs_allocated, none.bufs_alloc_span), (Some(0), Some(0)));
+    for i in 0..3 {
+        s.ep.post_recv(&[s.buf.triplet(i * 64, 64).unwrap()], i, 0).unwrap();
+    }
+    let three = s.ep.recv_query().unwrap();
+    assert_eq!((three.nbufs_allocated, three.bufs_alloc_span), (Some(3), Some(3)));
+    // An SRQ endpoint's buffers are not known before they complete.
+    let srq = ferrodat_engine::srq::Srq::create(&s.pz, 8, 1).unwrap();
+    let on_srq =
+        Ep::create_with_srq(&s.pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), &srq, None).unwrap();
+    let e = on_srq.recv_query().unwrap_err();
+    assert_code(&e, DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+    // Watermarks: arguments checked, then not offered (the man page's answer).
     let e = s.ep.set_watermark(u32::MAX, u32::MAX).unwrap_err();
-    assert_code(&e, DatError::not_implemented());
+    assert_code(&e, DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
     let e = s.ep.set_watermark(17, u32::MAX).unwrap_err();
     assert_code(&e, DatError::invalid_parameter(2));
+    let e = s.ep.set_watermark(1, 17).unwrap_err();
+    assert_code(&e, DatError::invalid_parameter(3));
     assert_eq!(s.ia.provider_attr().srq_watermarks_supported, 0);
-    assert_eq!(s.ia.provider_attr().ep_recv_info_supported, 0);
 }
 
 #[test]

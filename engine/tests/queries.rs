@@ -251,7 +251,7 @@ fn srq_query_resize_set_lw_and_free() {
     let e = srq.set_lw(granted + 1).unwrap_err();
     assert_code(&e, DatError::invalid_parameter(2));
     let e = srq.set_lw(1).unwrap_err();
-    assert_code(&e, DatError::not_implemented());
+    assert_code(&e, DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
 
     let ep =
         Ep::create_with_srq(&s.pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), &srq, None).unwrap();

@@ -108,6 +108,17 @@ impl EpParamUpdate {
     }
 }
 
+/// `dat_ep_recv_query`'s two counts; `None` is `DAT_VALUE_UNKNOWN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpRecvInfo {
+    /// `nbufs_allocated`: receive buffers the endpoint holds whose completion has not been
+    /// generated.
+    pub nbufs_allocated: Option<u32>,
+    /// `bufs_alloc_span`: completions the endpoint can still generate for the messages it
+    /// holds buffers for.
+    pub bufs_alloc_span: Option<u32>,
+}
+
 /// `dat_ep_get_status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EpStatus {
@@ -206,21 +217,31 @@ impl Ep {
         }
     }
 
-    /// `dat_ep_recv_query`: not offered (`ep_recv_info_supported` is 0), as in OFA dapl,
-    /// which answers `DAT_NOT_IMPLEMENTED` for every endpoint: which SRQ buffers an
-    /// endpoint holds is not known before they complete. The state table allows the call
-    /// in every state, so a non-SRQ endpoint gets the same answer.
-    pub fn recv_query(&self) -> DatResult<(u32, u32)> {
+    /// `dat_ep_recv_query`. An endpoint with its own receive queue is given each buffer
+    /// when it is posted, so `nbufs_allocated` is its receives posted and not yet completed;
+    /// they take messages in order, so the span is the same count (the man page: never
+    /// less than the buffers). An SRQ endpoint takes buffers from the SRQ as messages
+    /// arrive, which only their completions show: neither count is known, and the man
+    /// page's answer for that is `DAT_MODEL_NOT_SUPPORTED` (OFA dapl answers
+    /// `DAT_NOT_IMPLEMENTED` for every endpoint).
+    pub fn recv_query(&self) -> DatResult<EpRecvInfo> {
         self.state_allows(Trigger::Query)?;
-        Err(DatError::new(ret::NOT_IMPLEMENTED, subtype::NO_SUBTYPE).with_detail(
-            "dat_ep_recv_query: this provider does not report receive buffer use \
-             (ep_recv_info_supported is 0); count your receives' completions instead",
-        ))
+        match &self.inner.completions.receives {
+            Some(ring) => {
+                let n = ring.outstanding();
+                Ok(EpRecvInfo { nbufs_allocated: Some(n), bufs_alloc_span: Some(n) })
+            }
+            None => Err(DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(
+                "dat_ep_recv_query: an SRQ endpoint's buffers are known only as they complete; \
+                 count the completions on its recv EVD, or watch the SRQ with dat_srq_query",
+            )),
+        }
     }
 
-    /// `dat_ep_set_watermark`: not offered (`srq_watermarks_supported` is 0), as in OFA
-    /// dapl (`DAT_NOT_IMPLEMENTED` for every endpoint). Arguments are checked first:
-    /// `DAT_WATERMARK_INFINITE` (`u32::MAX`) or a count up to `max_recv_dtos`.
+    /// `dat_ep_set_watermark`: high watermarks are not offered (`srq_watermarks_supported`
+    /// is 0), which the man page answers with `DAT_MODEL_NOT_SUPPORTED` (OFA dapl:
+    /// `DAT_NOT_IMPLEMENTED`). The arguments are checked first: `DAT_WATERMARK_INFINITE`
+    /// (`u32::MAX`) or a count up to `max_recv_dtos`.
     pub fn set_watermark(&self, soft_high: u32, hard_high: u32) -> DatResult<()> {
         self.state_allows(Trigger::Query)?;
         let max = lock(&self.inner.attr).max_recv_dtos;
@@ -232,9 +253,9 @@ impl Ep {
                 )));
             }
         }
-        Err(DatError::new(ret::NOT_IMPLEMENTED, subtype::NO_SUBTYPE).with_detail(
-            "dat_ep_set_watermark: this provider offers no SRQ high watermarks \
-             (srq_watermarks_supported is 0)",
+        Err(DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(
+            "dat_ep_set_watermark: this provider offers no endpoint high watermarks \
+             (srq_watermarks_supported is 0); size the receives with max_recv_dtos",
         ))
     }
 
