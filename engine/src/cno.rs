@@ -11,7 +11,7 @@ use crate::error::{DatError, DatResult};
 use crate::evd::{Evd, Notifier, WakeReason, Woken};
 use crate::ia::Ia;
 use ferrodat_abi::dat::{ret, subtype};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,11 @@ pub(crate) struct CnoInner {
     evds: Mutex<Vec<Weak<crate::evd::EvdShared>>>,
     /// The OS wait proxy agent (`dat_cno_modify_agent`).
     agent: Mutex<AgentSlot>,
-    /// `dat_cno_free` ran: waits end with DAT_ABORT (also one that had not slept yet).
+    /// `dat_cno_free` ran (or an abrupt IA close): waits end with DAT_ABORT (also one that
+    /// had not slept yet).
     freed: AtomicBool,
+    /// Threads in `dat_cno_wait` (`dat_cno_free` is refused while there are any).
+    waiters: AtomicUsize,
 }
 
 impl Cno {
@@ -46,6 +49,7 @@ impl Cno {
                 evds: Mutex::new(Vec::new()),
                 agent: Mutex::new(AgentSlot(None)),
                 freed: AtomicBool::new(false),
+                waiters: AtomicUsize::new(0),
             }),
         };
         let child: Weak<dyn crate::ia::IaChild> = Arc::downgrade(&cno.inner) as _;
@@ -78,6 +82,7 @@ impl Cno {
     /// consumer should look at all of them), or DAT_TIMEOUT_EXPIRED.
     pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Evd> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        let _waiting = Waiting::enter(&self.inner.waiters);
         loop {
             if self.inner.freed.load(Ordering::Acquire) {
                 return Err(freed());
@@ -190,9 +195,9 @@ impl Cno {
         }
     }
 
-    /// `dat_cno_free`: refused while an EVD is attached (`DAT_INVALID_STATE/CNO_IN_USE`;
-    /// the caller keeps its handle: detach with `dat_evd_modify_cno` or free the EVDs
-    /// first); a thread still waiting in `dat_cno_wait` returns `DAT_ABORT`.
+    /// `dat_cno_free`: refused, as the man page says, while an EVD is attached or a thread
+    /// is blocked in `dat_cno_wait` (`DAT_INVALID_STATE/CNO_IN_USE`; the caller keeps its
+    /// handle). Later waits on other handles of it return `DAT_ABORT`.
     pub fn free(self) -> Result<(), (Cno, DatError)> {
         let attached = self.evds().len();
         if attached > 0 {
@@ -200,6 +205,15 @@ impl Cno {
                 DatError::invalid_state(subtype::INVALID_STATE_CNO_IN_USE).with_detail(format!(
                     "dat_cno_free: {attached} EVD(s) still trigger the CNO; detach them \
                      (dat_evd_modify_cno NULL) or free them first"
+                ));
+            return Err((self, e));
+        }
+        let waiting = self.inner.waiters.load(Ordering::Acquire);
+        if waiting > 0 {
+            let e =
+                DatError::invalid_state(subtype::INVALID_STATE_CNO_IN_USE).with_detail(format!(
+                    "dat_cno_free: {waiting} thread(s) are blocked in dat_cno_wait; wake them \
+                     first (post a software event on an EVD attached to the CNO)"
                 ));
             return Err((self, e));
         }
@@ -228,4 +242,20 @@ impl crate::ia::IaChild for CnoInner {
 
 fn freed() -> DatError {
     DatError::new(ret::ABORT, subtype::NO_SUBTYPE).with_detail("dat_cno_wait: the CNO was freed")
+}
+
+/// Counts a thread in `dat_cno_wait` for as long as it is there.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, Ordering::AcqRel);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }

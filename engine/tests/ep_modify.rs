@@ -235,8 +235,8 @@ fn bad_values_are_arg3_and_change_nothing() {
         ),
         (
             ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS,
-            Box::new(|u| u.ep_attr.request_completion_flags = 0x4000),
-            "unknown bits",
+            Box::new(|u| u.ep_attr.request_completion_flags = completion_flags::SUPPRESS),
+            "given per post",
         ),
         (
             ep_field::EP_ATTR_MAX_RECV_DTOS,
@@ -459,4 +459,25 @@ fn an_srq_endpoint_keeps_its_srq_and_the_srqs_pz() {
     let e = ep.modify(ep_field::PZ_HANDLE, &u).unwrap_err();
     assert_code(&e, DatError::invalid_parameter(3));
     assert!(e.to_string().contains("SRQ is in another PZ"), "{e}");
+}
+
+#[test]
+fn recv_completion_flags_change_only_before_receives_are_posted() {
+    let s = side();
+    let mut u = update(&s.ep);
+    u.ep_attr.recv_completion_flags = completion_flags::EVD_THRESHOLD;
+    s.ep.modify(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS, &u).unwrap();
+    s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 1, 0).unwrap();
+    u.ep_attr.recv_completion_flags = completion_flags::SOLICITED_WAIT;
+    let e = s.ep.modify(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS, &u).unwrap_err();
+    assert_code(&e, DatError::invalid_state(subtype::INVALID_STATE_EP_UNCONNECTED));
+    assert!(e.to_string().contains("before receives are posted"), "{e}");
+    assert_eq!(s.ep.attr().recv_completion_flags, completion_flags::EVD_THRESHOLD);
+    // The same value again changes nothing and is allowed.
+    u.ep_attr.recv_completion_flags = completion_flags::EVD_THRESHOLD;
+    s.ep.modify(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS, &u).unwrap();
+    // Request flags: the per-post ones are not endpoint attributes.
+    u.ep_attr.request_completion_flags = completion_flags::UNSIGNALLED;
+    s.ep.modify(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS, &u).unwrap();
+    assert_eq!(s.ep.query().ep_attr.request_completion_flags, completion_flags::UNSIGNALLED);
 }

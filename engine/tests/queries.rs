@@ -300,18 +300,32 @@ fn cno_query_agent_and_free() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(cno.query().agent.is_some());
 
-    // Free: refused while an EVD triggers it; a waiter is released with DAT_ABORT.
+    // Free: refused while an EVD triggers it or a thread waits on it (the man page), and
+    // the man page's way out: a software event on an attached EVD wakes the waiter.
     let (cno, e) = cno.free().unwrap_err();
     assert_code(&e, DatError::invalid_state(subtype::INVALID_STATE_CNO_IN_USE));
+    evd.enable();
+    while evd.dequeue().is_ok() {}
     evd.modify_cno(None);
+    let (started, has_started) = std::sync::mpsc::channel();
     let waiter = {
         let cno = cno.clone();
-        std::thread::spawn(move || cno.wait(Some(Duration::from_secs(5))))
+        std::thread::spawn(move || {
+            started.send(()).unwrap();
+            cno.wait(Some(Duration::from_secs(5)))
+        })
     };
-    std::thread::sleep(Duration::from_millis(50));
-    cno.free().expect("no EVD triggers it now");
-    let e = waiter.join().unwrap().unwrap_err();
-    assert_eq!(e.return_type(), ret::ABORT, "{e}");
+    has_started.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let (cno, e) = cno.free().unwrap_err();
+    assert_code(&e, DatError::invalid_state(subtype::INVALID_STATE_CNO_IN_USE));
+    assert!(e.to_string().contains("1 thread(s) are blocked in dat_cno_wait"), "{e}");
+    evd.modify_cno(Some(&cno));
+    evd.post_se(4).unwrap();
+    let woken = waiter.join().unwrap().unwrap();
+    assert!(woken.same(&evd));
+    evd.modify_cno(None);
+    cno.free().expect("no EVD and no waiter now");
 }
 
 #[test]

@@ -165,17 +165,16 @@ const ENDPOINT_ATTRIBUTES: EpParamMask = (ep_field::RECV_EVD_HANDLE
     | ep_field::EP_ATTR_ALL)
     & !TRANSPORT_OR_PROVIDER;
 
-/// Completion flags a receive may use (IB cannot suppress receive completions).
+/// The values `recv_completion_flags` may take (the `dat_ep_modify` man page: not SUPPRESS
+/// or BARRIER_FENCE, which apply to requests only; IB cannot suppress a receive's
+/// completion either).
 const RECV_FLAGS: u32 = completion_flags::SOLICITED_WAIT
     | completion_flags::UNSIGNALLED
     | completion_flags::EVD_THRESHOLD;
 
-/// Completion flags a request may use.
-const REQUEST_FLAGS: u32 = completion_flags::SUPPRESS
-    | completion_flags::SOLICITED_WAIT
-    | completion_flags::UNSIGNALLED
-    | completion_flags::BARRIER_FENCE
-    | completion_flags::EVD_THRESHOLD;
+/// The values `request_completion_flags` may take (the man page: UNSIGNALLED or
+/// EVD_THRESHOLD; SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are per post, always allowed).
+const REQUEST_FLAGS: u32 = completion_flags::UNSIGNALLED | completion_flags::EVD_THRESHOLD;
 
 impl Ep {
     /// `dat_ep_query`: every field of `DAT_EP_PARAM`.
@@ -293,7 +292,7 @@ impl Ep {
         let old_wiring = lock(&self.inner.wiring).clone();
         let new_wiring = self.modified_wiring(mask, params, &old_wiring)?;
         let caps = lock(&self.inner.qp).caps();
-        let new_attr = self.modified_attr(mask, &params.ep_attr, &caps)?;
+        let new_attr = self.modified_attr(*state, mask, &params.ep_attr, &caps)?;
         let rewire = !new_wiring.pz.same(&old_wiring.pz)
             || !new_wiring.recv_evd.same(&old_wiring.recv_evd)
             || !new_wiring.request_evd.same(&old_wiring.request_evd);
@@ -392,7 +391,14 @@ impl Ep {
     }
 
     /// The attributes after the modify, each checked against the IA and the QP.
-    fn modified_attr(&self, mask: EpParamMask, req: &EpAttr, caps: &QpCaps) -> DatResult<EpAttr> {
+    /// `state` is the EP's (its lock is held by the caller).
+    fn modified_attr(
+        &self,
+        state: EpState,
+        mask: EpParamMask,
+        req: &EpAttr,
+        caps: &QpCaps,
+    ) -> DatResult<EpAttr> {
         let ia = self.inner.ia.attr();
         let srq_ep = self.inner.srq.is_some();
         let mut a = self.attr();
@@ -417,6 +423,14 @@ impl Ep {
             a.qos = req.qos;
         }
         if has(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS) {
+            let posted = self.inner.completions.receives.as_ref().map_or(0, |r| r.outstanding());
+            if posted > 0 && req.recv_completion_flags != a.recv_completion_flags {
+                // The man page: changed "before posting of any Recvs".
+                return Err(DatError::invalid_state(state.subtype()).with_detail(format!(
+                    "dat_ep_modify: recv_completion_flags change only before receives are \
+                     posted, and {posted} are; set them first"
+                )));
+            }
             if req.recv_completion_flags & !RECV_FLAGS != 0 {
                 return bad(format!(
                     "recv_completion_flags {:#x}: receives take only SOLICITED_WAIT, \
@@ -429,9 +443,10 @@ impl Ep {
         if has(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS) {
             if req.request_completion_flags & !REQUEST_FLAGS != 0 {
                 return bad(format!(
-                    "request_completion_flags {:#x} has unknown bits {:#x}",
-                    req.request_completion_flags,
-                    req.request_completion_flags & !REQUEST_FLAGS
+                    "request_completion_flags {:#x}: the endpoint attribute takes UNSIGNALLED \
+                     and EVD_THRESHOLD only (SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are \
+                     given per post)",
+                    req.request_completion_flags
                 ));
             }
             a.request_completion_flags = req.request_completion_flags;
@@ -660,8 +675,12 @@ mod tests {
     }
 
     #[test]
-    fn receives_cannot_suppress_their_completions() {
-        assert_eq!(RECV_FLAGS & completion_flags::SUPPRESS, 0);
-        assert_ne!(REQUEST_FLAGS & completion_flags::SUPPRESS, 0);
+    fn endpoint_completion_flags_are_the_man_pages() {
+        for per_post_only in [completion_flags::SUPPRESS, completion_flags::BARRIER_FENCE] {
+            assert_eq!(RECV_FLAGS & per_post_only, 0);
+            assert_eq!(REQUEST_FLAGS & per_post_only, 0);
+        }
+        assert_eq!(REQUEST_FLAGS & completion_flags::SOLICITED_WAIT, 0);
+        assert_ne!(RECV_FLAGS & completion_flags::SOLICITED_WAIT, 0);
     }
 }
