@@ -10,8 +10,8 @@
 use crate::error::{DatError, DatResult};
 use crate::evd::{Evd, Notifier, WakeReason, Woken};
 use crate::ia::Ia;
-use ferrodat_abi::dat::{ret, subtype};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use ferrodat_abi::dat::subtype;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -28,9 +28,11 @@ pub(crate) struct CnoInner {
     evds: Mutex<Vec<Weak<crate::evd::EvdShared>>>,
     /// The OS wait proxy agent (`dat_cno_modify_agent`).
     agent: Mutex<AgentSlot>,
-    /// `dat_cno_free` ran (or an abrupt IA close): waits end with DAT_ABORT (also one that
-    /// had not slept yet).
-    freed: AtomicBool,
+    /// `dat_cno_free` or an abrupt IA close ran: the handle is dead, later waits fail.
+    dead: AtomicBool,
+    /// Bumped to release the current waiters with a NULL EVD (the IA closed, or the last
+    /// EVD was freed); a wait that sees it change returns `Ok(None)`.
+    releases: AtomicU64,
     /// Threads in `dat_cno_wait` (`dat_cno_free` is refused while there are any).
     waiters: AtomicUsize,
 }
@@ -48,7 +50,8 @@ impl Cno {
                 notifier,
                 evds: Mutex::new(Vec::new()),
                 agent: Mutex::new(AgentSlot(None)),
-                freed: AtomicBool::new(false),
+                dead: AtomicBool::new(false),
+                releases: AtomicU64::new(0),
                 waiters: AtomicUsize::new(0),
             }),
         };
@@ -71,6 +74,9 @@ impl Cno {
     pub(crate) fn detach(&self, evd: &Evd) {
         let mut evds = self.inner.evds.lock().unwrap_or_else(|e| e.into_inner());
         evds.retain(|w| w.strong_count() > 0 && !evd.is(w));
+        drop(evds);
+        // A sleeping wait stops watching the EVD's completion channel.
+        self.inner.notifier.wake_all(WakeReason::Abort);
     }
 
     fn evds(&self) -> Vec<Evd> {
@@ -79,39 +85,51 @@ impl Cno {
     }
 
     /// `dat_cno_wait(timeout)`: an attached, enabled EVD with an event waiting (a hint: the
-    /// consumer should look at all of them), or DAT_TIMEOUT_EXPIRED.
-    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Evd> {
+    /// consumer should look at all of them), or DAT_TIMEOUT_EXPIRED. `None` (the man page's
+    /// NULL handle with DAT_SUCCESS): the waiters were released because the IA was closed or
+    /// the last EVD of the CNO was freed.
+    pub fn wait(&self, timeout: Option<Duration>) -> DatResult<Option<Evd>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let _waiting = Waiting::enter(&self.inner.waiters);
+        let releases = self.inner.releases.load(Ordering::Acquire);
         loop {
-            if self.inner.freed.load(Ordering::Acquire) {
-                return Err(freed());
+            // A release (IA closed, last EVD freed) before the dead handle: the IA close
+            // does both, and its waiters get the NULL EVD.
+            if self.inner.releases.load(Ordering::Acquire) != releases {
+                return Ok(None);
+            }
+            if self.inner.dead.load(Ordering::Acquire) {
+                return Err(dead());
             }
             let evds = self.evds();
             if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
-                return Ok(ready.clone());
+                return Ok(Some(ready.clone()));
             }
             let ticket = self.inner.notifier.announce();
             let mut fds = Vec::new();
             for e in evds.iter().filter(|e| e.enabled()) {
                 fds.extend(e.arm_for_cno());
             }
-            // Re-check after announcing and arming: an event (or a free) in between is not
-            // missed.
-            if self.inner.freed.load(Ordering::Acquire) {
-                return Err(freed());
+            // Re-check after announcing and arming: an event (or a release) in between is
+            // not missed.
+            if self.inner.releases.load(Ordering::Acquire) != releases {
+                return Ok(None);
             }
             if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
-                return Ok(ready.clone());
+                return Ok(Some(ready.clone()));
             }
+            // The EVDs are not held while sleeping: dat_evd_free must work meanwhile (it
+            // kicks this sleep, and the next round looks at the EVDs left).
+            drop(evds);
             match ticket.sleep(&fds, deadline) {
                 Ok(Woken::Timeout) => {
                     return Err(DatError::timeout_expired()
                         .with_detail("dat_cno_wait: no attached EVD got an event in time"));
                 }
-                Ok(Woken::Kicked(_)) => return Err(freed()),
+                // A release or a free: the loop's checks say which.
+                Ok(Woken::Kicked(_)) => {}
                 Ok(Woken::Ready(_)) => {
-                    for e in &evds {
+                    for e in &self.evds() {
                         e.acknowledge_channel();
                     }
                 }
@@ -136,7 +154,9 @@ impl Cno {
 /// EVD takes (connection, async, software events). DTO completions wake a sleeping
 /// `dat_cno_wait` through the CQs' completion channels, which the agent does not see: a
 /// consumer relying on the agent for DTOs must also wait on the CNO.
-pub type ProxyAgent = Arc<dyn Fn(&Evd) + Send + Sync>;
+/// When the waiters are released (the IA closed, the last EVD freed) the agent is called
+/// with `None`, the man page's NULL handle.
+pub type ProxyAgent = Arc<dyn Fn(Option<&Evd>) + Send + Sync>;
 
 struct AgentSlot(Option<ProxyAgent>);
 
@@ -191,13 +211,13 @@ impl Cno {
         self.inner.notifier.notify();
         let agent = self.inner.agent.lock().unwrap_or_else(|e| e.into_inner()).0.take();
         if let Some(agent) = agent {
-            agent(evd);
+            agent(Some(evd));
         }
     }
 
     /// `dat_cno_free`: refused, as the man page says, while an EVD is attached or a thread
     /// is blocked in `dat_cno_wait` (`DAT_INVALID_STATE/CNO_IN_USE`; the caller keeps its
-    /// handle). Later waits on other handles of it return `DAT_ABORT`.
+    /// handle). Later waits on other handles of it fail (`DAT_INVALID_HANDLE/CNO`).
     pub fn free(self) -> Result<(), (Cno, DatError)> {
         let attached = self.evds().len();
         if attached > 0 {
@@ -217,16 +237,28 @@ impl Cno {
                 ));
             return Err((self, e));
         }
-        self.inner.release_waiters();
+        self.inner.dead.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// An EVD of this CNO was freed: if it was the last, the waiters are released with a
+    /// NULL EVD (the `dat_cno_wait` man page).
+    pub(crate) fn evd_freed(&self) {
+        if self.evds().is_empty() {
+            self.inner.release_waiters();
+        }
     }
 }
 
 impl CnoInner {
-    /// Every current and later `dat_cno_wait` returns DAT_ABORT.
+    /// The current waiters return `Ok(None)` and the agent is called with `None`.
     fn release_waiters(&self) {
-        self.freed.store(true, Ordering::Release);
+        self.releases.fetch_add(1, Ordering::AcqRel);
         self.notifier.wake_all(WakeReason::Abort);
+        let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).0.take();
+        if let Some(agent) = agent {
+            agent(None);
+        }
     }
 }
 
@@ -235,13 +267,16 @@ impl crate::ia::IaChild for CnoInner {
         crate::ia::ChildKind::Cno
     }
 
+    /// The waiters are released with a NULL EVD; the handle is dead.
     fn abort_for_ia_close(self: Arc<Self>) {
+        self.dead.store(true, Ordering::Release);
         self.release_waiters();
     }
 }
 
-fn freed() -> DatError {
-    DatError::new(ret::ABORT, subtype::NO_SUBTYPE).with_detail("dat_cno_wait: the CNO was freed")
+fn dead() -> DatError {
+    DatError::invalid_handle(subtype::INVALID_HANDLE_CNO)
+        .with_detail("dat_cno_wait: the CNO was freed (or its IA closed)")
 }
 
 /// Counts a thread in `dat_cno_wait` for as long as it is there.

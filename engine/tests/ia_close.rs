@@ -8,6 +8,7 @@ use ferrodat_abi::dat::{close_flags, evd_flags, event, psp_flags, ret, subtype};
 use ferrodat_engine::cno::Cno;
 use ferrodat_engine::ep::Ep;
 use ferrodat_engine::ep_state::EpState;
+use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::ia::CloseMode;
@@ -98,8 +99,11 @@ fn abrupt_close_aborts_connections_listeners_and_waiters() {
 
     let e = evd_waiter.join().unwrap().unwrap_err();
     assert_eq!(e.return_type(), ret::ABORT, "{e}");
-    let e = cno_waiter.join().unwrap().unwrap_err();
-    assert_eq!(e.return_type(), ret::ABORT, "{e}");
+    // CNO waiters are released with a NULL EVD (dat_ia_close and dat_cno_wait man pages);
+    // the handle is dead afterwards.
+    assert!(cno_waiter.join().unwrap().unwrap().is_none());
+    let e = cno.wait(Some(Duration::from_millis(1))).unwrap_err();
+    assert_eq!(e.code(), DatError::invalid_handle(subtype::INVALID_HANDLE_CNO).code(), "{e}");
     // Later waits fail the same way.
     assert_eq!(conn.wait(1000, 1).unwrap_err().return_type(), ret::ABORT);
     assert_eq!(ep.state(), EpState::Disconnected);

@@ -272,9 +272,9 @@ fn cno_query_agent_and_free() {
     let seen = Arc::new(Mutex::new(None));
     let agent: ProxyAgent = {
         let (calls, seen) = (calls.clone(), seen.clone());
-        Arc::new(move |evd: &Evd| {
+        Arc::new(move |evd: Option<&Evd>| {
             calls.fetch_add(1, Ordering::SeqCst);
-            *seen.lock().unwrap() = Some(evd.id());
+            *seen.lock().unwrap() = evd.map(Evd::id);
         })
     };
     cno.modify_agent(Some(agent));
@@ -290,7 +290,7 @@ fn cno_query_agent_and_free() {
     // A disabled EVD does not trigger it.
     let again: ProxyAgent = {
         let calls = calls.clone();
-        Arc::new(move |_: &Evd| {
+        Arc::new(move |_: Option<&Evd>| {
             calls.fetch_add(1, Ordering::SeqCst);
         })
     };
@@ -322,7 +322,7 @@ fn cno_query_agent_and_free() {
     assert!(e.to_string().contains("1 thread(s) are blocked in dat_cno_wait"), "{e}");
     evd.modify_cno(Some(&cno));
     evd.post_se(4).unwrap();
-    let woken = waiter.join().unwrap().unwrap();
+    let woken = waiter.join().unwrap().unwrap().expect("the EVD that woke it");
     assert!(woken.same(&evd));
     evd.modify_cno(None);
     cno.free().expect("no EVD and no waiter now");
@@ -347,4 +347,39 @@ fn an_active_connections_port_can_be_listened_on_right_after_it_closes() {
     let reuse = Psp::create(&client.ia, port, &client.cr_evd)
         .unwrap_or_else(|e| panic!("listen on {port} after its connection closed: {e}"));
     assert_eq!(reuse.conn_qual(), port);
+}
+
+#[test]
+fn freeing_a_cnos_last_evd_releases_its_waiter_with_no_evd() {
+    // The dat_cno_wait man page: waiters (and the agent) are released with a NULL EVD when
+    // every EVD of the CNO is freed.
+    let ia = support::ia();
+    let cno = Cno::create(&ia).unwrap();
+    let first = Evd::create_with_cno(&ia, 4, Some(&cno), evd_flags::SOFTWARE).unwrap();
+    let second = Evd::create_with_cno(&ia, 4, Some(&cno), evd_flags::SOFTWARE).unwrap();
+    let agent_saw = Arc::new(Mutex::new(Vec::new()));
+    let agent: ProxyAgent = {
+        let agent_saw = agent_saw.clone();
+        Arc::new(move |evd: Option<&Evd>| agent_saw.lock().unwrap().push(evd.map(Evd::id)))
+    };
+    cno.modify_agent(Some(agent));
+    let (started, has_started) = std::sync::mpsc::channel();
+    let waiter = {
+        let cno = cno.clone();
+        std::thread::spawn(move || {
+            started.send(()).unwrap();
+            cno.wait(Some(Duration::from_secs(5)))
+        })
+    };
+    has_started.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    first.free().unwrap();
+    assert!(agent_saw.lock().unwrap().is_empty(), "one EVD is left: nothing released yet");
+    second.free().unwrap();
+    assert!(waiter.join().unwrap().unwrap().is_none(), "released with no EVD");
+    assert_eq!(*agent_saw.lock().unwrap(), vec![None]);
+    let other_handle = cno.clone();
+    cno.free().expect("no EVD and no waiter");
+    let e = other_handle.wait(Some(Duration::from_millis(1))).unwrap_err();
+    assert_code(&e, DatError::invalid_handle(subtype::INVALID_HANDLE_CNO));
 }

@@ -357,7 +357,11 @@ impl Evd {
             return Err((self, e));
         }
         self.inner.core.abort();
+        let cno = lock(&self.inner.cno).clone();
         self.modify_cno(None);
+        if let Some(cno) = cno {
+            cno.evd_freed();
+        }
         Ok(())
     }
 
