@@ -287,7 +287,8 @@ impl Ep {
         lock(&self.inner.attr).clone()
     }
 
-    /// Its PZ.
+    /// The PZ its QP lives in (for an endpoint the provider created, a placeholder until
+    /// the consumer names one; [`Ep::query`] then reports none).
     pub fn pz(&self) -> Pz {
         lock(&self.inner.wiring).pz.clone()
     }
