@@ -56,8 +56,8 @@ fn connected() -> Box<Connected> {
     for i in 0..8 {
         server.post_recv(&[server_buf.triplet(0, 64).unwrap()], i, 0).unwrap();
     }
-    let psp = Psp::create(&sia, 47990, &cr_evd).unwrap();
-    client.connect(sia.attr().address, 47990, None, &[]).unwrap();
+    let psp = Psp::create(&sia, 31990, &cr_evd).unwrap();
+    client.connect(sia.attr().address, 31990, None, &[]).unwrap();
     let wait = 60_000_000; // µs: valgrind runs the CM and softhca threads slowly
     let Event::ConnectionRequest { cr, .. } = cr_evd.wait(wait, 1).unwrap().0 else {
         panic!("expected a connection request")

@@ -30,13 +30,28 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-/// `DAT_EP_ATTR`: the sizes and limits of an endpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+mod param;
+mod provider;
+mod teardown;
+pub use param::{EpComm, EpParam, EpParamUpdate, EpRecvInfo, EpStatus};
+pub(crate) use provider::Placeholders;
+
+/// `DAT_EP_ATTR`: the service, sizes, limits and completion behaviour of an endpoint —
+/// every field of the C struct (the named-attribute arrays as name/value pairs).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpAttr {
+    /// `DAT_SERVICE_TYPE`: reliable connected (`DAT_SERVICE_TYPE_RC`), the only one here.
+    pub service_type: u32,
     /// Largest message.
     pub max_message_size: u32,
     /// Largest RDMA operation.
     pub max_rdma_size: u32,
+    /// `DAT_QOS_*` (the provider offers best effort only).
+    pub qos: u32,
+    /// `DAT_COMPLETION_*` flags the receives use.
+    pub recv_completion_flags: u32,
+    /// `DAT_COMPLETION_*` flags the requests use.
+    pub request_completion_flags: u32,
     /// Receives that may be outstanding.
     pub max_recv_dtos: u32,
     /// Requests (sends, RDMA) that may be outstanding.
@@ -49,6 +64,17 @@ pub struct EpAttr {
     pub max_rdma_read_in: u32,
     /// Outgoing RDMA READs in flight.
     pub max_rdma_read_out: u32,
+    /// Soft high watermark of an SRQ endpoint; `u32::MAX` (`DAT_WATERMARK_INFINITE`): none
+    /// (this provider offers no SRQ watermarks).
+    pub srq_soft_hw: u32,
+    /// Segments of an RDMA READ's local IOV.
+    pub max_rdma_read_iov: u32,
+    /// Segments of an RDMA WRITE's local IOV.
+    pub max_rdma_write_iov: u32,
+    /// Transport-specific attributes (name, value); none are defined here.
+    pub ep_transport_specific: Vec<(String, String)>,
+    /// Provider-specific attributes (name, value); none are defined here.
+    pub ep_provider_specific: Vec<(String, String)>,
 }
 
 impl EpAttr {
@@ -57,14 +83,23 @@ impl EpAttr {
     pub fn defaults(ia: &Ia) -> EpAttr {
         let a = ia.attr();
         EpAttr {
+            service_type: ferrodat_abi::dat::service_type::RC,
             max_message_size: a.max_message_size,
             max_rdma_size: a.max_rdma_size,
+            qos: ferrodat_abi::dat::qos::BEST_EFFORT,
+            recv_completion_flags: completion_flags::DEFAULT,
+            request_completion_flags: completion_flags::DEFAULT,
             max_recv_dtos: 16,
             max_request_dtos: 16,
             max_recv_iov: 4,
             max_request_iov: 4,
             max_rdma_read_in: 4,
             max_rdma_read_out: 4,
+            srq_soft_hw: u32::MAX,
+            max_rdma_read_iov: 4.min(a.max_iov_segments_per_rdma_read),
+            max_rdma_write_iov: 4.min(a.max_iov_segments_per_rdma_write),
+            ep_transport_specific: Vec::new(),
+            ep_provider_specific: Vec::new(),
         }
     }
 }
@@ -79,11 +114,13 @@ pub struct Ep {
 struct EpInner {
     id: ObjectId,
     ia: Ia,
-    pz: Pz,
-    attr: EpAttr,
-    request_evd: Evd,
-    recv_evd: Evd,
-    connect_evd: Option<Evd>,
+    /// Its PZ and EVDs (`dat_ep_modify` may change them; a new PZ or DTO EVD means a new QP).
+    wiring: Mutex<Wiring>,
+    /// Its attributes (`dat_ep_query`, `dat_ep_modify`).
+    attr: Mutex<EpAttr>,
+    /// Copies of `attr`'s IOV limits for the post paths, which take no lock for them.
+    recv_iov_limit: AtomicU32,
+    request_iov_limit: AtomicU32,
     /// The state, changed only under this lock through `transition`.
     state: Mutex<EpState>,
     /// A copy of the state for the post paths' check.
@@ -98,6 +135,32 @@ struct EpInner {
     /// The peer's address and connection qualifier (`dat_ep_query`'s remote address and
     /// port), once connecting or accepting.
     remote: Mutex<Option<std::net::SocketAddr>>,
+}
+
+/// What an EP is wired to: the PZ its QP lives in and the EVDs its events go to.
+#[derive(Clone, Debug)]
+struct Wiring {
+    pz: Pz,
+    request_evd: Evd,
+    recv_evd: Evd,
+    connect_evd: Option<Evd>,
+    /// Which of `pz`, `recv_evd`, `request_evd` the consumer gave. An EP the provider
+    /// creates for a PSP's request starts on placeholders (DAT: NULL PZ and EVDs) until
+    /// `dat_ep_modify` names the consumer's.
+    given: Given,
+}
+
+/// See [`Wiring::given`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Given {
+    pz: bool,
+    recv_evd: bool,
+    request_evd: bool,
+}
+
+impl Given {
+    const ALL: Given = Given { pz: true, recv_evd: true, request_evd: true };
+    const NONE: Given = Given { pz: false, recv_evd: false, request_evd: false };
 }
 
 impl Ep {
@@ -133,6 +196,19 @@ impl Ep {
         srq: Option<&Srq>,
         attr: Option<EpAttr>,
     ) -> DatResult<Ep> {
+        Ep::create_in(pz, recv_evd, request_evd, connect_evd, srq, attr, Origin::Consumer)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_in(
+        pz: &Pz,
+        recv_evd: &Evd,
+        request_evd: &Evd,
+        connect_evd: Option<&Evd>,
+        srq: Option<&Srq>,
+        attr: Option<EpAttr>,
+        origin: Origin,
+    ) -> DatResult<Ep> {
         let ia = pz.ia().clone();
         let attr = attr.unwrap_or_else(|| EpAttr::defaults(&ia));
         let limits = ia.attr();
@@ -156,29 +232,7 @@ impl Ep {
             max_recv_sge: attr.max_recv_iov.max(1),
             max_inline_data: 60,
         };
-        let make_qp = |send_cq: &ferrodat_driver::Cq, recv_cq: &ferrodat_driver::Cq| {
-            Qp::new(
-                pz.pd(),
-                &QpInit {
-                    send_cq,
-                    recv_cq,
-                    srq: srq.map(Srq::driver),
-                    caps,
-                    sq_sig_all: false,
-                    user_handle: None,
-                },
-            )
-        };
-        // One EVD may take both streams (one CQ): lock it once.
-        let qp = if request_evd.same(recv_evd) {
-            request_evd.with_cq(|cq| make_qp(cq.cq(), cq.cq()))?
-        } else {
-            request_evd.with_cq(|req| recv_evd.with_cq(|recv| make_qp(req.cq(), recv.cq())))??
-        }
-        .map_err(|e| {
-            DatError::insufficient_resources(subtype::RESOURCE_TEP)
-                .with_detail(format!("dat_ep_create: {e}"))
-        })?;
+        let qp = build_qp(pz, recv_evd, request_evd, srq, caps, "dat_ep_create")?;
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {
             ep: id,
@@ -189,17 +243,25 @@ impl Ep {
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
         recv_evd.attach(qpn, completions.clone())?;
-        Ok(Ep {
+        let ep = Ep {
             inner: Arc::new(EpInner {
                 id,
                 ia,
-                pz: pz.clone(),
-                attr,
-                request_evd: request_evd.clone(),
-                recv_evd: recv_evd.clone(),
-                connect_evd: connect_evd.cloned(),
-                state: Mutex::new(EpState::AFTER_EP_CREATE),
-                state_word: AtomicU32::new(EpState::AFTER_EP_CREATE.to_raw()),
+                wiring: Mutex::new(Wiring {
+                    pz: pz.clone(),
+                    request_evd: request_evd.clone(),
+                    recv_evd: recv_evd.clone(),
+                    connect_evd: connect_evd.cloned(),
+                    given: match origin {
+                        Origin::Consumer => Given::ALL,
+                        Origin::Provider => Given::NONE,
+                    },
+                }),
+                recv_iov_limit: AtomicU32::new(attr.max_recv_iov),
+                request_iov_limit: AtomicU32::new(attr.max_request_iov),
+                attr: Mutex::new(attr),
+                state: Mutex::new(origin.initial_state()),
+                state_word: AtomicU32::new(origin.initial_state().to_raw()),
                 qp: Mutex::new(qp),
                 completions,
                 srq: srq.cloned(),
@@ -207,7 +269,9 @@ impl Ep {
                 conn: Mutex::new(None),
                 remote: Mutex::new(None),
             }),
-        })
+        };
+        ep.register_with_ia();
+        Ok(ep)
     }
 
     /// Its id (events name it by id).
@@ -222,22 +286,23 @@ impl Ep {
 
     /// `dat_ep_query`: its attributes.
     pub fn attr(&self) -> EpAttr {
-        self.inner.attr
+        lock(&self.inner.attr).clone()
     }
 
-    /// Its PZ.
-    pub fn pz(&self) -> &Pz {
-        &self.inner.pz
+    /// The PZ its QP lives in (for an endpoint the provider created, a placeholder until
+    /// the consumer names one; [`Ep::query`] then reports none).
+    pub fn pz(&self) -> Pz {
+        lock(&self.inner.wiring).pz.clone()
     }
 
     /// `dat_ep_query`: the EVD its receives complete on.
-    pub fn recv_evd(&self) -> &Evd {
-        &self.inner.recv_evd
+    pub fn recv_evd(&self) -> Evd {
+        lock(&self.inner.wiring).recv_evd.clone()
     }
 
     /// `dat_ep_query`: the EVD its requests complete on.
-    pub fn request_evd(&self) -> &Evd {
-        &self.inner.request_evd
+    pub fn request_evd(&self) -> Evd {
+        lock(&self.inner.wiring).request_evd.clone()
     }
 
     /// `dat_ep_query`: the peer's address and port (its connection qualifier for the
@@ -252,12 +317,15 @@ impl Ep {
     }
 
     /// `dat_ep_query`: the EVD its connection events go to.
-    pub fn connect_evd(&self) -> Option<&Evd> {
-        self.inner.connect_evd.as_ref()
+    pub fn connect_evd(&self) -> Option<Evd> {
+        lock(&self.inner.wiring).connect_evd.clone()
     }
 
+    /// What connection setup needs. The DTO EVDs count with the PZ: this provider's QPs
+    /// need both, so a provider-created EP is not ready before the consumer names them.
     fn readiness(&self) -> Readiness {
-        Readiness { has_pz: true, has_connect_evd: self.inner.connect_evd.is_some() }
+        let w = lock(&self.inner.wiring);
+        Readiness { has_pz: w.given == Given::ALL, has_connect_evd: w.connect_evd.is_some() }
     }
 
     /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
@@ -274,10 +342,11 @@ impl Ep {
         let step = transition(self.current(), Trigger::PostRecv)?;
         if step.effects.flush_this_post {
             let length = local.iter().map(|t| t.segment_length).sum();
-            return self.flushed(&self.inner.recv_evd, cookie, length, dtos::RECEIVE);
+            return self.flushed(&self.recv_evd(), cookie, length, dtos::RECEIVE);
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
-        let sges = sges(local, self.inner.attr.max_recv_iov, "dat_ep_post_recv", &mut buf)?;
+        let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
+        let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
         let length = local.iter().map(|t| t.segment_length).sum();
         let wr_id = ring.reserve(Cookie {
             user_cookie: cookie,
@@ -426,10 +495,11 @@ impl Ep {
         let step = transition(self.current(), trigger)?;
         let length = local.iter().map(|t| t.segment_length).sum();
         if step.effects.flush_this_post {
-            return self.flushed(&self.inner.request_evd, cookie, length, operation);
+            return self.flushed(&self.request_evd(), cookie, length, operation);
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
-        let sges = sges(local, self.inner.attr.max_request_iov, verb, &mut buf)?;
+        let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
+        let sges = sges(local, max_iov, verb, &mut buf)?;
         let suppress = flags & completion_flags::SUPPRESS != 0;
         let ring = &self.inner.completions.requests;
         let wr_id = ring.reserve(Cookie { user_cookie: cookie, length, operation, suppress })?;
@@ -471,7 +541,7 @@ impl Ep {
         if step.effects.flush_this_post {
             let status = dto_status::ERR_FLUSHED;
             let ev = Event::RmrBind { rmr, ep: self.inner.id, user_cookie: cookie, status };
-            self.inner.request_evd.post_event(ev).map_err(|_| {
+            self.request_evd().post_event(ev).map_err(|_| {
                 DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)
                     .with_detail("the request EVD has no room for the flushed bind's completion")
             })?;
@@ -534,8 +604,12 @@ impl Ep {
             // The CQs drop the old incarnation's completions now, before the QP can make
             // new ones with the same user index. (This waits for a waiter sleeping on the
             // EVDs: reset the EP from the thread that waits on them, as dapltest does.)
-            let _ = self.inner.request_evd.with_cq(|s| s.sync_attachments());
-            let _ = self.inner.recv_evd.with_cq(|s| s.sync_attachments());
+            let (request_evd, recv_evd) = {
+                let w = lock(&self.inner.wiring);
+                (w.request_evd.clone(), w.recv_evd.clone())
+            };
+            let _ = request_evd.with_cq(|s| s.sync_attachments());
+            let _ = recv_evd.with_cq(|s| s.sync_attachments());
             self.inner.completions.requests.reset();
             if let Some(r) = &self.inner.completions.receives {
                 r.reset();
@@ -557,9 +631,9 @@ impl Ep {
     }
 
     fn report(&self, number: Option<u32>, private_data: Vec<u8>) {
-        if let (Some(number), Some(evd)) = (number, &self.inner.connect_evd) {
+        if let (Some(number), Some(evd)) = (number, self.connect_evd()) {
             let ev = Event::Connection { number, ep: self.inner.id, private_data };
-            self.inner.ia.post_or_report(evd, ev);
+            self.inner.ia.post_or_report(&evd, ev);
         }
     }
 
@@ -573,7 +647,7 @@ impl Ep {
         private_data: &[u8],
     ) -> DatResult<()> {
         let cm = self.inner.ia.cm()?;
-        let rd = self.inner.attr.max_rdma_read_out.min(255) as u8;
+        let rd = lock(&self.inner.attr).max_rdma_read_out.min(255) as u8;
         let local = {
             let qp = lock(&self.inner.qp);
             cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?
@@ -632,7 +706,7 @@ impl Ep {
     /// follow it.
     fn release_early(&self) {
         if self.inner.completions.early.release() {
-            self.inner.recv_evd.release_early(self.inner.completions.clone());
+            self.recv_evd().release_early(self.inner.completions.clone());
         }
     }
 
@@ -683,7 +757,15 @@ impl Ep {
         private_data: &[u8],
         reserved: bool,
     ) -> DatResult<()> {
-        let rd = self.inner.attr.max_rdma_read_in.min(255) as u8;
+        let trigger = if reserved {
+            Trigger::CrAcceptNullEndpoint(self.readiness())
+        } else {
+            Trigger::CrAcceptNamingEndpoint(self.readiness())
+        };
+        // Refused before the QP is touched: an EP in the wrong state (or not ready) keeps
+        // its QP as it was.
+        transition(self.current(), trigger)?;
+        let rd = lock(&self.inner.attr).max_rdma_read_in.min(255) as u8;
         let local = {
             let mut qp = lock(&self.inner.qp);
             let local =
@@ -693,11 +775,6 @@ impl Ep {
             self.inner.completions.early.close();
             cm::connect_qp(&mut qp, &local, request.peer(), Access::ALL).map_err(internal)?;
             local
-        };
-        let trigger = if reserved {
-            Trigger::CrAcceptNullEndpoint(self.readiness())
-        } else {
-            Trigger::CrAcceptNamingEndpoint(self.readiness())
         };
         self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
@@ -715,12 +792,65 @@ impl Drop for EpInner {
     fn drop(&mut self) {
         // The QP's completions stop being this EP's (a later QP may get the same number).
         let qpn = lock(&self.qp).qpn();
-        let _ = self.request_evd.with_cq(|s| s.detach(qpn));
-        let _ = self.recv_evd.with_cq(|s| s.detach(qpn));
+        let w = lock(&self.wiring);
+        let _ = w.request_evd.with_cq(|s| s.detach(qpn));
+        let _ = w.recv_evd.with_cq(|s| s.detach(qpn));
         if let Some(conn) = lock(&self.conn).take() {
             let _ = conn.disconnect(false);
         }
     }
+}
+
+/// Who creates an EP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// `dat_ep_create`: UNCONNECTED, on the consumer's PZ and EVDs.
+    Consumer,
+    /// The provider, for a request on a PSP with `DAT_PSP_PROVIDER_FLAG`:
+    /// TENTATIVE_CONNECTION_PENDING, on placeholders.
+    Provider,
+}
+
+impl Origin {
+    fn initial_state(self) -> EpState {
+        match self {
+            Origin::Consumer => EpState::AFTER_EP_CREATE,
+            Origin::Provider => EpState::AFTER_PROVIDER_CREATE,
+        }
+    }
+}
+
+/// A QP in `pz` whose completions go to the CQs of `request_evd` and `recv_evd`.
+fn build_qp(
+    pz: &Pz,
+    recv_evd: &Evd,
+    request_evd: &Evd,
+    srq: Option<&Srq>,
+    caps: QpCaps,
+    verb: &str,
+) -> DatResult<Qp<'static>> {
+    let make_qp = |send_cq: &ferrodat_driver::Cq, recv_cq: &ferrodat_driver::Cq| {
+        Qp::new(
+            pz.pd(),
+            &QpInit {
+                send_cq,
+                recv_cq,
+                srq: srq.map(Srq::driver),
+                caps,
+                sq_sig_all: false,
+                user_handle: None,
+            },
+        )
+    };
+    // One EVD may take both streams (one CQ): lock it once.
+    if request_evd.same(recv_evd) {
+        request_evd.with_cq(|cq| make_qp(cq.cq(), cq.cq()))?
+    } else {
+        request_evd.with_cq(|req| recv_evd.with_cq(|recv| make_qp(req.cq(), recv.cq())))??
+    }
+    .map_err(|e| {
+        DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!("{verb}: {e}"))
+    })
 }
 
 /// Connection-manager events of one EP.

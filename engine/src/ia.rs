@@ -20,6 +20,10 @@ use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+mod close;
+pub use close::CloseMode;
+pub(crate) use close::{ChildKind, IaChild};
+
 /// Which device, port and address an IA uses: the instance data of its dat.conf line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IaSpec {
@@ -223,6 +227,8 @@ struct IaInner {
     async_evd: Mutex<Option<Weak<EvdShared>>>,
     /// Its PSPs and RSPs by connection qualifier (`dat_cr_handoff` finds its target here).
     service_points: crate::sp::ServicePoints,
+    /// Its objects with activity an abrupt close ends (weakly).
+    children: close::Children,
 }
 
 impl Ia {
@@ -320,7 +326,8 @@ impl Ia {
             is_thread_safe: false,
             max_private_data_size: crate::cm::wire::MAX_PRIVATE_DATA as u32,
             supports_multipath: false,
-            ep_creator: ep_creator::NEVER,
+            // DAT_PSP_PROVIDER_FLAG is honoured (ep::provider).
+            ep_creator: ep_creator::IFASKED,
             pz_support: pz_support::UNIQUE,
             optimal_buffer_alignment: 64,
             evd_stream_merging_supported: [[true; 6]; 6],
@@ -355,8 +362,14 @@ impl Ia {
                 cm: OnceLock::new(),
                 async_evd: Mutex::new(None),
                 service_points: Default::default(),
+                children: close::Children::default(),
             }),
         })
+    }
+
+    /// Both handles are the same IA.
+    pub fn same(&self, other: &Ia) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The IA's registry name.

@@ -7,7 +7,7 @@
 
 use crate::error::{DatError, DatResult};
 use crate::pz::Pz;
-use ferrodat_abi::dat::{mem_priv, subtype};
+use ferrodat_abi::dat::{mem_priv, mem_type, subtype, va_type};
 use ferrodat_driver::{Access, MrBuf, MrRaw};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -275,6 +275,53 @@ impl Lmr {
             }
         }
         Ok(())
+    }
+}
+
+/// `DAT_LMR_PARAM`, as `dat_lmr_query` reports it.
+#[derive(Clone, Debug)]
+pub struct LmrParam {
+    /// `ia_handle`.
+    pub ia: crate::ia::Ia,
+    /// `mem_type`: `DAT_MEM_TYPE_VIRTUAL`, the only kind registered here.
+    pub mem_type: u32,
+    /// `region_desc.for_va`: the address registered.
+    pub region_address: u64,
+    /// `length`: bytes asked for.
+    pub length: u64,
+    /// `pz_handle`.
+    pub pz: Pz,
+    /// `mem_priv`: the privileges given at creation.
+    pub mem_priv: MemPriv,
+    /// `va_type`: `DAT_VA_TYPE_VA` (zero-based addressing is not offered).
+    pub va_type: u32,
+    /// `lmr_context`.
+    pub lmr_context: u32,
+    /// `rmr_context`.
+    pub rmr_context: u32,
+    /// `registered_size`.
+    pub registered_size: u64,
+    /// `registered_address`.
+    pub registered_address: u64,
+}
+
+impl Lmr {
+    /// `dat_lmr_query`: every field of `DAT_LMR_PARAM`. The device registers exactly the
+    /// bytes asked for, so `length` and `registered_size` agree, as do the two addresses.
+    pub fn query(&self) -> LmrParam {
+        LmrParam {
+            ia: self.inner.pz.ia().clone(),
+            mem_type: mem_type::VIRTUAL,
+            region_address: self.registered_address(),
+            length: self.registered_size(),
+            pz: self.inner.pz.clone(),
+            mem_priv: self.inner.privileges,
+            va_type: va_type::VA,
+            lmr_context: self.lmr_context(),
+            rmr_context: self.rmr_context(),
+            registered_size: self.registered_size(),
+            registered_address: self.registered_address(),
+        }
     }
 }
 

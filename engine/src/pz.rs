@@ -34,7 +34,7 @@ impl Pz {
         &self.inner.ia
     }
 
-    /// The same PZ (not an equal one).
+    /// Both handles are the same PZ.
     pub fn same(&self, other: &Pz) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
@@ -56,5 +56,19 @@ impl Pz {
             return Err((self, e));
         }
         Ok(())
+    }
+}
+
+/// `DAT_PZ_PARAM`, as `dat_pz_query` reports it.
+#[derive(Clone, Debug)]
+pub struct PzParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+}
+
+impl Pz {
+    /// `dat_pz_query`: every field of `DAT_PZ_PARAM`.
+    pub fn query(&self) -> PzParam {
+        PzParam { ia: self.inner.ia.clone() }
     }
 }

@@ -4,33 +4,51 @@
 //! another service point of the IA.
 
 use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
-use crate::ep::Ep;
+use crate::ep::{Ep, Placeholders};
 use crate::ep_state::Trigger;
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
-use ferrodat_abi::dat::{ret, subtype};
+use ferrodat_abi::dat::{psp_flags, ret, subtype};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-/// A public service point (`dat_psp_create`, consumer model).
+/// A public service point (`dat_psp_create`): the consumer names the endpoint when it
+/// accepts, or (`DAT_PSP_PROVIDER_FLAG`) the provider creates one per request.
 #[derive(Debug)]
 pub struct Psp {
     id: ObjectId,
+    ia: Ia,
     conn_qual: u16,
     evd: Evd,
+    /// `DAT_PSP_CONSUMER_FLAG` or `DAT_PSP_PROVIDER_FLAG`.
+    flags: u32,
+    /// What its listener reports to (also the target of `dat_cr_handoff`).
     events: Arc<PspEvents>,
-    _listener: Listener,
+    /// Its listener (taken by an abrupt IA close).
+    listener: Arc<Mutex<Option<Listener>>>,
 }
 
 impl Psp {
     /// `dat_psp_create(ia, conn_qual, evd, DAT_PSP_CONSUMER_FLAG)`: requests on `conn_qual`
     /// become connection-request events on `evd` (its qlen is the backlog).
     pub fn create(ia: &Ia, conn_qual: u16, evd: &Evd) -> DatResult<Psp> {
+        Psp::create_with_flags(ia, conn_qual, evd, psp_flags::CONSUMER)
+    }
+
+    /// `dat_psp_create(ia, conn_qual, evd, psp_flags)`: with `DAT_PSP_PROVIDER_FLAG` each
+    /// request comes with an endpoint the provider made (`ep::provider`), which
+    /// `dat_cr_query` names.
+    pub fn create_with_flags(ia: &Ia, conn_qual: u16, evd: &Evd, flags: u32) -> DatResult<Psp> {
+        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        let provider = check_psp_flags(ia, flags, "dat_psp_create")?;
         let id = new_object_id();
-        let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None });
+        let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
         let sink: cm::Sink = events.clone();
         let listener = ia.cm()?.listen(conn_qual, evd.qlen(), sink).map_err(|e| match e {
             cm::CmError::ConnQualInUse { .. } => {
@@ -42,9 +60,21 @@ impl Psp {
             other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
                 .with_detail(format!("dat_psp_create: {other}")),
         })?;
+        Ok(Psp::listening(ia, id, evd, flags, listener, events))
+    }
+
+    fn listening(
+        ia: &Ia,
+        id: ObjectId,
+        evd: &Evd,
+        flags: u32,
+        listener: Listener,
+        events: Arc<PspEvents>,
+    ) -> Psp {
         let conn_qual = listener.conn_qual();
+        let listener = listening_for(ia, listener);
         ia.service_points().add(conn_qual, &events);
-        Ok(Psp { id, conn_qual, evd: evd.clone(), events, _listener: listener })
+        Psp { id, ia: ia.clone(), conn_qual, evd: evd.clone(), flags, events, listener }
     }
 
     /// Its id (connection-request events name it).
@@ -65,7 +95,7 @@ impl Psp {
 
 impl Drop for Psp {
     fn drop(&mut self) {
-        self.evd.ia().service_points().remove(self.conn_qual, &self.events);
+        self.ia.service_points().remove(self.conn_qual, &self.events);
     }
 }
 
@@ -73,10 +103,12 @@ impl Drop for Psp {
 #[derive(Debug)]
 pub struct Rsp {
     id: ObjectId,
+    ia: Ia,
     conn_qual: u16,
     ep: Ep,
+    evd: Evd,
     events: Arc<PspEvents>,
-    listener: Mutex<Option<Listener>>,
+    listener: Arc<Mutex<Option<Listener>>>,
 }
 
 impl Rsp {
@@ -85,7 +117,12 @@ impl Rsp {
     pub fn create(ia: &Ia, conn_qual: u16, ep: &Ep, evd: &Evd) -> DatResult<Rsp> {
         ep.rsp_step(Trigger::RspCreate)?;
         let id = new_object_id();
-        let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: Some(ep.clone()) });
+        let events = Arc::new(PspEvents {
+            sp: id,
+            evd: evd.clone(),
+            reserved: Some(ep.clone()),
+            provider: None,
+        });
         let sink: cm::Sink = events.clone();
         let listener = ia.cm()?.listen(conn_qual, 1, sink).map_err(|e| {
             let _ = ep.rsp_step(Trigger::RspFree);
@@ -93,7 +130,15 @@ impl Rsp {
                 .with_detail(format!("dat_rsp_create: {e}"))
         })?;
         ia.service_points().add(conn_qual, &events);
-        Ok(Rsp { id, conn_qual, ep: ep.clone(), events, listener: Mutex::new(Some(listener)) })
+        Ok(Rsp {
+            id,
+            ia: ia.clone(),
+            conn_qual,
+            ep: ep.clone(),
+            evd: evd.clone(),
+            events,
+            listener: listening_for(ia, listener),
+        })
     }
 
     /// Its id.
@@ -121,7 +166,7 @@ impl Rsp {
 
 impl Drop for Rsp {
     fn drop(&mut self) {
-        self.events.evd.ia().service_points().remove(self.conn_qual, &self.events);
+        self.ia.service_points().remove(self.conn_qual, &self.events);
     }
 }
 
@@ -157,6 +202,8 @@ struct PspEvents {
     evd: Evd,
     /// An RSP's endpoint: the request is for it.
     reserved: Option<Ep>,
+    /// A PSP with `DAT_PSP_PROVIDER_FLAG`: what its endpoints start on.
+    provider: Option<Arc<Placeholders>>,
 }
 
 impl CmEvents for PspEvents {
@@ -177,11 +224,22 @@ impl PspEvents {
         {
             return; // the RSP was used or freed: the request is refused undecided
         }
+        let ep = match (&self.reserved, &self.provider) {
+            (Some(ep), _) => Some(ep.clone()),
+            (None, Some(placeholders)) => {
+                match Ep::create_for_request(placeholders, request.remote()) {
+                    Ok(ep) => Some(ep),
+                    // No QP for it: the request is refused undecided (NON_PEER_REJECTED).
+                    Err(_) => return,
+                }
+            }
+            (None, None) => None,
+        };
         let cr = Cr {
             inner: Arc::new(CrInner {
                 id: new_object_id(),
                 request: Mutex::new(Some(request)),
-                ep: self.reserved.clone(),
+                ep,
                 sp: self.sp,
                 ia: self.evd.ia().clone(),
             }),
@@ -235,9 +293,16 @@ impl Cr {
         }
     }
 
-    /// `dat_cr_query`: the requester's address and private data.
-    pub fn query(&self) -> DatResult<(SocketAddr, Vec<u8>)> {
-        self.with_request(|r| Ok((r.remote(), r.private_data().to_vec())))
+    /// `dat_cr_query`: every field of `DAT_CR_PARAM`.
+    pub fn query(&self) -> DatResult<CrParam> {
+        self.with_request(|r| {
+            Ok(CrParam {
+                remote_ia_address: r.remote().ip(),
+                remote_port_qual: u64::from(r.remote().port()),
+                private_data: r.private_data().to_vec(),
+                local_ep: self.inner.ep.clone(),
+            })
+        })
     }
 
     /// `dat_cr_accept(cr, ep, private_data)`; `ep` None (DAT's NULL) for a request that
@@ -287,9 +352,13 @@ impl Cr {
             DatError::invalid_parameter(3).with_detail(format!("dat_cr_reject: {e}"))
         })?;
         *g = None;
+        // The request's own endpoint: an RSP's goes back to UNCONNECTED, a provider-created
+        // one back to the provider (its handle is dead).
+        if let Some(ep) = &self.inner.ep {
+            let _ = ep.rsp_step(Trigger::CrReject);
+        }
         Ok(())
     }
-
     /// `dat_cr_handoff(cr, conn_qual)`: the request goes to the IA's service point on
     /// `conn_qual`, which reports it as a new connection-request event with a new CR; this
     /// one is used up. The request keeps counting against the backlog of the service
@@ -302,8 +371,8 @@ impl Cr {
         }
         if let Some(ep) = &self.inner.ep {
             return Err(DatError::invalid_state(ep.state().subtype()).with_detail(
-                "dat_cr_handoff: this request arrived on an RSP and holds its endpoint; accept \
-                 or reject it",
+                "dat_cr_handoff: this request holds its endpoint (an RSP's or one the provider \
+                 made); accept or reject it",
             ));
         }
         let target = self.inner.ia.service_points().get(conn_qual);
@@ -317,5 +386,138 @@ impl Cr {
         drop(g);
         target.deliver(request, conn_qual);
         Ok(())
+    }
+}
+
+// ----- queries, create_any and free (dat_psp_*, dat_rsp_query) -----
+
+/// `DAT_PSP_PARAM`, as `dat_psp_query` reports it.
+#[derive(Clone, Debug)]
+pub struct PspParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `conn_qual`.
+    pub conn_qual: u64,
+    /// `evd_handle`: where its connection requests are reported.
+    pub evd: Evd,
+    /// `psp_flags`: `DAT_PSP_CONSUMER_FLAG` or `DAT_PSP_PROVIDER_FLAG`.
+    pub psp_flags: u32,
+}
+
+/// `DAT_RSP_PARAM`, as `dat_rsp_query` reports it.
+#[derive(Clone, Debug)]
+pub struct RspParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `conn_qual`.
+    pub conn_qual: u64,
+    /// `evd_handle`: where its connection request is reported.
+    pub evd: Evd,
+    /// `ep_handle`: the endpoint it holds.
+    pub ep: Ep,
+}
+
+/// `DAT_CR_PARAM`, as `dat_cr_query` reports it.
+#[derive(Clone, Debug)]
+pub struct CrParam {
+    /// `remote_ia_address_ptr`: the requester's address.
+    pub remote_ia_address: IpAddr,
+    /// `remote_port_qual`: the requester's port.
+    pub remote_port_qual: u64,
+    /// `private_data` (its size is `private_data_size`).
+    pub private_data: Vec<u8>,
+    /// `local_ep_handle`: the endpoint the request came with (an RSP's); `None` for a
+    /// PSP's request, accepted on an endpoint the consumer names.
+    pub local_ep: Option<Ep>,
+}
+
+impl Psp {
+    /// `dat_psp_create_any(ia, evd, psp_flags)`: listens on a free connection qualifier
+    /// the provider picks (from `cm::CONN_QUAL_ANY`); [`Psp::conn_qual`] says which.
+    pub fn create_any(ia: &Ia, evd: &Evd, flags: u32) -> DatResult<Psp> {
+        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create_any: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        let provider = check_psp_flags(ia, flags, "dat_psp_create_any")?;
+        let id = new_object_id();
+        let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
+        let sink: cm::Sink = events.clone();
+        let listener = ia.cm()?.listen_any(evd.qlen(), sink).map_err(|e| match e {
+            cm::CmError::NoFreeConnQual => {
+                DatError::new(ret::CONN_QUAL_UNAVAILABLE, subtype::NO_SUBTYPE).with_detail(format!(
+                    "dat_psp_create_any: {e}; free service points or pick a conn_qual with \
+                     dat_psp_create"
+                ))
+            }
+            other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+                .with_detail(format!("dat_psp_create_any: {other}")),
+        })?;
+        Ok(Psp::listening(ia, id, evd, flags, listener, events))
+    }
+
+    /// `dat_psp_query`: every field of `DAT_PSP_PARAM`.
+    pub fn query(&self) -> PspParam {
+        PspParam {
+            ia: self.ia.clone(),
+            conn_qual: u64::from(self.conn_qual),
+            evd: self.evd.clone(),
+            psp_flags: self.flags,
+        }
+    }
+
+    /// `dat_psp_free`: stops listening at once (the conn_qual can be listened on again
+    /// when this returns). Requests not yet reported are refused (`NON_PEER_REJECTED` at the
+    /// requester); requests already reported stay valid until accepted or rejected, as OFA
+    /// keeps its CR records past `dat_psp_free`.
+    pub fn free(self) -> DatResult<()> {
+        self.listener.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Ok(())
+    }
+}
+
+impl Rsp {
+    /// `dat_rsp_query`: every field of `DAT_RSP_PARAM`.
+    pub fn query(&self) -> RspParam {
+        RspParam {
+            ia: self.ia.clone(),
+            conn_qual: u64::from(self.conn_qual),
+            evd: self.evd.clone(),
+            ep: self.ep.clone(),
+        }
+    }
+}
+
+/// A service point's listener, which an abrupt close of `ia` stops.
+fn listening_for(ia: &Ia, listener: Listener) -> Arc<Mutex<Option<Listener>>> {
+    let shared = Arc::new(Mutex::new(Some(listener)));
+    let child: std::sync::Weak<dyn crate::ia::IaChild> = Arc::downgrade(&shared) as _;
+    ia.register(child);
+    shared
+}
+
+impl crate::ia::IaChild for Mutex<Option<Listener>> {
+    fn kind(&self) -> crate::ia::ChildKind {
+        crate::ia::ChildKind::ServicePoint
+    }
+
+    /// Stops listening (requests already reported keep their CRs).
+    fn abort_for_ia_close(self: Arc<Self>) {
+        self.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// The placeholders a provider-model PSP's endpoints start on, `None` for the consumer
+/// model; unknown flags are `DAT_INVALID_PARAMETER/ARG4`.
+fn check_psp_flags(ia: &Ia, flags: u32, verb: &str) -> DatResult<Option<Arc<Placeholders>>> {
+    match flags {
+        psp_flags::CONSUMER => Ok(None),
+        psp_flags::PROVIDER => Ok(Some(Arc::new(Placeholders::new(ia)?))),
+        other => Err(DatError::invalid_parameter(4).with_detail(format!(
+            "{verb}: psp_flags {other}: use DAT_PSP_CONSUMER_FLAG ({}) or DAT_PSP_PROVIDER_FLAG \
+             ({})",
+            psp_flags::CONSUMER,
+            psp_flags::PROVIDER
+        ))),
     }
 }

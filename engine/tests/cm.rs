@@ -3,7 +3,8 @@
 //! disconnects, a killed peer process and a connection loop that must not leak.
 //!
 //! Ports: listeners use `listen_any` (20000–29999) or, where a fixed conn_qual is the
-//! point, 47100–47199; "nothing listens here" and "never answers" use kernel-picked ports.
+//! point, 31100–31199 (below the kernel's ephemeral range, so no outgoing connection of
+//! another program can be holding it); "nothing listens here" and "never answers" use kernel-picked ports.
 //! Waits are for events with a generous deadline (a loaded 2-core machine), never timed
 //! assertions.
 
@@ -412,19 +413,19 @@ fn garbage_from_the_listener_is_a_clear_non_peer_reject() {
 #[test]
 fn conn_qual_in_use_is_refused_until_freed() {
     let cm_b = Cm::new(LOCALHOST).unwrap();
-    let first = cm_b.listen(47101, 4, sink().0).unwrap();
-    assert_eq!(first.conn_qual(), 47101);
-    let e = cm_b.listen(47101, 4, sink().0).unwrap_err();
+    let first = cm_b.listen(31101, 4, sink().0).unwrap();
+    assert_eq!(first.conn_qual(), 31101);
+    let e = cm_b.listen(31101, 4, sink().0).unwrap_err();
     assert!(matches!(e, CmError::ConnQualInUse { .. }), "{e:?}");
-    assert!(e.to_string().contains("conn_qual 47101 is in use on 127.0.0.1"), "{e}");
+    assert!(e.to_string().contains("conn_qual 31101 is in use on 127.0.0.1"), "{e}");
     // Another program's socket counts too.
-    let other = TcpListener::bind((LOCALHOST, 47102)).unwrap();
-    assert!(matches!(cm_b.listen(47102, 4, sink().0), Err(CmError::ConnQualInUse { .. })));
+    let other = TcpListener::bind((LOCALHOST, 31102)).unwrap();
+    assert!(matches!(cm_b.listen(31102, 4, sink().0), Err(CmError::ConnQualInUse { .. })));
     drop(other);
-    let again = cm_b.listen(47102, 4, sink().0).unwrap();
+    let again = cm_b.listen(31102, 4, sink().0).unwrap();
     // Freed: listening again works at once (dropping a listener waits for the close).
     drop(first);
-    let relisten = cm_b.listen(47101, 4, sink().0).unwrap();
+    let relisten = cm_b.listen(31101, 4, sink().0).unwrap();
     assert!(matches!(cm_b.listen(0, 4, sink().0), Err(CmError::Invalid(_))));
     drop((again, relisten));
 }
@@ -555,7 +556,7 @@ fn child_loop() {
         let (fds0, threads0) = (open_fds(), threads());
         let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
         let (lsink, requests) = sink();
-        let listener = cm_b.listen(47110, 256, lsink).unwrap();
+        let listener = cm_b.listen(31110, 256, lsink).unwrap();
         let settle = |cm: &Cm| {
             let deadline = Instant::now() + WAIT;
             while cm.open_connections() != 0 {
@@ -566,7 +567,7 @@ fn child_loop() {
         let base = open_fds();
         for i in 0..200 {
             let pd = pdata(48, i as u8);
-            let ((ca, ea), (cb, eb)) = establish(&cm_a, 47110, &requests, &pd, &pd);
+            let ((ca, ea), (cb, eb)) = establish(&cm_a, 31110, &requests, &pd, &pd);
             if i % 2 == 0 {
                 ca.disconnect(true).unwrap();
             } else {

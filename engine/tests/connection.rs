@@ -58,22 +58,22 @@ fn connection(ev: Event) -> (u32, Vec<u8>) {
 fn two_endpoints_connect_exchange_data_and_disconnect() {
     let server = side();
     let client = side();
-    let psp = Psp::create(&server.ia, 47150, &server.cr_evd).unwrap();
-    assert_eq!(psp.conn_qual(), 47150);
+    let psp = Psp::create(&server.ia, 31150, &server.cr_evd).unwrap();
+    assert_eq!(psp.conn_qual(), 31150);
     // Receives pre-posted before the connection (dtest posts three).
     for s in [&server, &client] {
         s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 100, 0).unwrap();
     }
 
     let pdata: Vec<u8> = (1..=48).collect();
-    client.ep.connect(server.ia.attr().address, 47150, None, &pdata).unwrap();
+    client.ep.connect(server.ia.attr().address, 31150, None, &pdata).unwrap();
     assert_eq!(client.ep.state(), EpState::ActiveConnectionPending);
     let (request, _) = server.cr_evd.wait(WAIT_US, 1).unwrap();
     let Event::ConnectionRequest { sp, cr, conn_qual } = request else {
         panic!("expected a connection request, got {request:?}")
     };
-    assert_eq!((sp, conn_qual), (psp.id(), 47150));
-    let (_, got) = cr.query().unwrap();
+    assert_eq!((sp, conn_qual), (psp.id(), 31150));
+    let got = cr.query().unwrap().private_data;
     assert_eq!(got, pdata);
     let reply: Vec<u8> = pdata.iter().map(|b| b + 1).collect();
     cr.accept(Some(&server.ep), &reply).unwrap();
@@ -85,7 +85,7 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
     assert_eq!(number, event::CONNECTION_EVENT_ESTABLISHED);
     assert_eq!(client.ep.state(), EpState::Connected);
     assert_eq!(server.ep.state(), EpState::Connected);
-    assert_eq!(client.ep.remote_address(), Some("127.0.0.1:47150".parse().unwrap()));
+    assert_eq!(client.ep.remote_address(), Some("127.0.0.1:31150".parse().unwrap()));
     assert_eq!(server.ep.remote_address().map(|a| a.ip()), Some("127.0.0.1".parse().unwrap()));
 
     // SEND/RECV: 16 bytes into the pre-posted receive.
@@ -155,7 +155,7 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
 #[test]
 fn a_connect_nobody_listens_for_is_reported_as_peer_rejected() {
     let client = side();
-    client.ep.connect("127.0.0.1".parse().unwrap(), 47151, None, b"").unwrap();
+    client.ep.connect("127.0.0.1".parse().unwrap(), 31151, None, b"").unwrap();
     let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
     assert_eq!(number, event::CONNECTION_EVENT_PEER_REJECTED);
     assert_eq!(client.ep.state(), EpState::Disconnected);
@@ -202,9 +202,9 @@ fn exchange(from: &Side, to: &Side, cookie: u64) {
 fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
     let server = side();
     let client = side();
-    let _psp = Psp::create(&server.ia, 47152, &server.cr_evd).unwrap();
+    let _psp = Psp::create(&server.ia, 31152, &server.cr_evd).unwrap();
     for round in 0..3u64 {
-        connect(&server, &client, 47152);
+        connect(&server, &client, 31152);
         exchange(&client, &server, 10 * round + 1);
         exchange(&server, &client, 10 * round + 2);
         client.ep.disconnect(DisconnectMode::Graceful).unwrap();
@@ -231,8 +231,8 @@ fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
 fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
     let server = side();
     let client = side();
-    let _psp = Psp::create(&server.ia, 47153, &server.cr_evd).unwrap();
-    connect(&server, &client, 47153);
+    let _psp = Psp::create(&server.ia, 31153, &server.cr_evd).unwrap();
+    connect(&server, &client, 31153);
     // RDMA WRITE with immediate consumes a receive at the peer, which reports the data.
     server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 4, 0).unwrap();
     let target = |offset: u64, len: u64| RmrTriplet {
@@ -286,7 +286,7 @@ fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
 
     // A region registered without the remote-atomic privilege refuses atomics, as the
     // device does: a remote access error, memory untouched.
-    let plain = Lmr::alloc(server.ep.pz(), 64, MemPriv(mem_priv::ALL)).unwrap();
+    let plain = Lmr::alloc(&server.ep.pz(), 64, MemPriv(mem_priv::ALL)).unwrap();
     plain.write(0, &7u64.to_ne_bytes()).unwrap();
     let no_atomics = RmrTriplet {
         rmr_context: plain.rmr_context(),
@@ -310,19 +310,22 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
     use std::time::Duration;
     let server = side();
     let client = side();
-    let _psp = Psp::create(&server.ia, 47154, &server.cr_evd).unwrap();
+    let _psp = Psp::create(&server.ia, 31154, &server.cr_evd).unwrap();
     // dtest -c: the DTO EVDs report to a CNO; the consumer waits on the CNO, then dequeues.
     let cno = Cno::create(&server.ia).unwrap();
     server.recv_evd.modify_cno(Some(&cno));
     let soft = Evd::create_with_cno(&server.ia, 4, Some(&cno), evd_flags::SOFTWARE).unwrap();
     let e = cno.wait(Some(Duration::from_millis(20))).unwrap_err();
     assert_eq!(e.code(), ferrodat_engine::error::DatError::timeout_expired().code(), "nothing yet");
-    connect(&server, &client, 47154);
+    connect(&server, &client, 31154);
 
     server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 5, 0).unwrap();
     client.buf.write(4096, b"ping").unwrap();
     client.ep.post_send(&[client.buf.triplet(4096, 4).unwrap()], 6, 0).unwrap();
-    let hint = cno.wait(Some(Duration::from_secs(5))).expect("the receive wakes the CNO");
+    let hint = cno
+        .wait(Some(Duration::from_secs(5)))
+        .expect("the receive wakes the CNO")
+        .expect("an EVD as the hint");
     assert_eq!(hint.id(), server.recv_evd.id());
     // The event may still be in the CQ: a dequeue harvests it.
     let mut got = None;
@@ -340,7 +343,7 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
     let e = cno.wait(Some(Duration::from_millis(20)));
     assert!(e.is_err(), "a disabled EVD does not trigger: {e:?}");
     soft.enable();
-    assert_eq!(cno.wait(Some(Duration::from_secs(5))).unwrap().id(), soft.id());
+    assert_eq!(cno.wait(Some(Duration::from_secs(5))).unwrap().unwrap().id(), soft.id());
     assert_eq!(soft.dequeue().unwrap(), Event::Software { pointer: 0xfeed });
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
@@ -349,11 +352,11 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
 fn an_srq_feeds_the_receives_of_several_endpoints() {
     use ferrodat_engine::srq::Srq;
     let server = side();
-    let srq = Srq::create(server.ep.pz(), 16, 1).unwrap();
+    let srq = Srq::create(&server.ep.pz(), 16, 1).unwrap();
     let eps: Vec<Ep> = (0..2)
         .map(|_| {
             Ep::create_with_srq(
-                server.ep.pz(),
+                &server.ep.pz(),
                 &server.recv_evd,
                 &server.req_evd,
                 Some(&server.conn_evd),
@@ -369,10 +372,10 @@ fn an_srq_feeds_the_receives_of_several_endpoints() {
     for i in 0..6u64 {
         srq.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], 100 + i).unwrap();
     }
-    let _psp = Psp::create(&server.ia, 47155, &server.cr_evd).unwrap();
+    let _psp = Psp::create(&server.ia, 31155, &server.cr_evd).unwrap();
     let clients: Vec<Side> = (0..2).map(|_| side()).collect();
     for (client, ep) in clients.iter().zip(&eps) {
-        connect_ep(&server, ep, &client.ep, &client.conn_evd, 47155);
+        connect_ep(&server, ep, &client.ep, &client.conn_evd, 31155);
     }
     let mut seen = Vec::new();
     for round in 0..3u8 {
@@ -401,11 +404,11 @@ fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
     use ferrodat_engine::sp::Rsp;
     let server = side();
     let client = side();
-    let rsp = Rsp::create(&server.ia, 47156, &server.ep, &server.cr_evd).unwrap();
+    let rsp = Rsp::create(&server.ia, 31156, &server.ep, &server.cr_evd).unwrap();
     assert_eq!(server.ep.state(), EpState::Reserved);
     let e = server.ep.connect("127.0.0.1".parse().unwrap(), 1, None, b"").unwrap_err();
     assert_eq!(e.subtype(), ferrodat_abi::dat::subtype::INVALID_STATE_EP_RESERVED, "{e}");
-    client.ep.connect(server.ia.attr().address, 47156, None, b"rsp").unwrap();
+    client.ep.connect(server.ia.attr().address, 31156, None, b"rsp").unwrap();
     let Event::ConnectionRequest { sp, cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a request")
     };
@@ -431,10 +434,10 @@ fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
 fn a_psp_refuses_requests_past_its_evds_qlen() {
     let server = side();
     let small = Evd::create(&server.ia, 1, evd_flags::CR).unwrap();
-    let _psp = Psp::create(&server.ia, 47157, &small).unwrap();
+    let _psp = Psp::create(&server.ia, 31157, &small).unwrap();
     let clients: Vec<Side> = (0..2).map(|_| side()).collect();
     for c in &clients {
-        c.ep.connect(server.ia.attr().address, 47157, None, b"").unwrap();
+        c.ep.connect(server.ia.attr().address, 31157, None, b"").unwrap();
     }
     // The EVD's qlen is the PSP's backlog: one request waits, the other is refused.
     let Event::ConnectionRequest { cr: _waiting, .. } = small.wait(WAIT_US, 1).unwrap().0 else {
@@ -453,11 +456,11 @@ fn a_full_evd_reports_its_overflow_on_the_async_evd() {
     let client = side();
     let async_evd = Evd::create(&client.ia, 4, evd_flags::ASYNC).unwrap();
     client.ia.set_async_evd(&async_evd);
-    let pz = client.ep.pz().clone();
+    let pz = client.ep.pz();
     let tiny = Evd::create(&client.ia, 1, evd_flags::CONNECTION).unwrap();
     let ep = Ep::create(&pz, &client.recv_evd, &client.req_evd, Some(&tiny), None).unwrap();
-    let _psp = Psp::create(&server.ia, 47158, &server.cr_evd).unwrap();
-    ep.connect(server.ia.attr().address, 47158, None, b"").unwrap();
+    let _psp = Psp::create(&server.ia, 31158, &server.cr_evd).unwrap();
+    ep.connect(server.ia.attr().address, 31158, None, b"").unwrap();
     let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a request")
     };
@@ -483,12 +486,12 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
     // One EVD for the client's receives, requests and connection events.
     let shared = Evd::create(&client.ia, 64, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
     // One EVD for both DTO streams too (one CQ for the QP), as DAT allows.
-    let ep = Ep::create(client.ep.pz(), &shared, &shared, Some(&shared), None).unwrap();
+    let ep = Ep::create(&client.ep.pz(), &shared, &shared, Some(&shared), None).unwrap();
     for i in 0..3 {
         ep.post_recv(&[client.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
     }
-    let _psp = Psp::create(&server.ia, 47159, &server.cr_evd).unwrap();
-    connect_ep(&server, &server.ep, &ep, &shared, 47159);
+    let _psp = Psp::create(&server.ia, 31159, &server.cr_evd).unwrap();
+    connect_ep(&server, &server.ep, &ep, &shared, 31159);
     // Three sends, then the server disconnects at once, before the client looked.
     for i in 0..3u64 {
         server.ep.post_send(&[server.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
@@ -515,8 +518,8 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
 fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
     let server = side();
     let client = side();
-    let _psp = Psp::create(&server.ia, 47161, &server.cr_evd).unwrap();
-    connect(&server, &client, 47161);
+    let _psp = Psp::create(&server.ia, 31161, &server.cr_evd).unwrap();
+    connect(&server, &client, 31161);
     for i in 0..5u64 {
         server.ep.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
     }
@@ -546,25 +549,40 @@ fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
 fn dup_connect_reaches_the_same_peer() {
     let server = side();
     let client = side();
-    let _psp = Psp::create(&server.ia, 47162, &server.cr_evd).unwrap();
-    connect(&server, &client, 47162);
-    let second =
-        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
-            .unwrap();
-    let lonely =
-        Ep::create(client.ep.pz(), &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
-            .unwrap();
+    let _psp = Psp::create(&server.ia, 31162, &server.cr_evd).unwrap();
+    connect(&server, &client, 31162);
+    let second = Ep::create(
+        &client.ep.pz(),
+        &client.recv_evd,
+        &client.req_evd,
+        Some(&client.conn_evd),
+        None,
+    )
+    .unwrap();
+    let lonely = Ep::create(
+        &client.ep.pz(),
+        &client.recv_evd,
+        &client.req_evd,
+        Some(&client.conn_evd),
+        None,
+    )
+    .unwrap();
     let e = second.dup_connect(&lonely, None, b"").unwrap_err();
     assert!(e.to_string().contains("no connection"), "{e}");
-    let server_second =
-        Ep::create(server.ep.pz(), &server.recv_evd, &server.req_evd, Some(&server.conn_evd), None)
-            .unwrap();
+    let server_second = Ep::create(
+        &server.ep.pz(),
+        &server.recv_evd,
+        &server.req_evd,
+        Some(&server.conn_evd),
+        None,
+    )
+    .unwrap();
     second.dup_connect(&client.ep, None, b"dup").unwrap();
     let Event::ConnectionRequest { cr, conn_qual, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
     else {
         panic!("expected a request")
     };
-    assert_eq!((conn_qual, cr.query().unwrap().1), (47162, b"dup".to_vec()));
+    assert_eq!((conn_qual, cr.query().unwrap().private_data), (31162, b"dup".to_vec()));
     cr.accept(Some(&server_second), b"").unwrap();
     assert_eq!(
         connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0).0,
@@ -578,16 +596,16 @@ fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
     let server = side();
     let client = side();
     let front_evd = Evd::create(&server.ia, 4, evd_flags::CR).unwrap();
-    let front = Psp::create(&server.ia, 47170, &front_evd).unwrap();
-    let back = Psp::create(&server.ia, 47171, &server.cr_evd).unwrap();
-    client.ep.connect(server.ia.attr().address, 47170, None, b"route me").unwrap();
+    let front = Psp::create(&server.ia, 31170, &front_evd).unwrap();
+    let back = Psp::create(&server.ia, 31171, &server.cr_evd).unwrap();
+    client.ep.connect(server.ia.attr().address, 31170, None, b"route me").unwrap();
     let Event::ConnectionRequest { cr, sp, .. } = front_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a connection request on the front PSP")
     };
     assert_eq!(sp, front.id());
 
     // Targets that are not another service point of this IA are refused; the CR stays.
-    for bad in [47172, 47170] {
+    for bad in [31172, 31170] {
         let e = cr.handoff(bad).unwrap_err();
         assert_eq!(
             (e.return_type(), e.subtype()),
@@ -596,20 +614,20 @@ fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
         );
         assert!(e.to_string().contains(&bad.to_string()), "{e}");
     }
-    cr.handoff(47171).unwrap();
+    cr.handoff(31171).unwrap();
     // The old CR is used up.
     let e = cr.accept(Some(&server.ep), b"").unwrap_err();
     assert_eq!(e.return_type(), ret::INVALID_HANDLE, "{e}");
-    assert_eq!(cr.handoff(47171).unwrap_err().return_type(), ret::INVALID_HANDLE);
+    assert_eq!(cr.handoff(31171).unwrap_err().return_type(), ret::INVALID_HANDLE);
 
     let Event::ConnectionRequest { cr: moved, sp, conn_qual } =
         server.cr_evd.wait(WAIT_US, 1).unwrap().0
     else {
         panic!("expected the request on the back PSP")
     };
-    assert_eq!((sp, conn_qual), (back.id(), 47171));
+    assert_eq!((sp, conn_qual), (back.id(), 31171));
     assert_ne!(moved.id(), cr.id());
-    assert_eq!(moved.query().unwrap().1, b"route me");
+    assert_eq!(moved.query().unwrap().private_data, b"route me");
     moved.accept(Some(&server.ep), b"routed").unwrap();
     let (number, pdata) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
     assert_eq!((number, pdata), (event::CONNECTION_EVENT_ESTABLISHED, b"routed".to_vec()));
@@ -629,11 +647,11 @@ fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
         None,
     )
     .unwrap();
-    ep2.connect(server.ia.attr().address, 47170, None, b"").unwrap();
+    ep2.connect(server.ia.attr().address, 31170, None, b"").unwrap();
     let Event::ConnectionRequest { cr, .. } = front_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a second request")
     };
-    assert_eq!(cr.handoff(47171).unwrap_err().return_type(), ret::INVALID_PARAMETER);
+    assert_eq!(cr.handoff(31171).unwrap_err().return_type(), ret::INVALID_PARAMETER);
     // Rejected with private data, which the requester gets.
     cr.reject_with(b"no room").unwrap();
     loop {
@@ -655,12 +673,12 @@ fn a_thousand_connections_through_one_psp() {
     const CONNECTIONS: u64 = 1000;
     let server = side();
     let client = side();
-    let psp = Psp::create(&server.ia, 47173, &server.cr_evd).unwrap();
+    let psp = Psp::create(&server.ia, 31173, &server.cr_evd).unwrap();
     let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
     let mut fds_after_first = 0;
     for i in 0..CONNECTIONS {
         let server_ep = Ep::create(
-            server.ep.pz(),
+            &server.ep.pz(),
             &server.recv_evd,
             &server.req_evd,
             Some(&server.conn_evd),
@@ -668,7 +686,7 @@ fn a_thousand_connections_through_one_psp() {
         )
         .unwrap();
         let client_ep = Ep::create(
-            client.ep.pz(),
+            &client.ep.pz(),
             &client.recv_evd,
             &client.req_evd,
             Some(&client.conn_evd),
@@ -676,13 +694,17 @@ fn a_thousand_connections_through_one_psp() {
         )
         .unwrap();
         server_ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], i, 0).unwrap();
-        client_ep.connect(server.ia.attr().address, 47173, None, &i.to_le_bytes()).unwrap();
+        client_ep.connect(server.ia.attr().address, 31173, None, &i.to_le_bytes()).unwrap();
         let Event::ConnectionRequest { cr, sp, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
         else {
             panic!("connection {i}: expected a request")
         };
         assert_eq!(sp, psp.id());
-        assert_eq!(cr.query().unwrap().1, i.to_le_bytes(), "connection {i}: private data");
+        assert_eq!(
+            cr.query().unwrap().private_data,
+            i.to_le_bytes(),
+            "connection {i}: private data"
+        );
         cr.accept(Some(&server_ep), b"").unwrap();
         for (who, evd) in [("client", &client.conn_evd), ("server", &server.conn_evd)] {
             let (number, _) = connection(evd.wait(WAIT_US, 1).unwrap().0);

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const WAIT_US: u32 = 5_000_000;
-const PORT: u16 = 47310;
-const PORT_GATED: u16 = 47311;
+const PORT: u16 = 31310;
+const PORT_GATED: u16 = 31311;
 const ROUNDS: u64 = 30;
 
 #[test]

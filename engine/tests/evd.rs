@@ -145,7 +145,7 @@ fn pair(port: u16) -> Pair {
 
 #[test]
 fn a_dto_evd_waiter_sleeps_until_the_threshold_of_completions_arrived() {
-    let p = pair(47330);
+    let p = pair(31330);
     for i in 0..3 {
         p.server.post_recv(&[p.server_buf.triplet(i * 64, 64).unwrap()], i, 0).unwrap();
     }
@@ -183,7 +183,7 @@ fn a_dto_evd_waiter_sleeps_until_the_threshold_of_completions_arrived() {
 
 #[test]
 fn unwaitable_wakes_a_waiter_sleeping_on_a_cq() {
-    let p = pair(47331);
+    let p = pair(31331);
     let waiter = std::thread::spawn({
         let evd = p.recv_evd.clone();
         move || evd.wait(u32::MAX, 1)

@@ -99,7 +99,7 @@ fn expect_err(r: Result<u32, DatError>, return_type: Return, sub: ReturnSubtype,
 
 #[test]
 fn the_peer_reads_and_writes_through_a_bound_rmr_until_it_is_unbound() {
-    let (server, client, _psp) = connected(47260);
+    let (server, client, _psp) = connected(31260);
     let rmr = Rmr::create(&server.pz).unwrap();
     let q = rmr.query();
     assert!(q.binding.is_none(), "a new RMR is unbound");
@@ -168,7 +168,7 @@ fn outside_its_range_or_rights_the_rmr_context_fails() {
         ("a read with write rights only", MemPriv(mem_priv::REMOTE_WRITE), 0, true),
     ];
     for (i, (what, rights, offset, read)) in cases.into_iter().enumerate() {
-        let (server, client, _psp) = connected(47261 + i as u16);
+        let (server, client, _psp) = connected(31261 + i as u16);
         let rmr = Rmr::create(&server.pz).unwrap();
         let range = server.buf.triplet(1024, 256).unwrap();
         let ctx = rmr.bind(Some(&server.buf), &range, rights, &server.ep, 1, 0).unwrap();
@@ -186,7 +186,7 @@ fn outside_its_range_or_rights_the_rmr_context_fails() {
 
 #[test]
 fn a_freed_rmr_context_fails() {
-    let (server, client, _psp) = connected(47266);
+    let (server, client, _psp) = connected(31266);
     let rmr = Rmr::create(&server.pz).unwrap();
     let range = server.buf.triplet(0, 4096).unwrap();
     let ctx = rmr.bind(Some(&server.buf), &range, RW, &server.ep, 1, 0).unwrap();
@@ -209,7 +209,7 @@ fn a_freed_rmr_context_fails() {
 
 #[test]
 fn bind_arguments_are_checked_before_anything_is_posted() {
-    let (server, _client, _psp) = connected(47267);
+    let (server, _client, _psp) = connected(31267);
     let rmr = Rmr::create(&server.pz).unwrap();
     let range = server.buf.triplet(1024, 256).unwrap();
     let bind = |lmr: Option<&Lmr>, t: &LmrTriplet, p: MemPriv, ep: &Ep, flags: u32| {
@@ -299,7 +299,7 @@ fn binding_needs_a_connected_endpoint_and_flushes_on_a_disconnected_one() {
     assert_eq!(e.subtype(), subtype::INVALID_STATE_EP_UNCONNECTED, "{e}");
 
     // DISCONNECTED: the bind is accepted and completes at once, flushed; nothing changes.
-    let (server, client, _psp) = connected(47268);
+    let (server, client, _psp) = connected(31268);
     let rmr = Rmr::create(&server.pz).unwrap();
     let before = rmr.rmr_context();
     server.ep.disconnect(DisconnectMode::Abrupt).unwrap();

@@ -18,7 +18,7 @@ use ferrodat_engine::sp::Psp;
 use ferrodat_softhca::fabric::SHM_DIR_ENV;
 
 const WAIT_US: u32 = 10_000_000;
-const PORT: u16 = 47160;
+const PORT: u16 = 31160;
 
 struct Side {
     ep: Ep,
@@ -113,7 +113,7 @@ fn a_server_and_a_client_process_connect_and_move_data() {
         panic!("expected a connection request")
     };
     assert_eq!(sp, psp.id());
-    assert_eq!(cr.query().unwrap().1, vec![7u8; 48]);
+    assert_eq!(cr.query().unwrap().private_data, vec![7u8; 48]);
     cr.accept(Some(&s.ep), b"").unwrap();
     assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
     // Send our region's address and rmr_context, big-endian (dtest's RMR triplet).
@@ -141,7 +141,7 @@ fn a_server_and_a_client_process_connect_and_move_data() {
     child.finish();
 }
 
-const KILL_PORT: u16 = 47161;
+const KILL_PORT: u16 = 31161;
 
 /// The client of the kill test: connects, then sends as fast as the server takes them,
 /// until it is killed.

@@ -43,9 +43,10 @@ impl Cm {
         let req = Msg::Req { info: *local, private_data: private_data.to_vec() }.encode()?;
         let id = ConnId(self.shared.new_id());
         let to = SocketAddr::new(remote, conn_qual);
-        let conn = Connection { id, shared: self.shared.clone() };
+        let mut conn = Connection { id, shared: self.shared.clone(), local_port: 0 };
         match start_connect(self.shared.local, to) {
             Ok(sock) => {
+                conn.local_port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
                 let deadline = timeout.map(super::deadline_after);
                 self.shared.send(Cmd::Connect(Connecting { id, sock, req, deadline, sink }))?;
             }
@@ -82,6 +83,21 @@ fn start_connect(local: IpAddr, to: SocketAddr) -> Result<TcpStream, Start> {
     // SAFETY: fd was just created and is owned by nothing else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     if local.is_ipv4() == to.is_ipv4() && !local.is_unspecified() {
+        // SO_REUSEADDR, so that when this connection ends in TIME_WAIT on its ephemeral port,
+        // a PSP may still listen on that port number (listeners set it too; without it on
+        // both sides the TIME_WAIT blocks the listen for a minute). Best effort: a failure
+        // costs only that.
+        let one: libc::c_int = 1;
+        // SAFETY: `one` is a live c_int and its size is passed; the fd is ours.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_REUSEADDR,
+                (&raw const one).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
         let (sa, len) = sockaddr(SocketAddr::new(local, 0));
         // SAFETY: sa is a live sockaddr_storage of which len bytes are initialised.
         if unsafe { libc::bind(fd.as_raw_fd(), (&raw const sa).cast(), len) } != 0 {

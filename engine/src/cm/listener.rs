@@ -193,7 +193,7 @@ impl ConnRequest {
         let rep = Msg::Rep { info: *local, private_data: private_data.to_vec() }.encode()?;
         self.shared.send(Cmd::Accept { conn: self.id, rep, sink })?;
         self.decided = true;
-        Ok(Connection { id: self.id, shared: self.shared.clone() })
+        Ok(Connection { id: self.id, shared: self.shared.clone(), local_port: self.conn_qual })
     }
 
     /// Rejects with `private_data` (the peer gets `PEER_REJECTED`).

@@ -449,6 +449,9 @@ impl Drop for Cm {
 pub struct Connection {
     id: ConnId,
     shared: Arc<Shared>,
+    /// Our side's TCP port: the conn_qual listened on (passive), the socket's own port
+    /// (active; 0 if the connect failed before a socket was bound).
+    local_port: u16,
 }
 
 impl fmt::Debug for Shared {
@@ -461,6 +464,11 @@ impl Connection {
     /// The id its events carry.
     pub fn id(&self) -> ConnId {
         self.id
+    }
+
+    /// Our side's port qualifier (`dat_ep_query`'s `local_port_qual`).
+    pub fn local_port(&self) -> u16 {
+        self.local_port
     }
 
     /// Disconnects: graceful waits for the peer's DREP, abrupt does not; either way the

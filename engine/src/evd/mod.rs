@@ -29,8 +29,8 @@ pub mod queue;
 pub mod waiter;
 
 pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
-pub use object::Evd;
 pub(crate) use object::EvdShared;
+pub use object::{Evd, EvdParam};
 pub use queue::EventQueue;
 pub use waiter::{DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError};
 

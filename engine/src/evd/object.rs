@@ -8,7 +8,7 @@ use crate::cno::Cno;
 use crate::error::{DatError, DatResult};
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
-use ferrodat_abi::dat::{evd_flags, event, ret, subtype};
+use ferrodat_abi::dat::{evd_flags, evd_state, event, ret, subtype};
 use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
@@ -147,6 +147,8 @@ impl Evd {
             }),
         };
         evd.modify_cno(cno);
+        let child: Weak<dyn crate::ia::IaChild> = Arc::downgrade(&evd.inner) as _;
+        ia.register(child);
         Ok(evd)
     }
 
@@ -218,8 +220,9 @@ impl Evd {
         if !self.inner.enabled.load(Ordering::Acquire) || self.inner.core.has_waiter() {
             return;
         }
-        if let Some(cno) = lock(&self.inner.cno).as_ref() {
-            cno.inner.notifier.notify();
+        let cno = lock(&self.inner.cno).clone();
+        if let Some(cno) = cno {
+            cno.trigger(self);
         }
     }
 
@@ -377,7 +380,11 @@ impl Evd {
             return Err((self, e));
         }
         self.inner.core.abort();
+        let cno = lock(&self.inner.cno).clone();
         self.modify_cno(None);
+        if let Some(cno) = cno {
+            cno.evd_freed();
+        }
         Ok(())
     }
 
@@ -411,6 +418,49 @@ impl Evd {
     /// Completions of QP `qpn` go to `ep` (its cookie rings) on this EVD.
     pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>) -> DatResult<()> {
         self.with_cq(|s| s.attach(qpn, ep))
+    }
+}
+
+impl crate::ia::IaChild for EvdShared {
+    fn kind(&self) -> crate::ia::ChildKind {
+        crate::ia::ChildKind::Evd
+    }
+
+    /// Its waiter and every later wait get DAT_ABORT.
+    fn abort_for_ia_close(self: Arc<Self>) {
+        self.core.abort();
+    }
+}
+
+/// `DAT_EVD_PARAM`, as `dat_evd_query` reports it.
+#[derive(Clone, Debug)]
+pub struct EvdParam {
+    /// `ia_handle`.
+    pub ia: Ia,
+    /// `evd_qlen`: events it holds.
+    pub evd_qlen: u32,
+    /// `evd_state`: `DAT_EVD_STATE_ENABLED` or `_DISABLED`, with `DAT_EVD_STATE_WAITABLE`
+    /// or `_UNWAITABLE`.
+    pub evd_state: u32,
+    /// `cno_handle`: the CNO it triggers, if any.
+    pub cno: Option<Cno>,
+    /// `evd_flags`: the streams it was created for.
+    pub evd_flags: u32,
+}
+
+impl Evd {
+    /// `dat_evd_query`: every field of `DAT_EVD_PARAM`.
+    pub fn query(&self) -> EvdParam {
+        let enabled = if self.enabled() { evd_state::ENABLED } else { evd_state::DISABLED };
+        let waitable =
+            if self.inner.core.is_waitable() { evd_state::WAITABLE } else { evd_state::UNWAITABLE };
+        EvdParam {
+            ia: self.inner.ia.clone(),
+            evd_qlen: u32::try_from(self.qlen()).unwrap_or(u32::MAX),
+            evd_state: enabled | waitable,
+            cno: lock(&self.inner.cno).clone(),
+            evd_flags: self.inner.flags,
+        }
     }
 }
 
