@@ -492,10 +492,15 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
-        let step = transition(self.current(), trigger)?;
         let length = local.iter().map(|t| t.segment_length).sum();
-        if step.effects.flush_this_post {
-            return self.flushed(&self.request_evd(), cookie, length, operation);
+        // CONNECTED, the state of nearly every post, allows it with no effect (a test in
+        // ep_state pins that down); any other state asks the state machine.
+        let state = self.current();
+        if state != EpState::Connected {
+            let step = transition(state, trigger)?;
+            if step.effects.flush_this_post {
+                return self.flushed(&self.request_evd(), cookie, length, operation);
+            }
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
         let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);

@@ -610,6 +610,17 @@ fn wrong_state_hint(state: EpState, trigger: Trigger) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Ep::post_request` skips the state machine in CONNECTED: posting there must be
+    /// legal, change nothing and flush nothing.
+    #[test]
+    fn a_request_post_on_a_connected_endpoint_is_a_plain_post() {
+        for trigger in [Trigger::PostSend, Trigger::PostRdmaWrite, Trigger::PostRdmaRead] {
+            let step = transition(EpState::Connected, trigger).unwrap();
+            assert_eq!(step.next, EpState::Connected, "{trigger:?}");
+            assert_eq!(step.effects, Effects::NONE, "{trigger:?}");
+        }
+    }
     use ferrodat_abi::dat::ret;
 
     const NOT_READY: [Readiness; 3] = [

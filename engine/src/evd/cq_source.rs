@@ -221,7 +221,7 @@ impl Harvest<Event> for CqSource {
             }
             if n < want {
                 // The CQ is drained: now the events that had to wait behind it.
-                while made < max {
+                while made < max && !self.deferred.looks_empty() {
                     let Some(ev) = self.deferred.pop() else { break };
                     sink(ev);
                     made += 1;

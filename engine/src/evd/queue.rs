@@ -140,6 +140,14 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// A cheap look, for skipping a [`pop`](Self::pop) on the fast path: true when no
+    /// event was claimed since the last one taken. It may miss a push happening right now
+    /// (as a pop racing with that push may), never an event published before the call.
+    #[inline]
+    pub fn looks_empty(&self) -> bool {
+        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Acquire)
+    }
+
     /// Takes the oldest event, `None` if the queue is empty.
     pub fn pop(&self) -> Option<T> {
         let mut backoff = Backoff::new();

@@ -412,11 +412,23 @@ impl<T> EvdCore<T> {
             return Err(WaitError::Busy);
         }
         let q = self.q();
-        if let Some(ev) = q.pop() {
+        if !q.looks_empty()
+            && let Some(ev) = q.pop()
+        {
             return Ok(ev);
         }
-        self.harvest(&q, src);
-        q.pop().ok_or(WaitError::Empty)
+        // The queue is empty: the first harvested event is the caller's, straight from the
+        // source (the rest queue behind it), instead of a push and a pop through the queue.
+        let room = q.capacity().saturating_sub(q.len());
+        let mut first = None;
+        src.harvest(room, &mut |ev| {
+            if first.is_none() {
+                first = Some(ev);
+            } else if q.push(ev).is_err() {
+                self.overflows.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        first.ok_or(WaitError::Empty)
     }
 
     /// `dat_evd_resize`: a queue of `qlen` events with the queued ones moved over in order.
