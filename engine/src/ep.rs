@@ -12,7 +12,7 @@ use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::ep_state::{DisconnectMode, EpState, Flush, Readiness, Trigger, transition};
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
-use crate::evd::cq_source::EpCompletions;
+use crate::evd::cq_source::{DtoFailures, EpCompletions};
 use crate::evd::early_completions::EarlyCompletions;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
@@ -239,6 +239,7 @@ impl Ep {
             requests: CookieRing::new(qp.geometry().sq_wqe_cnt),
             receives: srq.is_none().then(|| CookieRing::new(qp.geometry().rq_wqe_cnt)),
             early: EarlyCompletions::default(),
+            owner: Default::default(),
         });
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
@@ -270,6 +271,8 @@ impl Ep {
                 remote: Mutex::new(None),
             }),
         };
+        let owner: Arc<dyn DtoFailures> = Arc::new(EpEvents { ep: Arc::downgrade(&ep.inner) });
+        let _ = ep.inner.completions.owner.set(owner);
         ep.register_with_ia();
         Ok(ep)
     }
@@ -858,9 +861,22 @@ fn build_qp(
     })
 }
 
-/// Connection-manager events of one EP.
+/// Connection-manager events of one EP, and its failed DTOs.
+#[derive(Debug)]
 struct EpEvents {
     ep: Weak<EpInner>,
+}
+
+impl DtoFailures for EpEvents {
+    /// A failed DTO ends the connection: BROKEN here, an abrupt disconnect to the peer
+    /// (a stale call, e.g. on an endpoint already disconnected, changes nothing).
+    fn dto_failed(&self) {
+        let Some(inner) = self.ep.upgrade() else { return };
+        let ep = Ep { inner };
+        if let Ok(number) = ep.step_from_cm(Trigger::TransportError) {
+            ep.report(number, Vec::new());
+        }
+    }
 }
 
 impl CmEvents for EpEvents {

@@ -738,3 +738,41 @@ fn a_thousand_connections_through_one_psp() {
         open_fds()
     );
 }
+
+/// A DTO that fails (here an RDMA WRITE with a bad rkey) ends the connection as OFA dapl
+/// ends it: the error completion first, then BROKEN on the connect EVD, DISCONNECTED at
+/// the peer, and later posts complete flushed.
+#[test]
+fn a_failed_dto_breaks_the_connection() {
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 31174, &server.cr_evd).unwrap();
+    connect(&server, &client, 31174);
+    let bad = RmrTriplet {
+        rmr_context: server.buf.rmr_context() ^ 0x5a5a_0000,
+        virtual_address: server.buf.registered_address(),
+        segment_length: 64,
+    };
+    client.ep.post_rdma_write(&[client.buf.triplet(0, 64).unwrap()], 41, &bad, 0).unwrap();
+    let failed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(failed.user_cookie, 41);
+    assert_eq!(failed.status, ferrodat_abi::dat::dto_status::ERR_REMOTE_ACCESS, "{failed:?}");
+    let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_BROKEN);
+    assert_eq!(client.ep.state(), EpState::Disconnected);
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    // A post now completes at once, flushed; the EP can be reset and used again.
+    client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], 42, 0).unwrap();
+    let flushed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (flushed.user_cookie, flushed.status),
+        (42, ferrodat_abi::dat::dto_status::ERR_FLUSHED)
+    );
+    assert!(client.conn_evd.wait(50_000, 1).is_err(), "one BROKEN, nothing more");
+    client.ep.reset().unwrap();
+    server.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    server.ep.reset().unwrap();
+    connect(&server, &client, 31174);
+    exchange(&client, &server, 43);
+}

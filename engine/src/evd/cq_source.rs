@@ -7,14 +7,14 @@ use super::queue::EventQueue;
 use super::waiter::{Harvest, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
-use ferrodat_abi::dat::dtos;
+use ferrodat_abi::dat::{dto_status, dtos};
 use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
 use ferrodat_driver::{CompChannel, Cq};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 /// What the CQ needs to know of an endpoint using it.
@@ -30,6 +30,54 @@ pub struct EpCompletions {
     pub receives: Option<CookieRing>,
     /// Receives that complete before the passive side's ESTABLISHED is reported wait here.
     pub early: EarlyCompletions,
+    /// The endpoint, told when one of its DTOs fails (set once the endpoint exists).
+    pub owner: OnceLock<Arc<dyn DtoFailures>>,
+}
+
+/// An endpoint learns that a DTO of its failed — an error other than a flush, e.g. a
+/// remote access error or retries exhausted. The QP is in ERR by then; DAT ends the
+/// connection (abrupt disconnect to the peer, BROKEN on the connect EVD), as OFA dapl does.
+pub trait DtoFailures: Send + Sync + std::fmt::Debug {
+    /// Called after the failed completion's event was queued, with no EVD lock held.
+    fn dto_failed(&self);
+}
+
+/// Endpoints with a failed DTO harvested, waiting to be told once the harvest's locks are
+/// released (telling them takes the endpoint's locks, which must never be taken inside
+/// the CQ's: `dat_ep_reset` takes them in the other order).
+#[derive(Debug, Default)]
+pub struct Failures {
+    pending: AtomicBool,
+    eps: Mutex<Vec<Arc<EpCompletions>>>,
+}
+
+impl Failures {
+    fn push(&self, ep: Arc<EpCompletions>) {
+        lock(&self.eps).push(ep);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// Tells every endpoint listed (call with no EVD lock held). One load when none.
+    #[inline]
+    pub fn tell(&self) {
+        if self.pending.load(Ordering::Acquire) {
+            self.tell_all();
+        }
+    }
+
+    #[cold]
+    fn tell_all(&self) {
+        let eps = {
+            let mut eps = lock(&self.eps);
+            self.pending.store(false, Ordering::Release);
+            std::mem::take(&mut *eps)
+        };
+        for ep in eps {
+            if let Some(owner) = ep.owner.get() {
+                owner.dto_failed();
+            }
+        }
+    }
 }
 
 /// Endpoints whose parked receives were released (their connection's outcome reported)
@@ -93,6 +141,8 @@ pub struct CqSource {
     deferred: Arc<EventQueue<Event>>,
     /// Passive endpoints whose early receives may follow their ESTABLISHED now.
     released: Arc<Released>,
+    /// Endpoints with a failed DTO in this harvest, for the EVD to tell afterwards.
+    failures: Arc<Failures>,
 }
 
 impl CqSource {
@@ -102,6 +152,7 @@ impl CqSource {
         channel: CompChannel,
         deferred: Arc<EventQueue<Event>>,
         released: Arc<Released>,
+        failures: Arc<Failures>,
     ) -> CqSource {
         let fds = [channel.as_raw_fd()];
         CqSource {
@@ -114,6 +165,7 @@ impl CqSource {
             solicited_only: false,
             deferred,
             released,
+            failures,
         }
     }
 
@@ -202,6 +254,9 @@ impl Harvest<Event> for CqSource {
                 let wc = self.wcs[i];
                 let Some((ev, received)) = self.event(&wc) else { continue };
                 let Some((_, ep)) = &self.last else { continue };
+                if !wc.is_ok() && failed(&ev) {
+                    self.failures.push(ep.clone());
+                }
                 if !received || ep.early.is_open() {
                     sink(ev);
                     made += 1;
@@ -249,6 +304,16 @@ impl Harvest<Event> for CqSource {
         {}
         Ok(())
     }
+}
+
+/// Whether `ev` reports a DTO (or bind) that failed for a reason other than a flush.
+fn failed(ev: &Event) -> bool {
+    let status = match ev {
+        Event::Dto { completion, .. } => completion.status,
+        Event::RmrBind { status, .. } => *status,
+        _ => return false,
+    };
+    status != dto_status::SUCCESS && status != dto_status::ERR_FLUSHED
 }
 
 /// Hashes a QP number as itself: QPNs are already spread (and not attacker-chosen here),

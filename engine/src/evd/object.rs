@@ -1,7 +1,7 @@
 //! The EVD object: a queue of events with the DAT stream flags, its waiter, and — for a
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
-use super::cq_source::{CqSource, EpCompletions, Released};
+use super::cq_source::{CqSource, EpCompletions, Failures, Released};
 use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
@@ -35,6 +35,8 @@ pub(crate) struct EvdShared {
     deferred: Arc<EventQueue<Event>>,
     /// Passive endpoints whose early receives follow their ESTABLISHED (see [`CqSource`]).
     released: Arc<Released>,
+    /// Endpoints whose DTOs failed in a harvest, told after it (see [`Failures`]).
+    failures: Arc<Failures>,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
     /// it busy harvests nothing and looks at the queue only).
     dto: Option<Mutex<CqSource>>,
@@ -118,6 +120,7 @@ impl Evd {
         })?;
         let deferred = Arc::new(EventQueue::new(qlen_nz));
         let released = Arc::new(Released::default());
+        let failures = Arc::new(Failures::default());
         let dto = if flags & (evd_flags::DTO | evd_flags::RMR_BIND) != 0 {
             let resource = |e: ferrodat_driver::Error| {
                 DatError::insufficient_resources(subtype::RESOURCE_TEVD)
@@ -129,7 +132,13 @@ impl Evd {
                 &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
             )
             .map_err(resource)?;
-            Some(Mutex::new(CqSource::new(cq, channel, deferred.clone(), released.clone())))
+            Some(Mutex::new(CqSource::new(
+                cq,
+                channel,
+                deferred.clone(),
+                released.clone(),
+                failures.clone(),
+            )))
         } else {
             None
         };
@@ -143,6 +152,7 @@ impl Evd {
                 enabled: AtomicBool::new(true),
                 deferred,
                 released,
+                failures,
                 dto,
             }),
         };
@@ -314,6 +324,7 @@ impl Evd {
             },
             None => self.inner.core.dequeue(&mut Source::None(NoSource)),
         };
+        self.inner.failures.tell();
         r.map_err(wait_error)
     }
 
@@ -339,6 +350,7 @@ impl Evd {
             }
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
         };
+        self.inner.failures.tell();
         r.map_err(wait_error)
     }
 
