@@ -7,14 +7,18 @@
 //! when a thread spins, or it explores the spin forever).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{RwLock, RwLockReadGuard};
+pub(crate) use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

@@ -11,10 +11,12 @@
 //! States: `Open` (the usual: deliver at once; one atomic load on the harvest path),
 //! `Closed` (between accept and the connection's outcome: park), `Released` (the outcome
 //! was reported: the next harvest delivers what is parked, then the gate is open again).
+//!
+//! The hand-off between the CM thread (close, release) and the harvester (admit, deliver)
+//! is model-checked in `loom-tests/tests/early_completions.rs`.
 
 use crate::event::Event;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 /// The parking place of one endpoint's early completions.
 #[derive(Debug)]
