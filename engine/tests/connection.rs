@@ -776,3 +776,23 @@ fn a_failed_dto_breaks_the_connection() {
     connect(&server, &client, 31174);
     exchange(&client, &server, 43);
 }
+
+/// `dat_ep_connect`'s timeout: a listener that takes the TCP connection but never answers
+/// the request (a hung peer) gives TIMED_OUT after the timeout, and the endpoint can be
+/// reset and used again.
+#[test]
+fn a_connect_nobody_answers_times_out() {
+    let client = side();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let started = std::time::Instant::now();
+    let timeout = std::time::Duration::from_millis(300);
+    client.ep.connect("127.0.0.1".parse().unwrap(), port, Some(timeout), b"anyone?").unwrap();
+    let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_TIMED_OUT);
+    assert!(started.elapsed() >= timeout, "TIMED_OUT came before the timeout");
+    assert_eq!(client.ep.state(), EpState::Disconnected);
+    client.ep.reset().unwrap();
+    assert_eq!(client.ep.state(), EpState::Unconnected);
+    drop(silent);
+}
