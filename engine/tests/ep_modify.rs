@@ -5,45 +5,18 @@
 
 mod support;
 
+use support::{Side, WAIT_US, side};
+
 use ferrodat_abi::dat::{
-    completion_flags, ep_field, evd_flags, event, mem_priv, psp_flags, qos, ret, service_type,
-    subtype,
+    completion_flags, ep_field, evd_flags, event, psp_flags, qos, ret, service_type, subtype,
 };
 use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
 use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
-use ferrodat_engine::ia::Ia;
-use ferrodat_engine::lmr::{Lmr, MemPriv};
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::sp::{Psp, Rsp};
-
-/// Five seconds in µs: a bound that turns a hang into a failure.
-const WAIT_US: u32 = 5_000_000;
-
-struct Side {
-    ia: Ia,
-    pz: Pz,
-    ep: Ep,
-    cr_evd: Evd,
-    conn_evd: Evd,
-    req_evd: Evd,
-    recv_evd: Evd,
-    buf: Lmr,
-}
-
-fn side() -> Side {
-    let ia = support::ia();
-    let pz = Pz::create(&ia).unwrap();
-    let cr_evd = Evd::create(&ia, 10, evd_flags::CR).unwrap();
-    let conn_evd = Evd::create(&ia, 10, evd_flags::CONNECTION).unwrap();
-    let req_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
-    let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
-    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
-    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL)).unwrap();
-    Side { ia, pz, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
-}
 
 fn established(evd: &Evd) {
     match evd.wait(WAIT_US, 1).unwrap().0 {

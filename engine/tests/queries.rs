@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::{WAIT_US, side};
+
 use ferrodat_abi::dat::{
     evd_flags, evd_state, event, mem_priv, psp_flags, ret, srq_state, subtype,
 };
@@ -15,7 +17,6 @@ use ferrodat_engine::ep_state::DisconnectMode;
 use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
-use ferrodat_engine::ia::Ia;
 use ferrodat_engine::lmr::{Lmr, MemPriv};
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::sp::{Cr, Psp, Rsp};
@@ -23,30 +24,6 @@ use ferrodat_engine::srq::Srq;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Five seconds in µs: a bound that turns a hang into a failure.
-const WAIT_US: u32 = 5_000_000;
-
-struct Side {
-    ia: Ia,
-    pz: Pz,
-    ep: Ep,
-    cr_evd: Evd,
-    conn_evd: Evd,
-    req_evd: Evd,
-    recv_evd: Evd,
-}
-
-fn side() -> Side {
-    let ia = support::ia();
-    let pz = Pz::create(&ia).unwrap();
-    let cr_evd = Evd::create(&ia, 10, evd_flags::CR).unwrap();
-    let conn_evd = Evd::create(&ia, 10, evd_flags::CONNECTION).unwrap();
-    let req_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
-    let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
-    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
-    Side { ia, pz, ep, cr_evd, conn_evd, req_evd, recv_evd }
-}
 
 fn assert_code(e: &DatError, want: DatError) {
     assert_eq!(e.code(), want.code(), "got {e}");

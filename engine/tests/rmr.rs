@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::{Side, WAIT_US, side};
+
 use ferrodat_abi::dat::{
     Return, ReturnSubtype, dto_status, evd_flags, event, mem_priv, ret, subtype,
 };
@@ -14,38 +16,12 @@ use ferrodat_engine::ep_state::{DisconnectMode, EpState};
 use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
-use ferrodat_engine::ia::Ia;
 use ferrodat_engine::lmr::{Lmr, LmrTriplet, MemPriv, RmrTriplet};
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::rmr::Rmr;
 use ferrodat_engine::sp::Psp;
 
-/// Five seconds in µs: the bound only turns a hang into a failure.
-const WAIT_US: u32 = 5_000_000;
-
 const RW: MemPriv = MemPriv(mem_priv::REMOTE_READ | mem_priv::REMOTE_WRITE);
-
-struct Side {
-    ia: Ia,
-    pz: Pz,
-    ep: Ep,
-    cr_evd: Evd,
-    conn_evd: Evd,
-    req_evd: Evd,
-    buf: Lmr,
-}
-
-fn side() -> Side {
-    let ia = support::ia();
-    let pz = Pz::create(&ia).unwrap();
-    let cr_evd = Evd::create(&ia, 10, evd_flags::CR).unwrap();
-    let conn_evd = Evd::create(&ia, 10, evd_flags::CONNECTION).unwrap();
-    let req_evd = Evd::create(&ia, 64, evd_flags::DTO | evd_flags::RMR_BIND).unwrap();
-    let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
-    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
-    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC)).unwrap();
-    Side { ia, pz, ep, cr_evd, conn_evd, req_evd, buf }
-}
 
 /// A server and a client, connected through a PSP on `port` (each test its own port).
 fn connected(port: u16) -> (Side, Side, Psp) {

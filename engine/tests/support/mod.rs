@@ -41,3 +41,37 @@ pub fn ia() -> ferrodat_engine::ia::Ia {
     let spec = ferrodat_engine::ia::IaSpec::parse("softhca0 1 127.0.0.1").unwrap();
     ferrodat_engine::ia::Ia::open("ferro0", &spec).unwrap()
 }
+
+/// Five seconds in µs: every wait in these tests completes in milliseconds; the bound only
+/// turns a hang into a failure.
+pub const WAIT_US: u32 = 5_000_000;
+
+/// One side of a connection in the tests: an IA with a PZ, an EP on its own EVDs
+/// (requests, receives, connection events), an EVD for connection requests, and an 8 KiB
+/// region every access right (atomics included) is granted on.
+pub struct Side {
+    pub ia: ferrodat_engine::ia::Ia,
+    pub pz: ferrodat_engine::pz::Pz,
+    pub ep: ferrodat_engine::ep::Ep,
+    pub cr_evd: ferrodat_engine::evd::Evd,
+    pub conn_evd: ferrodat_engine::evd::Evd,
+    /// Also takes RMR bind completions.
+    pub req_evd: ferrodat_engine::evd::Evd,
+    pub recv_evd: ferrodat_engine::evd::Evd,
+    pub buf: ferrodat_engine::lmr::Lmr,
+}
+
+/// A fresh [`Side`] on its own IA.
+pub fn side() -> Side {
+    use ferrodat_abi::dat::{evd_flags, mem_priv};
+    use ferrodat_engine::{ep::Ep, evd::Evd, lmr::Lmr, lmr::MemPriv, pz::Pz};
+    let ia = ia();
+    let pz = Pz::create(&ia).unwrap();
+    let cr_evd = Evd::create(&ia, 10, evd_flags::CR).unwrap();
+    let conn_evd = Evd::create(&ia, 10, evd_flags::CONNECTION).unwrap();
+    let req_evd = Evd::create(&ia, 64, evd_flags::DTO | evd_flags::RMR_BIND).unwrap();
+    let recv_evd = Evd::create(&ia, 64, evd_flags::DTO).unwrap();
+    let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
+    let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC)).unwrap();
+    Side { ia, pz, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
+}
