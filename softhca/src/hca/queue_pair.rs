@@ -12,7 +12,9 @@
 //!   value, or NAK). With no receive entry it answers RNR NAK and drops what follows until
 //!   the requester retransmits, as an RC responder does.
 //! - In **ERR** every outstanding and newly posted WQE, send and receive, completes with
-//!   `WR_FLUSH_ERR`; RESET forgets everything without completions.
+//!   `WR_FLUSH_ERR`, signalled or not: the WQE that failed carries the error and everything
+//!   behind it is flushed, even a NOP that needed no response. RESET forgets everything
+//!   without completions.
 
 use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
@@ -601,26 +603,34 @@ impl QueuePair {
             self.outstanding.pop_front();
             self.cursor.index = self.cursor.index.saturating_sub(1);
             if result.is_err() {
+                // The failed WQE carries the error; nothing behind it completes normally,
+                // not even a WQE that needed no response (NOP, bind): RC completes in order.
                 self.state = qp_state::ERR;
-                self.enter_error(hw);
+                self.flush_everything(hw);
                 return;
             }
         }
     }
 
-    /// ERR: flush every WQE still owned by the HCA.
+    /// The QP enters ERR (MODIFY_QP, or a fatal error as responder). WQEs that finished
+    /// in order before it complete as they finished — the hardware wrote their CQEs when
+    /// their responses arrived; an error among them completes with its own syndrome — and
+    /// everything behind is flushed.
     #[inline(never)]
     fn enter_error(&mut self, hw: &mut Hardware<'_>) {
-        let flush = Err(cqe_syndrome::WR_FLUSH_ERR);
+        self.state = qp_state::ERR;
+        self.complete_in_order(hw);
+        self.flush_everything(hw);
+    }
+
+    /// ERR: every WQE still owned by the HCA completes with `WR_FLUSH_ERR`, signalled or
+    /// not (mlx5_ib's drain posts an unsignalled RDMA WRITE and waits for its flush CQE),
+    /// whatever its own progress: a WQE behind the failed one is never reported done.
+    /// Idempotent.
+    fn flush_everything(&mut self, hw: &mut Hardware<'_>) {
         while let Some(o) = self.outstanding.pop_front() {
-            let result = match o.outcome {
-                Some(Ok(n)) => Ok(n),
-                _ => flush,
-            };
-            if result.is_err() || o.signaled || self.setup.sq_sig_all {
-                let cqe = self.requester_cqe(&o, result);
-                self.push_cqe(self.setup.send_cqn, cqe, hw);
-            }
+            let cqe = self.requester_cqe(&o, Err(cqe_syndrome::WR_FLUSH_ERR));
+            self.push_cqe(self.setup.send_cqn, cqe, hw);
         }
         self.cursor = TransmitCursor::default();
         self.awaiting = 0;
