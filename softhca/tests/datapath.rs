@@ -540,6 +540,33 @@ fn moving_to_err_flushes_a_nop_behind_an_unanswered_write() {
     assert_eq!(got, [(flush, posted[0]), (flush, posted[1])]);
 }
 
+/// mlx5 has no receive doorbell: the device reads the record, and a QP in ERR flushes a
+/// receive posted to it at once (mlx5_ib's drain relies on it). One progress call — what
+/// an empty poll makes — writes the flush CQE, and says so.
+#[test]
+fn a_receive_posted_in_err_is_flushed_by_one_progress_call() {
+    let mut p = pair("errrecv", rc_attrs());
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    p.engine.modify_qp(p.b.qpn, ferrodat_abi::uverbs::qp_state::ERR, rc_attrs());
+    assert!(p.cq_b.poll_one().is_none());
+    for _ in 0..2 {
+        let r = p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        assert!(p.engine.progress(), "new completions to poll");
+        let w = p.cq_b.poll_one().expect("flushed by that one call");
+        assert_eq!(
+            (w.opcode, w.syndrome, w.wqe_counter, w.qpn),
+            (cqe_opcode::RESP_ERR, Some(cqe_syndrome::WR_FLUSH_ERR), r, p.b.qpn)
+        );
+        p.engine.progress();
+        assert!(p.cq_b.poll_one().is_none(), "flushed once");
+    }
+    // In RESET the QP owns no receive: one posted there waits, without a completion.
+    p.engine.modify_qp(p.b.qpn, ferrodat_abi::uverbs::qp_state::RESET, rc_attrs());
+    p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+    p.engine.progress();
+    assert!(p.cq_b.wait(&p.engine, 1, Duration::from_millis(50)).is_empty());
+}
+
 #[test]
 fn dead_peer_ends_in_retry_exceeded() {
     let mut attrs = rc_attrs();

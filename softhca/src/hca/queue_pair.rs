@@ -13,8 +13,10 @@
 //!   the requester retransmits, as an RC responder does.
 //! - In **ERR** every outstanding and newly posted WQE, send and receive, completes with
 //!   `WR_FLUSH_ERR`, signalled or not: the WQE that failed carries the error and everything
-//!   behind it is flushed, even a NOP that needed no response. RESET forgets everything
-//!   without completions.
+//!   behind it is flushed, even a NOP that needed no response. A send posted in ERR is
+//!   flushed at its doorbell; a receive (mlx5 has no receive doorbell) when the engine next
+//!   reads the doorbell record, on any progress call. The receives of an SRQ belong to the
+//!   SRQ and stay. RESET forgets everything without completions.
 
 use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
@@ -280,6 +282,9 @@ pub struct QueuePair {
     pub(crate) on_timer_list: bool,
     /// The engine keeps this QP on its list of QPs to run on every pass.
     pub(crate) on_always_list: bool,
+    /// The engine keeps this QP on its list of QPs in ERR whose receive doorbell record
+    /// it watches.
+    pub(crate) on_error_list: bool,
     timeouts: u8,
     expected_psn: u32,
     inbound: Option<InboundMessage>,
@@ -349,6 +354,7 @@ impl QueuePair {
             ack_timer_coarse: false,
             on_timer_list: false,
             on_always_list: false,
+            on_error_list: false,
             timeouts: 0,
             expected_psn: 0,
             inbound: None,
@@ -680,6 +686,18 @@ impl QueuePair {
             self.push_cqe(self.setup.send_cqn, cqe, hw);
             self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
         }
+    }
+
+    /// In ERR with a receive queue of its own: a receive posted now must be flushed
+    /// without any doorbell (mlx5 has none for receives; the device reads the record, as
+    /// mlx5_ib's drain relies on), so the engine watches the record on every poll.
+    pub(crate) fn watches_receives_in_error(&self) -> bool {
+        self.state == qp_state::ERR && self.setup.srqn.is_none() && self.setup.rq_wqe_count > 0
+    }
+
+    /// Receives were posted that the QP has not taken (or flushed) yet.
+    pub(crate) fn has_new_receives(&self) -> bool {
+        self.setup.rq_wqe_count > 0 && self.setup.srqn.is_none() && self.rq_tail() != self.rq_head
     }
 
     fn rq_tail(&self) -> u16 {
