@@ -4,7 +4,9 @@
 mod support;
 
 use ferrodat_driver::completion::{WcOpcode, WcStatus};
-use ferrodat_driver::work_request::{Payload, PostErrorReason, RecvWr, Remote, SendOp, SendWr};
+use ferrodat_driver::work_request::{
+    Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
+};
 use ferrodat_driver::{Access, Context, QpCaps, Srq};
 use support::*;
 
@@ -135,5 +137,100 @@ fn moving_to_err_flushes_every_posted_receive_with_its_wr_id() {
             "{w:?}"
         );
     }
+    assert!(poll_now(&mut c).is_empty());
+}
+
+/// On hardware a QP in ERR flushes a receive posted to it without any doorbell (mlx5 has
+/// none for receives: mlx5_ib's drain posts one after moving the QP to ERR and waits for
+/// its CQE). One poll of the CQ must find the flush, and find it once.
+#[test]
+fn a_receive_posted_in_err_is_flushed_by_the_next_poll() {
+    let (ctx, _fabric) = open("errrecv");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut c = cq(&ctx, 64);
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, ..Default::default() };
+    let mut a = new_qp(&pd, &c, &c, None, caps);
+    let mut b = new_qp(&pd, &c, &c, None, caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
+    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    a.to_error().unwrap();
+    assert!(poll_now(&mut c).is_empty(), "nothing was outstanding");
+    let sge = [mr.sge(0, 64).unwrap()];
+
+    a.post_recv(&[RecvWr { wr_id: 31, sges: &sge }]).unwrap();
+    let got = poll_now(&mut c);
+    assert_eq!(got.len(), 1, "one poll finds the flush");
+    assert_eq!(
+        (got[0].wr_id, got[0].status, got[0].opcode, got[0].qpn),
+        (31, WcStatus::Flushed, WcOpcode::Recv, a.qpn())
+    );
+    // Later receives too, each once, in order.
+    a.post_recv(&[RecvWr { wr_id: 32, sges: &sge }, RecvWr { wr_id: 33, sges: &sge }]).unwrap();
+    let mut wc = [ferrodat_driver::completion::WorkCompletion::default(); 4];
+    let n = c.poll(&mut wc);
+    let ids: Vec<(u64, WcStatus)> = wc[..n].iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, [(32, WcStatus::Flushed), (33, WcStatus::Flushed)]);
+    assert!(poll_now(&mut c).is_empty());
+    // A send posted in ERR is flushed at its doorbell, unsignalled or not.
+    a.post_send(&[SendWr::new(34, SendOp::Nop, Payload::EMPTY).flags(SendFlags::NONE)]).unwrap();
+    let got = poll_now(&mut c);
+    assert_eq!((got.len(), got[0].wr_id, got[0].status), (1, 34, WcStatus::Flushed), "{got:?}");
+
+    // RESET forgets the queues without completions; connected again, the QP works from
+    // its first entries.
+    a.reset().unwrap();
+    b.reset().unwrap();
+    assert!(poll_now(&mut c).is_empty(), "RESET writes no completion");
+    connect_qp(&mut a, gid, b.qpn(), 10, 20, 7);
+    connect_qp(&mut b, gid, a.qpn(), 20, 10, 7);
+    a.post_recv(&[RecvWr { wr_id: 40, sges: &sge }]).unwrap();
+    mr.write(1024, b"after the reset").unwrap();
+    let msg = [mr.sge(1024, 15).unwrap()];
+    b.post_send(&[SendWr::new(41, SendOp::Send, Payload::Sges(&msg))]).unwrap();
+    let mut got = poll_n(&mut c, 2);
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!((got[0].wr_id, got[0].status, got[0].byte_len), (40, WcStatus::Success, 15));
+    assert_eq!((got[1].wr_id, got[1].status), (41, WcStatus::Success));
+    let mut back = [0u8; 15];
+    mr.read(0, &mut back).unwrap();
+    assert_eq!(&back, b"after the reset");
+}
+
+/// The receives of an SRQ belong to the SRQ, not to one QP: a QP on it entering ERR
+/// flushes none of them, and another QP on the SRQ still receives into them.
+#[test]
+fn a_qp_entering_err_leaves_the_srq_receives_alone() {
+    let (ctx, _fabric) = open("errsrq");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut c = cq(&ctx, 64);
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, ..Default::default() };
+    let srq = Srq::new(&pd, 7, 1).unwrap();
+    let mut doomed = new_qp(&pd, &c, &c, Some(&srq), caps);
+    let mut survivor = new_qp(&pd, &c, &c, Some(&srq), caps);
+    let mut sender = new_qp(&pd, &c, &c, None, caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut doomed, gid, sender.qpn(), 1, 2, 7);
+    connect_qp(&mut survivor, gid, sender.qpn(), 3, 4, 7);
+    connect_qp(&mut sender, gid, survivor.qpn(), 4, 3, 7);
+    srq.post_recv(&[RecvWr { wr_id: 50, sges: &[mr.sge(0, 64).unwrap()] }]).unwrap();
+    doomed.to_error().unwrap();
+    assert!(poll_now(&mut c).is_empty(), "the SRQ's receive is not flushed");
+    srq.post_recv(&[RecvWr { wr_id: 51, sges: &[mr.sge(64, 64).unwrap()] }]).unwrap();
+    assert!(poll_now(&mut c).is_empty(), "nor one posted to the SRQ after the ERR");
+    mr.write(1024, b"still there").unwrap();
+    let msg = [mr.sge(1024, 11).unwrap()];
+    sender.post_send(&[SendWr::new(52, SendOp::Send, Payload::Sges(&msg))]).unwrap();
+    let mut got = poll_n(&mut c, 2);
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        (got[0].wr_id, got[0].status, got[0].qpn, got[0].byte_len),
+        (50, WcStatus::Success, survivor.qpn(), 11)
+    );
+    assert_eq!((got[1].wr_id, got[1].status), (52, WcStatus::Success));
     assert!(poll_now(&mut c).is_empty());
 }

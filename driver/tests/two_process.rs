@@ -687,17 +687,15 @@ fn srq_shared_by_three_qps_is_replenished_and_wraps() {
     f.finish();
 }
 
-/// SOFTHCA DIVERGENCE (not a driver bug; softhca is being worked on elsewhere): after an
-/// RDMA WRITE fails with a remote access error, softhca completes a NOP posted behind it
-/// with *success*, after the error and flush CQEs of the requests before it. RC completes
-/// in order and a QP in error flushes everything outstanding, so hardware reports the NOP
-/// as flushed. This test asserts the hardware behaviour and fails on softhca today.
+/// After an RDMA WRITE fails with a remote access error, a NOP posted behind it is flushed:
+/// RC completes in order and a QP in error flushes everything outstanding, even a WQE that
+/// needed no response (softhca once completed the NOP with success).
 #[test]
-#[ignore = "softhca divergence: a NOP behind a remote access error completes with success"]
 fn nop_behind_a_remote_error_is_flushed() {
     let mut f = Fixture::new("nopflush", &[]);
     {
         let mr = f.pd.alloc_mr(4096, Access::ALL).unwrap();
+        mr.write(0, &[0xab; 64]).unwrap();
         let mut cq = cq(&f.ctx, 64);
         let good = [mr.sge(0, 64).unwrap()];
         let mut qp = new_qp(&f.pd, &cq, &cq, None, caps(16, 16, 1, 0));
@@ -705,9 +703,26 @@ fn nop_behind_a_remote_error_is_flushed() {
         f.connect(&mut qp, p, 7);
         let bad =
             ferrodat_driver::work_request::Remote { rkey: f.peer_rkey ^ 0x100, ..f.remote(0) };
+        let unsignalled = SendFlags::NONE;
         let wrs = [
             SendWr::new(1, SendOp::RdmaWrite(bad), Payload::Sges(&good)),
             SendWr::new(2, SendOp::Nop, Payload::EMPTY),
+            // Unsignalled WQEs behind the error still report their flush.
+            SendWr::new(3, SendOp::Nop, Payload::EMPTY).flags(unsignalled),
+            SendWr::new(4, SendOp::RdmaWrite(f.remote(64)), Payload::Sges(&good))
+                .flags(unsignalled),
+        ];
+        expect_error_then_flush(&mut qp, &mut cq, &wrs, WcStatus::RemoteAccess, &[]);
+        assert_eq!(f.peer_data(64, 64), [0u8; 64], "nothing written behind the error");
+        drop(qp);
+
+        // The failing WQE reports its error even when unsignalled.
+        let mut qp = new_qp(&f.pd, &cq, &cq, None, caps(16, 16, 1, 0));
+        let p = f.peer_qp(caps(16, 16, 1, 0), false);
+        f.connect(&mut qp, p, 7);
+        let wrs = [
+            SendWr::new(5, SendOp::RdmaWrite(bad), Payload::Sges(&good)).flags(unsignalled),
+            SendWr::new(6, SendOp::Nop, Payload::EMPTY).flags(unsignalled),
         ];
         expect_error_then_flush(&mut qp, &mut cq, &wrs, WcStatus::RemoteAccess, &[]);
     }

@@ -39,7 +39,8 @@
 //!   QP's new WQEs right away, on the caller's thread; the CQ doorbell arms the CQ (one
 //!   completion event per arm, at once if completions already wait).
 //! - [`Uverbs::progress`] when a poll finds the CQ empty: read the peers' packets (answer
-//!   their requests, complete ours) and run timers. An idle call is a few atomic loads.
+//!   their requests, complete ours), run timers, and flush receives posted to a QP in ERR.
+//!   An idle call is a few atomic loads.
 //!
 //! A process that must answer one-sided operations (RDMA READ/WRITE, atomics) or SENDs
 //! while it does not poll — a server blocked elsewhere, as hardware would serve it — runs

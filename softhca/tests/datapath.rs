@@ -475,6 +475,98 @@ fn moving_to_err_flushes_posted_receives_and_sends() {
     ));
 }
 
+/// RC completes in order and a QP in error flushes everything it still owns: the WQEs
+/// behind a failed one — a NOP that needed no response and unsignalled ones included —
+/// complete with WR_FLUSH_ERR, each with a CQE (mlx5_ib's drain waits for the flush of an
+/// unsignalled WQE).
+#[test]
+fn every_wqe_behind_a_remote_error_is_flushed_even_a_nop() {
+    let mut p = pair("errnop", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    local.buf.fill(0xab);
+    let write = |rkey: u32, signaled: bool| SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr() + 8, rkey)),
+        signaled,
+        ..Default::default()
+    };
+    let nop = |signaled: bool| SendWr { opcode: opcode::NOP, signaled, ..Default::default() };
+    let posted = [
+        p.a.post_send(&p.engine, &write(remote.key ^ 0x100, true)),
+        p.a.post_send(&p.engine, &nop(true)),
+        p.a.post_send(&p.engine, &nop(false)),
+        p.a.post_send(&p.engine, &write(remote.key, false)),
+    ];
+    let w = p.cq_a.wait(&p.engine, 4, WAIT);
+    let got: Vec<_> = w.iter().map(|w| (w.opcode, w.syndrome, w.wqe_counter)).collect();
+    let flushed = |i: usize| (cqe_opcode::REQ_ERR, Some(cqe_syndrome::WR_FLUSH_ERR), posted[i]);
+    assert_eq!(
+        got,
+        [
+            (cqe_opcode::REQ_ERR, Some(cqe_syndrome::REMOTE_ACCESS_ERR), posted[0]),
+            flushed(1),
+            flushed(2),
+            flushed(3),
+        ]
+    );
+    assert_eq!(p.engine.qp_state(p.a.qpn), Some(ferrodat_abi::uverbs::qp_state::ERR));
+    assert_eq!(remote.buf.read(0, 64), vec![0; 64], "nothing written behind the error");
+    assert!(p.cq_a.wait(&p.engine, 1, Duration::from_millis(50)).is_empty(), "each once");
+}
+
+/// MODIFY_QP to ERR while a WRITE waits for its ACK: the NOP behind it is flushed too,
+/// not completed (it cannot complete before the WRITE it follows).
+#[test]
+fn moving_to_err_flushes_a_nop_behind_an_unanswered_write() {
+    let mut p = pair("errmod", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr(), remote.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    let nop = SendWr { opcode: opcode::NOP, signaled: true, ..Default::default() };
+    // No progress call between: B has not answered the WRITE yet.
+    let posted = [p.a.post_send(&p.engine, &write), p.a.post_send(&p.engine, &nop)];
+    p.engine.modify_qp(p.a.qpn, ferrodat_abi::uverbs::qp_state::ERR, rc_attrs());
+    let w = p.cq_a.wait(&p.engine, 2, WAIT);
+    let got: Vec<_> = w.iter().map(|w| (w.syndrome, w.wqe_counter)).collect();
+    let flush = Some(cqe_syndrome::WR_FLUSH_ERR);
+    assert_eq!(got, [(flush, posted[0]), (flush, posted[1])]);
+}
+
+/// mlx5 has no receive doorbell: the device reads the record, and a QP in ERR flushes a
+/// receive posted to it at once (mlx5_ib's drain relies on it). One progress call — what
+/// an empty poll makes — writes the flush CQE, and says so.
+#[test]
+fn a_receive_posted_in_err_is_flushed_by_one_progress_call() {
+    let mut p = pair("errrecv", rc_attrs());
+    let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    p.engine.modify_qp(p.b.qpn, ferrodat_abi::uverbs::qp_state::ERR, rc_attrs());
+    assert!(p.cq_b.poll_one().is_none());
+    for _ in 0..2 {
+        let r = p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        assert!(p.engine.progress(), "new completions to poll");
+        let w = p.cq_b.poll_one().expect("flushed by that one call");
+        assert_eq!(
+            (w.opcode, w.syndrome, w.wqe_counter, w.qpn),
+            (cqe_opcode::RESP_ERR, Some(cqe_syndrome::WR_FLUSH_ERR), r, p.b.qpn)
+        );
+        p.engine.progress();
+        assert!(p.cq_b.poll_one().is_none(), "flushed once");
+    }
+    // In RESET the QP owns no receive: one posted there waits, without a completion.
+    p.engine.modify_qp(p.b.qpn, ferrodat_abi::uverbs::qp_state::RESET, rc_attrs());
+    p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+    p.engine.progress();
+    assert!(p.cq_b.wait(&p.engine, 1, Duration::from_millis(50)).is_empty());
+}
+
 #[test]
 fn dead_peer_ends_in_retry_exceeded() {
     let mut attrs = rc_attrs();

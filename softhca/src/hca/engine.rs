@@ -7,7 +7,9 @@
 //! softhca does its work on the threads that call it. Ringing a send doorbell executes the
 //! new WQEs right away on the caller's thread; polling an empty CQ should call
 //! [`Engine::progress`], which reads the peers' packets (answering requests, completing our
-//! own) and runs timers. Everything runs under one mutex per process and HCA.
+//! own), runs timers, and flushes receives posted to a QP in ERR (mlx5 has no receive
+//! doorbell; the device finds them in the doorbell record, so one poll sees their flush).
+//! Everything runs under one mutex per process and HCA.
 //!
 //! A process that never polls still answers RDMA READ, WRITE, atomics and SENDs as a real
 //! HCA would if it runs the progress thread ([`Engine::start_progress_thread`]): it spins
@@ -115,6 +117,9 @@ struct Tables {
     slots: IdMap<u16, u32>,
     /// QPs to run on every pass (waiting for ring space or a peer's ring).
     always: Vec<u32>,
+    /// QPs in ERR with a receive queue of their own: every pass reads their receive
+    /// doorbell record, so that a receive posted in ERR is flushed as on hardware.
+    errored: Vec<u32>,
     /// QPs that had a timer when last run: a superset of those with one now, pruned when
     /// the earliest timer falls due (so filing a timer costs a flag check, not a map
     /// update).
@@ -153,6 +158,15 @@ impl Tables {
         if let Some(now) = hw.now {
             self.last_clock = now;
         }
+        let watch_receives = qp.watches_receives_in_error();
+        if watch_receives != qp.on_error_list {
+            qp.on_error_list = watch_receives;
+            if watch_receives {
+                self.errored.push(qpn);
+            } else {
+                self.errored.retain(|&q| q != qpn);
+            }
+        }
         match qp.attention() {
             Attention::Always => {
                 if !qp.on_always_list {
@@ -184,6 +198,7 @@ impl Tables {
         self.qps.remove(&qpn);
         self.slots.retain(|_, q| *q != qpn);
         self.always.retain(|&q| q != qpn);
+        self.errored.retain(|&q| q != qpn);
         self.timers.retain(|&q| q != qpn);
         self.polled.retain(|&(q, _)| q != qpn);
     }
@@ -245,6 +260,15 @@ impl Tables {
         records
     }
 
+    /// Adds the QPs in ERR with receives posted since their last flush to `work`.
+    fn receives_to_flush(&self, work: &mut Vec<u32>) {
+        for &qpn in &self.errored {
+            if self.qps.get(&qpn).is_some_and(QueuePair::has_new_receives) {
+                work.push(qpn);
+            }
+        }
+    }
+
     /// Adds the QPs whose timer is due at `now` to `work`, prunes the QPs without a
     /// timer from the list and recomputes the earliest timer.
     fn due_timers(&mut self, now: Instant, work: &mut Vec<u32>) {
@@ -287,6 +311,8 @@ impl Tables {
 struct Background {
     /// Some QP needs every pass.
     always: AtomicBool,
+    /// Some QP in ERR has its receive doorbell record watched.
+    errored: AtomicBool,
     /// Nanoseconds since `epoch` of the earliest timer; `u64::MAX` for none.
     earliest_ns: AtomicU64,
     epoch: Instant,
@@ -308,6 +334,10 @@ impl Background {
         let always = !t.always.is_empty();
         if self.always.load(Ordering::Relaxed) != always {
             self.always.store(always, Ordering::Release);
+        }
+        let errored = !t.errored.is_empty();
+        if self.errored.load(Ordering::Relaxed) != errored {
+            self.errored.store(errored, Ordering::Release);
         }
         let ns = match t.earliest {
             Some(at) if Some(at) != t.published_earliest => {
@@ -387,6 +417,7 @@ impl Engine {
                 qps: IdMap::default(),
                 slots: IdMap::default(),
                 always: Vec::new(),
+                errored: Vec::new(),
                 timers: Vec::new(),
                 earliest: None,
                 last_clock: Instant::now(),
@@ -398,6 +429,7 @@ impl Engine {
             }),
             background: Background {
                 always: AtomicBool::new(false),
+                errored: AtomicBool::new(false),
                 earliest_ns: AtomicU64::new(u64::MAX),
                 epoch: Instant::now(),
                 idle_polls: AtomicU32::new(0),
@@ -567,13 +599,17 @@ impl Engine {
         self.background.publish(&mut t);
     }
 
-    /// Does whatever work is waiting: packets from peers, full rings, timers. Returns
-    /// true if peers had sent packets. Cheap when idle: a few atomic loads, no lock.
+    /// Does whatever work is waiting: packets from peers, full rings, timers, receives
+    /// posted to a QP in ERR (flushed). Returns true if peers had sent packets or
+    /// receives were flushed: new CQEs may wait. Cheap when idle: a few atomic loads, no
+    /// lock (with a QP in ERR, the lock and one doorbell record read per such QP).
     pub fn progress(&self) -> bool {
         let pending = self.instance.has_pending();
         let clock = self.background.timer_clock();
+        let errored = self.background.errored.load(Ordering::Acquire);
         if !pending
             && clock.is_none()
+            && !errored
             && !self.background.always()
             && !self.background.polling.load(Ordering::Relaxed)
         {
@@ -604,7 +640,10 @@ impl Engine {
         if self.background.polling.load(Ordering::Relaxed) != polling {
             self.background.polling.store(polling, Ordering::Relaxed);
         }
-        let had_packets = !work.is_empty();
+        if errored {
+            t.receives_to_flush(&mut work);
+        }
+        let new_completions_possible = !work.is_empty();
         work.extend_from_slice(&t.always);
         if let Some(now) = clock {
             t.last_clock = now;
@@ -625,7 +664,7 @@ impl Engine {
         }
         t.work = work;
         self.background.publish(&mut t);
-        had_packets
+        new_completions_possible
     }
 
     /// The earliest timer of any QP.

@@ -12,7 +12,11 @@
 //!   value, or NAK). With no receive entry it answers RNR NAK and drops what follows until
 //!   the requester retransmits, as an RC responder does.
 //! - In **ERR** every outstanding and newly posted WQE, send and receive, completes with
-//!   `WR_FLUSH_ERR`; RESET forgets everything without completions.
+//!   `WR_FLUSH_ERR`, signalled or not: the WQE that failed carries the error and everything
+//!   behind it is flushed, even a NOP that needed no response. A send posted in ERR is
+//!   flushed at its doorbell; a receive (mlx5 has no receive doorbell) when the engine next
+//!   reads the doorbell record, on any progress call. The receives of an SRQ belong to the
+//!   SRQ and stay. RESET forgets everything without completions.
 
 use super::app_memory::AppSpan;
 use super::completion_queue::CompletionQueue;
@@ -278,6 +282,9 @@ pub struct QueuePair {
     pub(crate) on_timer_list: bool,
     /// The engine keeps this QP on its list of QPs to run on every pass.
     pub(crate) on_always_list: bool,
+    /// The engine keeps this QP on its list of QPs in ERR whose receive doorbell record
+    /// it watches.
+    pub(crate) on_error_list: bool,
     timeouts: u8,
     expected_psn: u32,
     inbound: Option<InboundMessage>,
@@ -347,6 +354,7 @@ impl QueuePair {
             ack_timer_coarse: false,
             on_timer_list: false,
             on_always_list: false,
+            on_error_list: false,
             timeouts: 0,
             expected_psn: 0,
             inbound: None,
@@ -601,26 +609,34 @@ impl QueuePair {
             self.outstanding.pop_front();
             self.cursor.index = self.cursor.index.saturating_sub(1);
             if result.is_err() {
+                // The failed WQE carries the error; nothing behind it completes normally,
+                // not even a WQE that needed no response (NOP, bind): RC completes in order.
                 self.state = qp_state::ERR;
-                self.enter_error(hw);
+                self.flush_everything(hw);
                 return;
             }
         }
     }
 
-    /// ERR: flush every WQE still owned by the HCA.
+    /// The QP enters ERR (MODIFY_QP, or a fatal error as responder). WQEs that finished
+    /// in order before it complete as they finished — the hardware wrote their CQEs when
+    /// their responses arrived; an error among them completes with its own syndrome — and
+    /// everything behind is flushed.
     #[inline(never)]
     fn enter_error(&mut self, hw: &mut Hardware<'_>) {
-        let flush = Err(cqe_syndrome::WR_FLUSH_ERR);
+        self.state = qp_state::ERR;
+        self.complete_in_order(hw);
+        self.flush_everything(hw);
+    }
+
+    /// ERR: every WQE still owned by the HCA completes with `WR_FLUSH_ERR`, signalled or
+    /// not (mlx5_ib's drain posts an unsignalled RDMA WRITE and waits for its flush CQE),
+    /// whatever its own progress: a WQE behind the failed one is never reported done.
+    /// Idempotent.
+    fn flush_everything(&mut self, hw: &mut Hardware<'_>) {
         while let Some(o) = self.outstanding.pop_front() {
-            let result = match o.outcome {
-                Some(Ok(n)) => Ok(n),
-                _ => flush,
-            };
-            if result.is_err() || o.signaled || self.setup.sq_sig_all {
-                let cqe = self.requester_cqe(&o, result);
-                self.push_cqe(self.setup.send_cqn, cqe, hw);
-            }
+            let cqe = self.requester_cqe(&o, Err(cqe_syndrome::WR_FLUSH_ERR));
+            self.push_cqe(self.setup.send_cqn, cqe, hw);
         }
         self.cursor = TransmitCursor::default();
         self.awaiting = 0;
@@ -670,6 +686,18 @@ impl QueuePair {
             self.push_cqe(self.setup.send_cqn, cqe, hw);
             self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
         }
+    }
+
+    /// In ERR with a receive queue of its own: a receive posted now must be flushed
+    /// without any doorbell (mlx5 has none for receives; the device reads the record, as
+    /// mlx5_ib's drain relies on), so the engine watches the record on every poll.
+    pub(crate) fn watches_receives_in_error(&self) -> bool {
+        self.state == qp_state::ERR && self.setup.srqn.is_none() && self.setup.rq_wqe_count > 0
+    }
+
+    /// Receives were posted that the QP has not taken (or flushed) yet.
+    pub(crate) fn has_new_receives(&self) -> bool {
+        self.setup.rq_wqe_count > 0 && self.setup.srqn.is_none() && self.rq_tail() != self.rq_head
     }
 
     fn rq_tail(&self) -> u16 {

@@ -283,7 +283,8 @@ impl Uverbs {
     }
 
     /// Model entry point (a no-op on hardware): the driver polled a CQ and found it empty.
-    /// softhca reads the peers' packets and runs its timers. True if packets arrived.
+    /// softhca reads the peers' packets, runs its timers and flushes receives posted to a
+    /// QP in ERR. True if completions may have been written (worth polling again).
     pub fn progress(&self) -> bool {
         self.device.engine().progress()
     }
