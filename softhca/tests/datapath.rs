@@ -117,6 +117,42 @@ fn rdma_write_read_and_write_with_immediate() {
     assert_eq!(p.cq_a.wait(&p.engine, 1, WAIT).len(), 1);
 }
 
+/// Both QPs READ a region larger than their rings from each other at once: each side's
+/// outbound ring fills with READ response data while the peer's fills with its own, and
+/// each must keep draining its inbound ring (the responses to its own READ) meanwhile, or
+/// both stall until the transport timer fails the READs (what `dtest` with its default 4 MiB
+/// buffers ran into).
+#[test]
+fn crossing_reads_larger_than_the_rings_both_complete() {
+    const LEN: usize = 2 << 20; // eight 256 KiB rings' worth
+    let mut p = pair("crossing-reads", rc_attrs());
+    let a_mem = Mr::new(&p.engine, p.pdn, 2 * LEN, ALL_ACCESS);
+    let b_mem = Mr::new(&p.engine, p.pdn, 2 * LEN, ALL_ACCESS);
+    let a_data: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
+    let b_data: Vec<u8> = (0..LEN).map(|i| (i % 241) as u8).collect();
+    a_mem.buf.write(0, &a_data);
+    b_mem.buf.write(0, &b_data);
+    let read = |into: &Mr, from: &Mr| SendWr {
+        opcode: opcode::RDMA_READ,
+        sges: vec![(into.addr() + LEN as u64, LEN as u32, into.key)],
+        remote: Some((from.addr(), from.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &read(&a_mem, &b_mem));
+    p.b.post_send(&p.engine, &read(&b_mem, &a_mem));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa.len(), 1, "A's READ did not complete");
+    assert_eq!(wb.len(), 1, "B's READ did not complete");
+    for (w, who) in [(&wa[0], "A"), (&wb[0], "B")] {
+        assert_eq!(w.opcode, cqe_opcode::REQ, "{who}'s READ failed: syndrome {:?}", w.syndrome);
+        assert_eq!(w.byte_cnt, LEN as u32, "{who}'s READ length");
+    }
+    assert!(a_mem.buf.read(LEN, LEN) == b_data, "A read B's bytes");
+    assert!(b_mem.buf.read(LEN, LEN) == a_data, "B read A's bytes");
+}
+
 #[test]
 fn atomics_return_the_original_value() {
     let mut p = pair("atomic", rc_attrs());

@@ -1264,7 +1264,12 @@ impl QueuePair {
         let mut payload = std::mem::take(hw.scratch);
         let mut first = true;
         loop {
-            if !self.send_responses(hw) || self.responses.len() >= MAX_QUEUED_RESPONSES {
+            // A full outbound ring does not stop us reading: the peer may be blocked on
+            // *its* full ring until we consume it (both sides streaming READ responses or
+            // WRITE data at each other), and what we read meanwhile either needs no answer
+            // (responses to our requests) or queues one, up to MAX_QUEUED_RESPONSES.
+            self.send_responses(hw);
+            if self.responses.len() >= MAX_QUEUED_RESPONSES {
                 break;
             }
             let Some(peer) = self.link.peer.as_mut() else { break };
