@@ -1,35 +1,66 @@
-//! Handles: every object handed to a consumer is an `Object` in an `Arc`, whose address is
-//! the handle. Its first word is the provider table (libdat2 dispatches through
-//! `*(DAT_PROVIDER **)handle`), then a magic number and the DAT handle type.
+//! Handles. A handle is the address of a small cell holding the provider table pointer —
+//! libdat2 dispatches through `*(DAT_PROVIDER **)handle` before any of our code runs — and
+//! the object behind it is found in one registry (cell address → object, and engine object
+//! id → handle, for events that name endpoints and service points by id).
 //!
-//! Live handles are kept in one registry (address → object, and engine object id → handle,
-//! for events that name endpoints and service points by id). Every call looks its handle up
-//! there before touching it, so a NULL, freed, foreign or wrong-type handle gets
-//! `DAT_INVALID_HANDLE` with the caller's subtype instead of a dereference. A call holds a
-//! clone of the `Arc` while it runs, so another thread freeing the handle meanwhile cannot
-//! pull the object from under it.
+//! Every call looks its handle up there before touching anything, so a NULL, freed,
+//! foreign or wrong-type handle gets `DAT_INVALID_HANDLE` with the caller's subtype. A call
+//! holds a clone of the object's `Arc` while it runs, so another thread freeing the handle
+//! meanwhile cannot pull the object from under it.
+//!
+//! A freed handle's cell keeps pointing to the table, so a consumer that uses it again
+//! still reaches our validation instead of freed memory; cells are reused only after
+//! [`QUARANTINE`] later frees, which bounds the memory they take while keeping a stale
+//! handle from aliasing a new object in any realistic window.
 
 use crate::body::Body;
 use ferrodat_abi::dat::{self as abi, HandleType, subtype};
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::event::ObjectId;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Tells our objects from anything else that happens to start with our table's address.
-const MAGIC: u64 = 0x6665_7272_6f64_6174; // "ferrodat"
+/// Freed cells wait for this many later frees before a new handle may reuse one.
+pub const QUARANTINE: usize = 1 << 16;
 
-/// A DAT object as the consumer holds it. `repr(C)` so that `provider` is the first word.
+/// What a handle points to: the table libdat2 dispatches through.
 #[repr(C)]
+struct Cell {
+    provider: AtomicPtr<abi::Provider>,
+}
+
+static FREED_CELLS: Mutex<VecDeque<&'static Cell>> = Mutex::new(VecDeque::new());
+
+/// A cell for a new handle dispatching through `provider`.
+fn new_cell(provider: *const abi::Provider) -> &'static Cell {
+    let mut freed = FREED_CELLS.lock().unwrap_or_else(|e| e.into_inner());
+    let cell = if freed.len() > QUARANTINE {
+        freed.pop_front().expect("longer than QUARANTINE")
+    } else {
+        Box::leak(Box::new(Cell { provider: AtomicPtr::new(std::ptr::null_mut()) }))
+    };
+    cell.provider.store(provider.cast_mut(), Ordering::Release);
+    cell
+}
+
+/// Returns the cells of freed handles (they keep their table pointer).
+fn retire_cells(addrs: impl IntoIterator<Item = usize>) {
+    let mut freed = FREED_CELLS.lock().unwrap_or_else(|e| e.into_inner());
+    for a in addrs {
+        // SAFETY: every registered address is a leaked, never-freed Cell (new_cell).
+        freed.push_back(unsafe { &*(a as *const Cell) });
+    }
+}
+
+/// A DAT object behind a handle.
 pub(crate) struct Object {
-    /// The provider table this object dispatches through (`DAT_HANDLE_TO_PROVIDER`).
+    /// The provider table its handle dispatches through (children inherit it).
     provider: *const abi::Provider,
-    magic: u64,
     /// `DAT_HANDLE_TYPE_*`.
     pub kind: HandleType,
-    /// The IA handle it belongs to (its own address for an IA).
+    /// The IA handle it belongs to (its own handle for an IA).
     pub ia: usize,
     /// `dat_set_consumer_context`'s value.
     context: AtomicU64,
@@ -47,7 +78,7 @@ unsafe impl Sync for Object {}
 impl Object {
     /// A new object for the consumer, not yet registered.
     pub fn new(provider: *const abi::Provider, ia: usize, body: Body) -> Object {
-        Object { provider, magic: MAGIC, kind: body.kind(), ia, context: AtomicU64::new(0), body }
+        Object { provider, kind: body.kind(), ia, context: AtomicU64::new(0), body }
     }
 
     /// The provider table it dispatches through.
@@ -109,17 +140,19 @@ fn write() -> RwLockWriteGuard<'static, Registry> {
 
 /// Registers `obj` (under the engine id `id`, if events name it) and returns its handle.
 pub(crate) fn register(obj: Object, id: Option<ObjectId>) -> (abi::Handle, Arc<Object>) {
-    register_at(|_| obj, id)
+    let provider = obj.provider;
+    register_at(provider, |_| obj, id)
 }
 
-/// Registers the object `make` builds given its own future handle (an IA names itself as
-/// its owner).
+/// Registers the object `make` builds given its own handle (an IA names itself as its
+/// owner), dispatching through `provider`.
 pub(crate) fn register_at(
+    provider: *const abi::Provider,
     make: impl FnOnce(usize) -> Object,
     id: Option<ObjectId>,
 ) -> (abi::Handle, Arc<Object>) {
-    let obj = Arc::new_cyclic(|me| make(me.as_ptr() as usize));
-    let addr = Arc::as_ptr(&obj) as usize;
+    let addr = std::ptr::from_ref(new_cell(provider)) as usize;
+    let obj = Arc::new(make(addr));
     let mut reg = write();
     reg.by_addr.insert(addr, obj.clone());
     if let Some(id) = id {
@@ -137,9 +170,9 @@ pub(crate) fn get(
 ) -> DatResult<Arc<Object>> {
     let reg = read();
     match reg.by_addr.get(&(h as usize)) {
-        Some(obj) if obj.kind == kind && obj.magic == MAGIC => Ok(obj.clone()),
+        Some(obj) if obj.kind == kind => Ok(obj.clone()),
         Some(obj) => Err(DatError::invalid_handle(bad).with_detail(format!(
-            "handle {h:p} is a {} handle where a {} handle was expected",
+            "handle {h:p} is of type {} where one of type {} was expected",
             kind_name(obj.kind),
             kind_name(kind)
         ))),
@@ -203,6 +236,7 @@ pub(crate) fn free(
         reg.by_id.retain(|_, a| *a != addr);
         reg.by_addr.remove(&addr)
     };
+    retire_cells([addr]);
     // Dropped outside the registry lock: destroying a QP or joining a thread takes time.
     drop(removed);
     Ok(())
@@ -215,7 +249,10 @@ pub(crate) fn take_all_of_ia(ia: usize) -> Vec<Arc<Object>> {
     let addrs: Vec<usize> =
         reg.by_addr.iter().filter(|(_, o)| o.ia == ia).map(|(a, _)| *a).collect();
     reg.by_id.retain(|_, a| !addrs.contains(a));
-    addrs.iter().filter_map(|a| reg.by_addr.remove(a)).collect()
+    let taken = addrs.iter().filter_map(|a| reg.by_addr.remove(a)).collect();
+    drop(reg);
+    retire_cells(addrs);
+    taken
 }
 
 /// The live handles of IA `ia` other than the IA itself, with their types.

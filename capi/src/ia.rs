@@ -76,8 +76,11 @@ pub(crate) unsafe extern "C" fn ia_open(
             provider_attr: NamedAttrs::new(&pattr.provider_specific_attr),
             async_evd: AtomicUsize::new(0),
         };
-        let (h, obj) =
-            handle::register_at(|me| Object::new(&entry.table, me, Body::Ia(body)), None);
+        let (h, obj) = handle::register_at(
+            &entry.table,
+            |me| Object::new(&entry.table, me, Body::Ia(body)),
+            None,
+        );
         let ia_addr = h as usize;
         // SAFETY: `async_evd` is non-null (checked) and the consumer's in/out variable.
         let given = unsafe { *async_evd };

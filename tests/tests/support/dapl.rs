@@ -55,6 +55,11 @@ pub struct DatWorld {
 
 impl DatWorld {
     pub fn new(tag: &str) -> DatWorld {
+        DatWorld::with_instance_data(tag, "softhca0 1 127.0.0.1")
+    }
+
+    /// As [`DatWorld::new`], with the entry's instance data ("device port ip") given.
+    pub fn with_instance_data(tag: &str, instance_data: &str) -> DatWorld {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -66,7 +71,7 @@ impl DatWorld {
         std::fs::create_dir_all(&shm).unwrap();
         let conf = format!(
             "# written by the ferrodat tests\n{IA_NAME} u2.0 nonthreadsafe default {} \
-             ferrodat.2.0 \"softhca0 1 127.0.0.1\" \"\"\n",
+             ferrodat.2.0 \"{instance_data}\" \"\"\n",
             provider_lib().display()
         );
         std::fs::write(dir.join("dat.conf"), conf).unwrap();
