@@ -236,28 +236,34 @@ pub(crate) unsafe extern "C" fn evd_post_se(
 /// `evd_free_func(evd)`: refused while endpoints or service points use it.
 pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
     call("dat_evd_free", || {
-        let users: Vec<_> = handle::find(handle_type::EP, |o| match &o.body {
-            Body::Ep(b) => [b.recv_evd, b.request_evd, b.connect_evd].contains(&(evd_h as usize)),
+        let me = evd_h as usize;
+        let users: Vec<_> = handle::find_any(|o| match &o.body {
+            Body::Ep(b) => [b.recv_evd, b.request_evd, b.connect_evd].contains(&me),
+            Body::Psp(b) => b.evd == me,
+            Body::Rsp(b) => b.evd == me,
             _ => false,
         });
         if !users.is_empty() && !evd_h.is_null() {
             return Err(DatError::invalid_state(subtype::INVALID_STATE_EVD_IN_USE).with_detail(
                 format!(
-                    "dat_evd_free: {} endpoint(s) still use the EVD; free them first",
+                    "dat_evd_free: {} endpoint(s) or service point(s) still use the EVD; free \
+                     them first",
                     users.len()
                 ),
             ));
         }
         let async_of_ia = handle::find(handle_type::IA, |o| match &o.body {
-            Body::Ia(b) => b.async_evd.load(Ordering::Relaxed) == evd_h as usize,
+            Body::Ia(b) => b.async_evd.load(Ordering::Relaxed) == me,
             _ => false,
         });
-        handle::free(evd_h, handle_type::EVD, subtype::NO_SUBTYPE, |o| {
-            let Body::Evd(b) = &mut o.body else { unreachable!("type checked") };
-            let e = b.evd.take().expect("a registered EVD holds its EVD");
-            e.free().map_err(|(e, err)| {
-                b.evd = Some(e);
-                err
+        crate::ret::settle(|| {
+            handle::free(evd_h, handle_type::EVD, subtype::NO_SUBTYPE, |o| {
+                let Body::Evd(b) = &mut o.body else { unreachable!("type checked") };
+                let e = b.evd.take().expect("a registered EVD holds its EVD");
+                e.free().map_err(|(e, err)| {
+                    b.evd = Some(e);
+                    err
+                })
             })
         })?;
         for ia_obj in async_of_ia {

@@ -265,6 +265,11 @@ pub(crate) fn children_of_ia(ia: usize) -> Vec<(usize, HandleType)> {
         .collect()
 }
 
+/// Objects of any type for which `pred` holds.
+pub(crate) fn find_any(pred: impl Fn(&Object) -> bool) -> Vec<Arc<Object>> {
+    read().by_addr.values().filter(|o| pred(o)).cloned().collect()
+}
+
 /// Objects of type `kind` for which `pred` holds.
 pub(crate) fn find(kind: HandleType, pred: impl Fn(&Object) -> bool) -> Vec<Arc<Object>> {
     read().by_addr.values().filter(|o| o.kind == kind && pred(o)).cloned().collect()

@@ -66,12 +66,30 @@ pub(crate) unsafe extern "C" fn pz_query(
 /// `pz_free_func(pz)`: refused while LMRs, EPs or SRQs use it.
 pub(crate) unsafe extern "C" fn pz_free(pz_h: abi::PzHandle) -> abi::Return {
     call("dat_pz_free", || {
-        handle::free(pz_h, handle_type::PZ, subtype::INVALID_HANDLE_PZ, |o| {
-            let Body::Pz(b) = &mut o.body else { unreachable!("type checked") };
-            let pz = b.pz.take().expect("a registered PZ holds its PZ");
-            pz.free().map_err(|(pz, e)| {
-                b.pz = Some(pz);
-                e
+        let me = pz_h as usize;
+        let users = handle::find_any(|o| match &o.body {
+            Body::Ep(b) => b.pz == me,
+            Body::Lmr(b) => b.pz == me,
+            Body::Srq(b) => b.pz == me,
+            _ => false,
+        });
+        if !users.is_empty() && !pz_h.is_null() {
+            return Err(DatError::invalid_state(subtype::INVALID_STATE_PZ_IN_USE).with_detail(
+                format!(
+                    "dat_pz_free: {} LMR(s), endpoint(s) or SRQ(s) still use the PZ; free them \
+                     first",
+                    users.len()
+                ),
+            ));
+        }
+        crate::ret::settle(|| {
+            handle::free(pz_h, handle_type::PZ, subtype::INVALID_HANDLE_PZ, |o| {
+                let Body::Pz(b) = &mut o.body else { unreachable!("type checked") };
+                let pz = b.pz.take().expect("a registered PZ holds its PZ");
+                pz.free().map_err(|(pz, e)| {
+                    b.pz = Some(pz);
+                    e
+                })
             })
         })
     })

@@ -87,3 +87,26 @@ pub(crate) unsafe fn slice<'a, T>(
         n => Ok(unsafe { std::slice::from_raw_parts(iov, n as usize) }),
     }
 }
+
+/// Runs a free that the engine may refuse as "in use" for a moment after the consumer let go
+/// of every user: a connection-manager thread that is delivering an endpoint's last event
+/// holds the endpoint (and so its EVDs and PZ) until it returns, which can be just after the
+/// consumer, woken by that event, freed the endpoint. The callers check first that no live
+/// handle uses the object, so an INVALID_STATE that persists past [`SETTLE_TIME`] is real.
+pub(crate) fn settle(mut free: impl FnMut() -> DatResult<()>) -> DatResult<()> {
+    let deadline = std::time::Instant::now() + SETTLE_TIME;
+    loop {
+        match free() {
+            Err(e)
+                if e.return_type() == ret::INVALID_STATE
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How long [`settle`] lets engine threads finish with a just-freed endpoint.
+pub const SETTLE_TIME: std::time::Duration = std::time::Duration::from_secs(1);

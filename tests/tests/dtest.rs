@@ -29,11 +29,11 @@ fn dtest(tag: &str, opts: &[&str]) {
     server_args.extend_from_slice(opts);
     let mut client_args = vec!["-P", IA_NAME, "-h", "127.0.0.1"];
     client_args.extend_from_slice(opts);
-    let server = Running::spawn(world.command(DTEST, &server_args));
+    let server = Running::spawn(world.stock(DTEST, &server_args));
     let (server, client) = server_then_client(
         server,
         "Server is waiting for client connection",
-        world.command(DTEST, &client_args),
+        world.stock(DTEST, &client_args),
         Duration::from_secs(600),
     );
     for (side, run) in [("server", &server), ("client", &client)] {

@@ -96,6 +96,16 @@ impl DatWorld {
     }
 }
 
+impl DatWorld {
+    /// As [`DatWorld::command`], with stdout line-buffered (`stdbuf -oL`): the stock
+    /// programs print their progress without flushing it, and the tests wait for it.
+    pub fn stock(&self, program: &str, args: &[&str]) -> Command {
+        let mut all = vec!["-oL", program];
+        all.extend_from_slice(args);
+        self.command("stdbuf", &all)
+    }
+}
+
 impl Drop for DatWorld {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
