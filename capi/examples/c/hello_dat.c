@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 	side = server ? "server" : "client";
 
 	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, conn, dto, cr_evd = DAT_HANDLE_NULL;
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, conn, send_evd, recv_evd, cr_evd = DAT_HANDLE_NULL;
 	DAT_PZ_HANDLE pz;
 	DAT_EP_HANDLE ep;
 	DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
@@ -161,9 +161,12 @@ int main(int argc, char **argv)
 	expect(pattr.dapl_version_major == 2 && pattr.dapl_version_minor == 0, "DAT version 2.0");
 	CHECK(dat_pz_create(ia, &pz));
 	CHECK(dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn));
-	CHECK(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto));
+	/* Separate EVDs for sends and receives: the peer's answer may complete before our
+	 * send's completion is reported, so one EVD would not give them in a fixed order. */
+	CHECK(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &send_evd));
+	CHECK(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &recv_evd));
 	/* NULL attributes: the provider's defaults. */
-	CHECK(dat_ep_create(ia, pz, dto, dto, conn, NULL, &ep));
+	CHECK(dat_ep_create(ia, pz, recv_evd, send_evd, conn, NULL, &ep));
 
 	static char buf[2 * BUF_SIZE];
 	DAT_REGION_DESCRIPTION region = {.for_va = buf};
@@ -218,16 +221,16 @@ int main(int argc, char **argv)
 	strcpy(tx, mine);
 	if (!server) {
 		CHECK(dat_ep_post_send(ep, 1, &tx_iov, tx_cookie, DAT_COMPLETION_DEFAULT_FLAG));
-		wait_dto(dto, 2, (DAT_COUNT)strlen(mine) + 1, "the send's completion");
+		wait_dto(send_evd, 2, (DAT_COUNT)strlen(mine) + 1, "the send's completion");
 	}
-	wait_dto(dto, 1, (DAT_COUNT)strlen(theirs) + 1, "the receive");
+	wait_dto(recv_evd, 1, (DAT_COUNT)strlen(theirs) + 1, "the receive");
 	expect(strcmp(rx, theirs) == 0, "the peer's message arrived intact");
 	if (server) {
 		CHECK(dat_ep_post_send(ep, 1, &tx_iov, tx_cookie, DAT_COMPLETION_DEFAULT_FLAG));
-		wait_dto(dto, 2, (DAT_COUNT)strlen(mine) + 1, "the send's completion");
+		wait_dto(send_evd, 2, (DAT_COUNT)strlen(mine) + 1, "the send's completion");
 	}
 
-	check_rules(ia, pz, dto, ep);
+	check_rules(ia, pz, recv_evd, ep);
 
 	if (!server)
 		CHECK(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG));
@@ -239,7 +242,8 @@ int main(int argc, char **argv)
 	CHECK(dat_lmr_free(lmr));
 	if (cr_evd)
 		CHECK(dat_evd_free(cr_evd));
-	CHECK(dat_evd_free(dto));
+	CHECK(dat_evd_free(send_evd));
+	CHECK(dat_evd_free(recv_evd));
 	CHECK(dat_evd_free(conn));
 	CHECK(dat_pz_free(pz));
 	CHECK(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG));
