@@ -164,3 +164,85 @@ unsafe fn local_one(
     // SAFETY: non-null; the consumer's triplet.
     Ok(triplet(&unsafe { t.read_unaligned() }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The six integer arguments of a compare-and-swap call after `dat_extension_op`'s
+    /// `handle` and `op` took two registers: four come from the register save area, the
+    /// last two from the stack, in order.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn integer_arguments_are_read_from_registers_then_the_stack() {
+        let mut regs = [0u64; 6 + 16]; // 6 GPRs, then the vector registers (unused)
+        regs[0] = 0xdead; // handle: consumed by the named parameters
+        regs[1] = 0xbeef; // op
+        regs[2..6].copy_from_slice(&[11, 22, 33, 44]);
+        let mut stack = [55u64, 66, 0];
+        let mut tag = abi::VaListTag {
+            gp_offset: 16,
+            fp_offset: 48,
+            overflow_arg_area: stack.as_mut_ptr().cast(),
+            reg_save_area: regs.as_mut_ptr().cast(),
+        };
+        let mut a = VarArgs { list: &mut tag };
+        // SAFETY: six arguments are laid out above.
+        let got: Vec<u64> = (0..6).map(|_| unsafe { a.next() }).collect();
+        assert_eq!(got, [11, 22, 33, 44, 55, 66]);
+        assert_eq!(tag.gp_offset, 48, "every register slot used");
+        assert_eq!(tag.overflow_arg_area, stack[2..].as_mut_ptr().cast(), "two stack slots used");
+    }
+
+    /// The same on AArch64: registers below `__gr_top` while `__gr_offs` is negative.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn integer_arguments_are_read_from_registers_then_the_stack() {
+        let mut regs = [0u64, 0, 11, 22, 33, 44, 77, 88]; // x0..x7 saved; x0, x1 named
+        let mut stack = [55u64, 66, 0];
+        let list = abi::VaListAarch64 {
+            __stack: stack.as_mut_ptr().cast(),
+            // SAFETY: one past the end of `regs`.
+            __gr_top: unsafe { regs.as_mut_ptr().add(8) }.cast(),
+            __vr_top: std::ptr::null_mut(),
+            __gr_offs: -(6 * 8),
+            __vr_offs: 0,
+        };
+        let mut a = VarArgs { list };
+        // SAFETY: eight arguments are laid out above.
+        let got: Vec<u64> = (0..8).map(|_| unsafe { a.next() }).collect();
+        assert_eq!(got, [11, 22, 33, 44, 77, 88, 55, 66]);
+    }
+
+    #[test]
+    fn operations_without_an_implementation_say_so() {
+        // SAFETY: these operations read no arguments.
+        let r = unsafe { extended_op(std::ptr::null_mut(), ib_op::QUERY_COUNTERS, empty()) };
+        assert_eq!(r, abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED);
+        // SAFETY: as above.
+        let r = unsafe { extended_op(std::ptr::null_mut(), abi::OPEN_EXTENSION_BASE, empty()) };
+        assert_eq!(r, abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED);
+    }
+
+    /// A va_list with nothing in it (never read by the operations above).
+    #[cfg(target_arch = "x86_64")]
+    fn empty() -> abi::VaList {
+        Box::leak(Box::new(abi::VaListTag {
+            gp_offset: 48,
+            fp_offset: 176,
+            overflow_arg_area: std::ptr::null_mut(),
+            reg_save_area: std::ptr::null_mut(),
+        }))
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    fn empty() -> abi::VaList {
+        abi::VaListAarch64 {
+            __stack: std::ptr::null_mut(),
+            __gr_top: std::ptr::null_mut(),
+            __vr_top: std::ptr::null_mut(),
+            __gr_offs: 0,
+            __vr_offs: 0,
+        }
+    }
+}

@@ -63,3 +63,6 @@ pub unsafe extern "C" fn dat_provider_fini(info: *const ProviderInfo) {
 /// the table's `handle_extendedop_func`.
 #[unsafe(no_mangle)]
 pub extern "C" fn dapl_extensions() {}
+
+#[cfg(test)]
+mod tests;
