@@ -108,5 +108,5 @@ pub(crate) fn settle(mut free: impl FnMut() -> DatResult<()>) -> DatResult<()> {
     }
 }
 
-/// How long [`settle`] lets engine threads finish with a just-freed endpoint.
+/// How long `settle` lets engine threads finish with a just-freed endpoint.
 pub const SETTLE_TIME: std::time::Duration = std::time::Duration::from_secs(1);
