@@ -46,6 +46,7 @@ fn the_c_example_connects_exchanges_messages_and_checks_the_error_rules() {
     let (server, client) = server_then_client(
         server,
         "hello_dat server: listening",
+        None,
         world.command(&exe, &["-c", "127.0.0.1", "-P", IA_NAME]),
         Duration::from_secs(120),
     );

@@ -6,7 +6,7 @@
 mod support;
 
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, Running, port_lock, server_then_client};
+use support::dapl::{DatWorld, IA_NAME, OOB_PORT, Running, port_lock, server_then_client};
 
 const DTEST: &str = "/usr/bin/dtest";
 
@@ -33,8 +33,14 @@ fn dtest(tag: &str, opts: &[&str]) {
     let (server, client) = server_then_client(
         server,
         "Server is waiting for client connection",
+        Some(OOB_PORT),
         world.stock(DTEST, &client_args),
         Duration::from_secs(600),
+    );
+    let both = format!(
+        "--- server's last output:\n{}\n--- client's last output:\n{}",
+        server.tail(15),
+        client.tail(15)
     );
     for (side, run) in [("server", &server), ("client", &client)] {
         let passed = run.output.contains("DAPL Test Complete. PASSED");
@@ -47,10 +53,9 @@ fn dtest(tag: &str, opts: &[&str]) {
             .collect();
         assert!(
             passed && errors.is_empty() && !run.timed_out,
-            "dtest {opts:?} {side}: {}; failing steps:\n{}\n--- last output:\n{}",
+            "dtest {opts:?} {side}: {}; failing steps:\n{}\n{both}",
             if run.timed_out { "killed after the time limit" } else { "no PASSED" },
             errors.join("\n"),
-            run.tail(25)
         );
     }
     // The exchange really happened: both sides saw the other's RDMA write data.

@@ -210,16 +210,42 @@ impl Drop for Running {
     }
 }
 
-/// Runs `server` until it prints `ready`, then `client`; returns both outputs.
+/// True once something listens on TCP `port` (any address), from /proc/net/tcp{,6}:
+/// connecting to find out would use up a server's only accept.
+pub fn listening(port: u16) -> bool {
+    let wanted = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // local_address is "ADDR:PORT" in hex; state 0A is LISTEN.
+            f.len() > 3 && f[1].ends_with(&wanted) && f[3] == "0A"
+        })
+    })
+}
+
+/// The TCP port the stock dtest programs exchange addresses on (the server listens on it
+/// only after printing that it waits for the client).
+pub const OOB_PORT: u16 = 15828;
+
+/// Runs `server` until it prints `ready` (and, if `port` is given, listens there), then
+/// `client`; returns both outputs.
 pub fn server_then_client(
     mut server: Running,
     ready: &str,
+    port: Option<u16>,
     client: Command,
     timeout: Duration,
 ) -> (Run, Run) {
     if !server.wait_for(ready, Duration::from_secs(60)) {
         let run = server.finish(Duration::from_secs(1));
         panic!("the server never printed {ready:?}:\n{}", run.tail(30));
+    }
+    if let Some(port) = port {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !listening(port) {
+            assert!(Instant::now() < deadline, "the server never listened on TCP {port}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
     let client = Running::spawn(client);
     let client_run = client.finish(timeout);
