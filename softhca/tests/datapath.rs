@@ -4,7 +4,7 @@
 mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
-use ferrodat_abi::uverbs::access;
+use ferrodat_abi::uverbs::{access, qp_state};
 use std::time::Duration;
 use support::*;
 
@@ -34,6 +34,32 @@ fn send_lands_in_the_posted_receive_with_both_completions() {
     assert_eq!(wb[0].srqn_uidx, p.b.qpn & 0xffff, "cqe_version 1 reports the user index");
     assert_eq!(dst.buf.read(0, 100), data);
     assert_eq!(dst.buf.read(100, 4), vec![0; 4], "nothing written past the message");
+}
+
+/// A SEND is delivered and its ACK is on its way back when the sender's QP is moved to
+/// ERR (its connection manager learned of a disconnect first, over another channel): the
+/// ACK that had already arrived counts, as it would on hardware, so the SEND completes
+/// successfully instead of being flushed.
+#[test]
+fn an_ack_that_arrived_before_the_error_state_still_completes_the_send() {
+    for round in 0..20 {
+        let mut p = pair("ack-before-err", rc_attrs());
+        let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+        let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+        p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        p.a.post_send(&p.engine, &send(vec![(src.addr(), 12, src.key)]));
+        let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+        assert_eq!(wb[0].opcode, cqe_opcode::RESP_SEND);
+        // B's ACK is in A's inbound ring; A has not read it yet.
+        p.engine.modify_qp(p.a.qpn, qp_state::ERR, rc_attrs());
+        let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(wa.len(), 1, "round {round}: the sender's completion");
+        assert_eq!(
+            (wa[0].opcode, wa[0].syndrome),
+            (cqe_opcode::REQ, None),
+            "round {round}: the delivered and acknowledged SEND completes successfully"
+        );
+    }
 }
 
 #[test]

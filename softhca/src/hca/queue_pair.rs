@@ -419,6 +419,15 @@ impl QueuePair {
         hw: &mut Hardware<'_>,
     ) {
         let previous = self.state;
+        if state == qp_state::ERR
+            && matches!(previous, qp_state::RTR | qp_state::RTS | qp_state::SQD)
+        {
+            // What the peer sent before the modify counts, as on hardware, where packets are
+            // handled as they arrive: above all the ACKs and responses of our requests, which
+            // may be waiting in the ring while the application, told of a disconnect by its
+            // connection manager over another channel, moves the QP to ERR.
+            self.run_inbound(hw);
+        }
         self.attrs = attrs;
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
