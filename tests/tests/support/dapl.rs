@@ -40,7 +40,8 @@ pub fn provider_lib() -> &'static Path {
 }
 
 /// The stock programs use fixed TCP ports (15828 for their address exchange, 45248 and
-/// 62000 as connection qualifiers): one pair at a time in this process.
+/// 62000 as connection qualifiers): one pair at a time in this process. Heavy runs without
+/// ports take it too, so they do not starve the timed ones.
 pub fn port_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
