@@ -6,7 +6,10 @@ mod support;
 
 use std::path::Path;
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, OOB_PORT, Run, Running, port_lock, server_then_client};
+use support::dapl::{
+    DatWorld, IA_NAME, OOB_PORT, Run, Running, oob_pair_retrying_connect_race, port_lock,
+    server_then_client,
+};
 
 fn installed(program: &str) -> bool {
     let here = Path::new(program).exists();
@@ -48,7 +51,8 @@ fn assert_clean_beside(what: &str, run: &Run, must_contain: &[&str], other: Opti
 }
 
 /// dtestx: RDMA write with immediate data both ways, then compare-and-swap and
-/// fetch-and-add, all through `dat_extension_op` (arguments read from its va_list).
+/// fetch-and-add, all through `dat_extension_op` (arguments read from its va_list). (A run
+/// whose connect beat the server's PSP is repeated: see `oob_pair_retrying_connect_race`.)
 #[test]
 fn dtestx_passes_its_immediate_data_and_atomic_tests() {
     const DTESTX: &str = "/usr/bin/dtestx";
@@ -57,12 +61,13 @@ fn dtestx_passes_its_immediate_data_and_atomic_tests() {
     }
     let _ports = port_lock();
     let world = DatWorld::new("dtestx");
-    let server = Running::spawn(world.stock(DTESTX, &["-P", IA_NAME, "-s"]));
-    let (server, client) = server_then_client(
-        server,
+    let (server, client) = oob_pair_retrying_connect_race(
+        &world,
+        DTESTX,
+        &["-P", IA_NAME, "-s"],
         "waiting to snd addr",
-        Some(OOB_PORT),
-        world.stock(DTESTX, &["-P", IA_NAME, "-h", "127.0.0.1"]),
+        &["-P", IA_NAME, "-h", "127.0.0.1"],
+        "unexpected event, !conn established: 0x4002",
         Duration::from_secs(120),
     );
     for (side, run, other) in [("server", &server, &client), ("client", &client, &server)] {
@@ -211,14 +216,7 @@ fn dapltest_transaction_tests_pass_with_validation_and_quit_stops_the_server() {
     assert!(!quit.timed_out, "dapltest -T Q hung:\n{}", quit.tail(10));
     let server = server.finish(Duration::from_secs(30));
     assert!(!server.timed_out, "the server did not stop on -T Q:\n{}", server.tail(10));
-    assert!(server.output.contains("Exiting"), "{}", server.tail(10));
-    // Every transaction test ran clean on the server too. (Its send to the quitting client
-    // is sometimes reported flushed: the client got it and disconnected before the ACK was
-    // processed — a softhca/engine ordering gap noted for the lead, not checked here.)
-    let tests_part =
-        &server.output[..server.output.rfind("Transaction Test Finished").unwrap_or(0)];
-    let test_failures: Vec<&str> = tests_part.lines().filter(|l| l.contains("Error")).collect();
-    assert!(test_failures.is_empty(), "the server reported: {test_failures:?}");
+    assert_clean("the dapltest server", &server, &["Exiting"]);
     assert_eq!(
         server.output.matches("Transaction Test Finished").count(),
         3,
