@@ -4,7 +4,7 @@
 mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
-use ferrodat_abi::uverbs::access;
+use ferrodat_abi::uverbs::{access, qp_state};
 use std::time::Duration;
 use support::*;
 
@@ -34,6 +34,32 @@ fn send_lands_in_the_posted_receive_with_both_completions() {
     assert_eq!(wb[0].srqn_uidx, p.b.qpn & 0xffff, "cqe_version 1 reports the user index");
     assert_eq!(dst.buf.read(0, 100), data);
     assert_eq!(dst.buf.read(100, 4), vec![0; 4], "nothing written past the message");
+}
+
+/// A SEND is delivered and its ACK is on its way back when the sender's QP is moved to
+/// ERR (its connection manager learned of a disconnect first, over another channel): the
+/// ACK that had already arrived counts, as it would on hardware, so the SEND completes
+/// successfully instead of being flushed.
+#[test]
+fn an_ack_that_arrived_before_the_error_state_still_completes_the_send() {
+    for round in 0..20 {
+        let mut p = pair("ack-before-err", rc_attrs());
+        let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+        let dst = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+        p.b.post_recv(&[(dst.addr(), 64, dst.key)]);
+        p.a.post_send(&p.engine, &send(vec![(src.addr(), 12, src.key)]));
+        let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+        assert_eq!(wb[0].opcode, cqe_opcode::RESP_SEND);
+        // B's ACK is in A's inbound ring; A has not read it yet.
+        p.engine.modify_qp(p.a.qpn, qp_state::ERR, rc_attrs());
+        let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(wa.len(), 1, "round {round}: the sender's completion");
+        assert_eq!(
+            (wa[0].opcode, wa[0].syndrome),
+            (cqe_opcode::REQ, None),
+            "round {round}: the delivered and acknowledged SEND completes successfully"
+        );
+    }
 }
 
 #[test]
@@ -115,6 +141,42 @@ fn rdma_write_read_and_write_with_immediate() {
     assert_eq!(wb[0].wqe_counter, ridx);
     assert_eq!(remote.buf.read(5000, 32), pattern[..32]);
     assert_eq!(p.cq_a.wait(&p.engine, 1, WAIT).len(), 1);
+}
+
+/// Both QPs READ a region larger than their rings from each other at once: each side's
+/// outbound ring fills with READ response data while the peer's fills with its own, and
+/// each must keep draining its inbound ring (the responses to its own READ) meanwhile, or
+/// both stall until the transport timer fails the READs (what `dtest` with its default 4 MiB
+/// buffers ran into).
+#[test]
+fn crossing_reads_larger_than_the_rings_both_complete() {
+    const LEN: usize = 2 << 20; // eight 256 KiB rings' worth
+    let mut p = pair("crossing-reads", rc_attrs());
+    let a_mem = Mr::new(&p.engine, p.pdn, 2 * LEN, ALL_ACCESS);
+    let b_mem = Mr::new(&p.engine, p.pdn, 2 * LEN, ALL_ACCESS);
+    let a_data: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
+    let b_data: Vec<u8> = (0..LEN).map(|i| (i % 241) as u8).collect();
+    a_mem.buf.write(0, &a_data);
+    b_mem.buf.write(0, &b_data);
+    let read = |into: &Mr, from: &Mr| SendWr {
+        opcode: opcode::RDMA_READ,
+        sges: vec![(into.addr() + LEN as u64, LEN as u32, into.key)],
+        remote: Some((from.addr(), from.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &read(&a_mem, &b_mem));
+    p.b.post_send(&p.engine, &read(&b_mem, &a_mem));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa.len(), 1, "A's READ did not complete");
+    assert_eq!(wb.len(), 1, "B's READ did not complete");
+    for (w, who) in [(&wa[0], "A"), (&wb[0], "B")] {
+        assert_eq!(w.opcode, cqe_opcode::REQ, "{who}'s READ failed: syndrome {:?}", w.syndrome);
+        assert_eq!(w.byte_cnt, LEN as u32, "{who}'s READ length");
+    }
+    assert!(a_mem.buf.read(LEN, LEN) == b_data, "A read B's bytes");
+    assert!(b_mem.buf.read(LEN, LEN) == a_data, "B read A's bytes");
 }
 
 #[test]

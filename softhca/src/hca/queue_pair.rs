@@ -427,6 +427,15 @@ impl QueuePair {
         hw: &mut Hardware<'_>,
     ) {
         let previous = self.state;
+        if state == qp_state::ERR
+            && matches!(previous, qp_state::RTR | qp_state::RTS | qp_state::SQD)
+        {
+            // What the peer sent before the modify counts, as on hardware, where packets are
+            // handled as they arrive: above all the ACKs and responses of our requests, which
+            // may be waiting in the ring while the application, told of a disconnect by its
+            // connection manager over another channel, moves the QP to ERR.
+            self.run_inbound(hw);
+        }
         self.attrs = attrs;
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
@@ -1301,7 +1310,12 @@ impl QueuePair {
         let mut payload = std::mem::take(hw.scratch);
         let mut first = true;
         loop {
-            if !self.send_responses(hw) || self.responses.len() >= MAX_QUEUED_RESPONSES {
+            // A full outbound ring does not stop us reading: the peer may be blocked on
+            // *its* full ring until we consume it (both sides streaming READ responses or
+            // WRITE data at each other), and what we read meanwhile either needs no answer
+            // (responses to our requests) or queues one, up to MAX_QUEUED_RESPONSES.
+            self.send_responses(hw);
+            if self.responses.len() >= MAX_QUEUED_RESPONSES {
                 break;
             }
             let Some(peer) = self.link.peer.as_mut() else { break };

@@ -1,1 +1,2 @@
+pub mod dapl;
 pub mod preload;

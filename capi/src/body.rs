@@ -1,0 +1,177 @@
+//! What each kind of handle holds: the engine object and what the C side needs beside it
+//! (the handles it was made from, for the query calls, and storage that pointers handed to
+//! the consumer point into).
+
+use crate::sockaddr::SockStorage;
+use ferrodat_abi::dat::{self as abi, HandleType, handle_type};
+use ferrodat_engine::cno::Cno;
+use ferrodat_engine::ep::Ep;
+use ferrodat_engine::evd::Evd;
+use ferrodat_engine::ia::Ia;
+use ferrodat_engine::lmr::Lmr;
+use ferrodat_engine::pz::Pz;
+use ferrodat_engine::sp::{Cr, Psp, Rsp};
+use ferrodat_engine::srq::Srq;
+use std::ffi::CString;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+/// The object behind a handle.
+pub(crate) enum Body {
+    Ia(IaBody),
+    Pz(PzBody),
+    Lmr(LmrBody),
+    Evd(EvdBody),
+    Cno(CnoBody),
+    Ep(EpBody),
+    Psp(PspBody),
+    Rsp(RspBody),
+    Cr(CrBody),
+    Srq(SrqBody),
+}
+
+impl Body {
+    /// Its `DAT_HANDLE_TYPE_*`.
+    pub fn kind(&self) -> HandleType {
+        match self {
+            Body::Ia(_) => handle_type::IA,
+            Body::Pz(_) => handle_type::PZ,
+            Body::Lmr(_) => handle_type::LMR,
+            Body::Evd(_) => handle_type::EVD,
+            Body::Cno(_) => handle_type::CNO,
+            Body::Ep(_) => handle_type::EP,
+            Body::Psp(_) => handle_type::PSP,
+            Body::Rsp(_) => handle_type::RSP,
+            Body::Cr(_) => handle_type::CR,
+            Body::Srq(_) => handle_type::SRQ,
+        }
+    }
+}
+
+/// A `DAT_NAMED_ATTR` array and the strings it points to.
+pub(crate) struct NamedAttrs {
+    _strings: Vec<(CString, CString)>,
+    pub attrs: Vec<abi::NamedAttr>,
+}
+
+impl NamedAttrs {
+    pub fn new(pairs: &[(String, String)]) -> NamedAttrs {
+        let strings: Vec<(CString, CString)> =
+            pairs.iter().map(|(n, v)| (c_string(n), c_string(v))).collect();
+        let attrs = strings
+            .iter()
+            .map(|(n, v)| abi::NamedAttr { name: n.as_ptr(), value: v.as_ptr() })
+            .collect();
+        NamedAttrs { _strings: strings, attrs }
+    }
+
+    /// The array pointer as `DAT_IA_ATTR`/`DAT_PROVIDER_ATTR` carry it (NULL when empty).
+    pub fn as_ptr(&self) -> *mut abi::NamedAttr {
+        if self.attrs.is_empty() { std::ptr::null_mut() } else { self.attrs.as_ptr().cast_mut() }
+    }
+
+    pub fn len(&self) -> abi::Count {
+        self.attrs.len() as abi::Count
+    }
+}
+
+/// A C string of `s` (an interior NUL, which no attribute has, ends it early).
+pub(crate) fn c_string(s: &str) -> CString {
+    let bytes: Vec<u8> = s.bytes().take_while(|b| *b != 0).collect();
+    CString::new(bytes).unwrap_or_default()
+}
+
+pub(crate) struct IaBody {
+    pub ia: Ia,
+    /// `ia_address_ptr` points here.
+    pub address: SockStorage,
+    pub transport_attr: NamedAttrs,
+    pub vendor_attr: NamedAttrs,
+    pub provider_attr: NamedAttrs,
+    /// The async EVD's handle (0: none).
+    pub async_evd: AtomicUsize,
+}
+
+pub(crate) struct PzBody {
+    /// Taken by `dat_pz_free` (with no other reference to the object left).
+    pub pz: Option<Pz>,
+}
+
+impl PzBody {
+    pub fn pz(&self) -> &Pz {
+        self.pz.as_ref().expect("a registered PZ handle holds its PZ")
+    }
+}
+
+pub(crate) struct LmrBody {
+    pub lmr: Lmr,
+    pub pz: usize,
+    pub mem_type: abi::MemType,
+    pub region: u64,
+    pub length: u64,
+    pub privileges: abi::MemPrivFlags,
+    pub va_type: abi::VaType,
+}
+
+pub(crate) struct EvdBody {
+    /// Taken by `dat_evd_free`.
+    pub evd: Option<Evd>,
+    /// The CNO handle it reports to (0: none).
+    pub cno: AtomicUsize,
+    /// `dat_evd_enable`/`disable`, for `dat_evd_query`'s state.
+    pub enabled: AtomicBool,
+}
+
+impl EvdBody {
+    pub fn evd(&self) -> &Evd {
+        self.evd.as_ref().expect("a registered EVD handle holds its EVD")
+    }
+}
+
+pub(crate) struct CnoBody {
+    pub cno: Cno,
+}
+
+pub(crate) struct EpBody {
+    pub ep: Ep,
+    pub pz: usize,
+    pub recv_evd: usize,
+    pub request_evd: usize,
+    pub connect_evd: usize,
+    pub srq: usize,
+    /// The private data of the last connection event (its `private_data` points here).
+    pub private_data: Mutex<Vec<u8>>,
+    /// `dat_ep_query`'s remote address points here.
+    pub remote: Mutex<SockStorage>,
+}
+
+pub(crate) struct PspBody {
+    pub psp: Psp,
+    pub evd: usize,
+    pub flags: abi::PspFlags,
+}
+
+pub(crate) struct RspBody {
+    /// Taken by `dat_rsp_free`.
+    pub rsp: Option<Rsp>,
+    pub ep: usize,
+    pub evd: usize,
+}
+
+pub(crate) struct CrBody {
+    pub cr: Cr,
+    /// The requester's address (`remote_ia_address_ptr` points here).
+    pub remote: SockStorage,
+    pub remote_port: u64,
+    /// The request's private data (`private_data` points here).
+    pub private_data: Vec<u8>,
+    /// An RSP's endpoint, which the request came with (0: none).
+    pub ep: usize,
+}
+
+pub(crate) struct SrqBody {
+    pub srq: Srq,
+    pub pz: usize,
+    /// `max_recv_iov` it was created with.
+    pub max_recv_iov: u32,
+}

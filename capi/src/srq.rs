@@ -1,0 +1,117 @@
+//! Shared receive queues.
+
+use crate::body::{Body, SrqBody};
+use crate::ep::with_iov;
+use crate::handle::{self, Object};
+use crate::ia::ia;
+use crate::mem::{pz, pz_body};
+use crate::ret::{call, required};
+use ferrodat_abi::dat::{self as abi, VALUE_UNKNOWN, handle_type, srq_state, subtype};
+use ferrodat_engine::error::{DatError, DatResult};
+use ferrodat_engine::srq::Srq;
+use std::sync::Arc;
+
+pub(crate) fn srq(h: abi::SrqHandle) -> DatResult<Arc<Object>> {
+    handle::get(h, handle_type::SRQ, subtype::INVALID_HANDLE_SRQ)
+}
+
+pub(crate) fn srq_body(o: &Object) -> &SrqBody {
+    match &o.body {
+        Body::Srq(b) => b,
+        _ => unreachable!("handle::get checked the type"),
+    }
+}
+
+/// `srq_create_func(ia, pz, &attr, &srq)`.
+pub(crate) unsafe extern "C" fn srq_create(
+    ia_h: abi::IaHandle,
+    pz_h: abi::PzHandle,
+    attr: *mut abi::SrqAttr,
+    out: *mut abi::SrqHandle,
+) -> abi::Return {
+    call("dat_srq_create", || {
+        let ia_obj = ia(ia_h)?;
+        let pz_obj = pz(pz_h, subtype::INVALID_HANDLE_PZ)?;
+        let out = required(out, 4, "dat_srq_create's SRQ handle pointer")?;
+        if attr.is_null() {
+            return Err(
+                DatError::invalid_parameter(3).with_detail("dat_srq_create: NULL attributes")
+            );
+        }
+        // SAFETY: non-null; the consumer's DAT_SRQ_ATTR.
+        let a = unsafe { attr.read_unaligned() };
+        let (Ok(dtos), Ok(iov)) = (u32::try_from(a.max_recv_dtos), u32::try_from(a.max_recv_iov))
+        else {
+            return Err(DatError::invalid_parameter(3).with_detail(format!(
+                "dat_srq_create: max_recv_dtos {} / max_recv_iov {} must not be negative",
+                a.max_recv_dtos, a.max_recv_iov
+            )));
+        };
+        let s = Srq::create(pz_body(&pz_obj).pz(), dtos, iov)?;
+        let body = Body::Srq(SrqBody { srq: s, pz: pz_h as usize, max_recv_iov: iov.max(1) });
+        let (h, _) = handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), None);
+        // SAFETY: checked non-null.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+/// `srq_free_func(srq)`: refused while endpoints use it.
+pub(crate) unsafe extern "C" fn srq_free(srq_h: abi::SrqHandle) -> abi::Return {
+    call("dat_srq_free", || {
+        let users = handle::find(handle_type::EP, |o| match &o.body {
+            Body::Ep(b) => b.srq == srq_h as usize,
+            _ => false,
+        });
+        if !users.is_empty() && !srq_h.is_null() {
+            return Err(DatError::invalid_state(subtype::NO_SUBTYPE).with_detail(format!(
+                "dat_srq_free: {} endpoint(s) still receive from the SRQ; free them first",
+                users.len()
+            )));
+        }
+        handle::free(srq_h, handle_type::SRQ, subtype::INVALID_HANDLE_SRQ, |_| Ok(()))
+    })
+}
+
+/// `srq_post_recv_func(srq, count, iov, cookie)`.
+pub(crate) unsafe extern "C" fn srq_post_recv(
+    srq_h: abi::SrqHandle,
+    count: abi::Count,
+    iov: *mut abi::LmrTriplet,
+    cookie: abi::DtoCookie,
+) -> abi::Return {
+    call("dat_srq_post_recv", || {
+        let o = srq(srq_h)?;
+        // SAFETY: every member of the union covers its 8 bytes.
+        let c = unsafe { cookie.as_64 };
+        // SAFETY: the consumer's IOV.
+        unsafe { with_iov(count, iov, |l| srq_body(&o).srq.post_recv(l, c)) }
+    })
+}
+
+/// `srq_query_func(srq, mask, &param)`: the counts of posted and consumed receives are not
+/// tracked, so they read DAT_VALUE_UNKNOWN.
+pub(crate) unsafe extern "C" fn srq_query(
+    srq_h: abi::SrqHandle,
+    _mask: abi::SrqParamMask,
+    param: *mut abi::SrqParam,
+) -> abi::Return {
+    call("dat_srq_query", || {
+        let o = srq(srq_h)?;
+        let b = srq_body(&o);
+        let param = required(param, 3, "dat_srq_query's parameter pointer")?;
+        let p = abi::SrqParam {
+            ia_handle: o.ia as abi::IaHandle,
+            srq_state: srq_state::OPERATIONAL,
+            pz_handle: b.pz as abi::PzHandle,
+            max_recv_dtos: b.srq.max_recv_dtos().min(i32::MAX as u32) as abi::Count,
+            max_recv_iov: b.max_recv_iov as abi::Count,
+            low_watermark: VALUE_UNKNOWN,
+            available_dto_count: VALUE_UNKNOWN,
+            outstanding_dto_count: VALUE_UNKNOWN,
+        };
+        // SAFETY: checked non-null; the consumer's struct.
+        unsafe { param.write(p) };
+        Ok(())
+    })
+}

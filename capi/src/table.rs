@@ -1,0 +1,227 @@
+//! The `DAT_PROVIDER` table: every slot filled. Calls the engine does not offer yet return
+//! `DAT_NOT_IMPLEMENTED` (a NULL slot would crash the consumer that calls it).
+
+use crate::ret::not_implemented;
+use crate::{ep, evd, ext, ia, mem, sp, srq};
+use ferrodat_abi::dat::{self as abi};
+use zerocopy::FromZeros;
+
+/// A slot function that answers `DAT_NOT_IMPLEMENTED`, with the slot's exact signature.
+macro_rules! unimplemented_slot {
+    ($name:ident, $verb:literal, ($($arg:ty),*)) => {
+        unsafe extern "C" fn $name($(_: $arg),*) -> abi::Return {
+            not_implemented($verb)
+        }
+    };
+}
+
+unimplemented_slot!(cr_handoff, "dat_cr_handoff", (abi::CrHandle, abi::ConnQual));
+unimplemented_slot!(
+    ep_modify,
+    "dat_ep_modify",
+    (abi::EpHandle, abi::EpParamMask, *const abi::EpParam)
+);
+unimplemented_slot!(rmr_create, "dat_rmr_create", (abi::PzHandle, *mut abi::RmrHandle));
+unimplemented_slot!(
+    rmr_create_for_ep,
+    "dat_rmr_create_for_ep",
+    (abi::PzHandle, *mut abi::RmrHandle)
+);
+unimplemented_slot!(
+    rmr_query,
+    "dat_rmr_query",
+    (abi::RmrHandle, abi::RmrParamMask, *mut abi::RmrParam)
+);
+unimplemented_slot!(
+    rmr_bind,
+    "dat_rmr_bind",
+    (
+        abi::RmrHandle,
+        abi::LmrHandle,
+        *const abi::LmrTriplet,
+        abi::MemPrivFlags,
+        abi::VaType,
+        abi::EpHandle,
+        abi::RmrCookie,
+        abi::CompletionFlags,
+        *mut abi::RmrContext
+    )
+);
+unimplemented_slot!(rmr_free, "dat_rmr_free", (abi::RmrHandle));
+unimplemented_slot!(
+    psp_create_any,
+    "dat_psp_create_any",
+    (abi::IaHandle, *mut abi::ConnQual, abi::EvdHandle, abi::PspFlags, *mut abi::PspHandle)
+);
+unimplemented_slot!(
+    ep_recv_query,
+    "dat_ep_recv_query",
+    (abi::EpHandle, *mut abi::Count, *mut abi::Count)
+);
+unimplemented_slot!(
+    ep_set_watermark,
+    "dat_ep_set_watermark",
+    (abi::EpHandle, abi::Count, abi::Count)
+);
+unimplemented_slot!(srq_resize, "dat_srq_resize", (abi::SrqHandle, abi::Count));
+unimplemented_slot!(srq_set_lw, "dat_srq_set_lw (SRQ watermarks)", (abi::SrqHandle, abi::Count));
+unimplemented_slot!(
+    csp_create,
+    "dat_csp_create",
+    (abi::IaHandle, *mut abi::Comm, abi::IaAddressPtr, abi::EvdHandle, *mut abi::CspHandle)
+);
+unimplemented_slot!(
+    csp_query,
+    "dat_csp_query",
+    (abi::CspHandle, abi::CspParamMask, *mut abi::CspParam)
+);
+unimplemented_slot!(csp_free, "dat_csp_free", (abi::CspHandle));
+unimplemented_slot!(
+    ep_common_connect,
+    "dat_ep_common_connect",
+    (abi::EpHandle, abi::IaAddressPtr, abi::Timeout, abi::Count, *mut libc::c_void)
+);
+unimplemented_slot!(
+    ep_post_send_with_invalidate,
+    "dat_ep_post_send_with_invalidate",
+    (
+        abi::EpHandle,
+        abi::Count,
+        *mut abi::LmrTriplet,
+        abi::DtoCookie,
+        abi::CompletionFlags,
+        abi::Boolean,
+        abi::RmrContext
+    )
+);
+unimplemented_slot!(
+    ep_post_rdma_read_to_rmr,
+    "dat_ep_post_rdma_read_to_rmr",
+    (
+        abi::EpHandle,
+        *const abi::RmrTriplet,
+        abi::DtoCookie,
+        *const abi::RmrTriplet,
+        abi::CompletionFlags
+    )
+);
+unimplemented_slot!(
+    cno_fd_create,
+    "dat_cno_fd_create",
+    (abi::IaHandle, *mut abi::Fd, *mut abi::CnoHandle)
+);
+unimplemented_slot!(cno_trigger, "dat_cno_trigger", (abi::CnoHandle, *mut abi::EvdHandle));
+unimplemented_slot!(
+    ia_ha_related,
+    "dat_ia_ha_related",
+    (abi::IaHandle, abi::NamePtr, *mut abi::Boolean)
+);
+
+/// The table (its `device_name` is set by the caller, which owns the name).
+pub(crate) fn build() -> abi::Provider {
+    let mut t = abi::Provider::new_zeroed();
+    t.ia_open_func = Some(ia::ia_open);
+    t.ia_query_func = Some(ia::ia_query);
+    t.ia_close_func = Some(ia::ia_close);
+    t.set_consumer_context_func = Some(ia::set_consumer_context);
+    t.get_consumer_context_func = Some(ia::get_consumer_context);
+    t.get_handle_type_func = Some(ia::get_handle_type);
+    t.cno_create_func = Some(evd::cno_create);
+    t.cno_modify_agent_func = Some(evd::cno_modify_agent);
+    t.cno_query_func = Some(evd::cno_query);
+    t.cno_free_func = Some(evd::cno_free);
+    t.cno_wait_func = Some(evd::cno_wait);
+    t.cr_query_func = Some(sp::cr_query);
+    t.cr_accept_func = Some(sp::cr_accept);
+    t.cr_reject_func = Some(sp::cr_reject);
+    t.cr_handoff_func = Some(cr_handoff);
+    t.evd_create_func = Some(evd::evd_create);
+    t.evd_query_func = Some(evd::evd_query);
+    t.evd_modify_cno_func = Some(evd::evd_modify_cno);
+    t.evd_enable_func = Some(evd::evd_enable);
+    t.evd_disable_func = Some(evd::evd_disable);
+    t.evd_wait_func = Some(evd::evd_wait);
+    t.evd_resize_func = Some(evd::evd_resize);
+    t.evd_post_se_func = Some(evd::evd_post_se);
+    t.evd_dequeue_func = Some(evd::evd_dequeue);
+    t.evd_free_func = Some(evd::evd_free);
+    t.ep_create_func = Some(ep::ep_create);
+    t.ep_query_func = Some(ep::ep_query);
+    t.ep_modify_func = Some(ep_modify);
+    t.ep_connect_func = Some(ep::ep_connect);
+    t.ep_dup_connect_func = Some(ep::ep_dup_connect);
+    t.ep_disconnect_func = Some(ep::ep_disconnect);
+    t.ep_post_send_func = Some(ep::ep_post_send);
+    t.ep_post_recv_func = Some(ep::ep_post_recv);
+    t.ep_post_rdma_read_func = Some(ep::ep_post_rdma_read);
+    t.ep_post_rdma_write_func = Some(ep::ep_post_rdma_write);
+    t.ep_get_status_func = Some(ep::ep_get_status);
+    t.ep_free_func = Some(ep::ep_free);
+    t.lmr_create_func = Some(mem::lmr_create);
+    t.lmr_query_func = Some(mem::lmr_query);
+    t.lmr_free_func = Some(mem::lmr_free);
+    t.rmr_create_func = Some(rmr_create);
+    t.rmr_query_func = Some(rmr_query);
+    t.rmr_bind_func = Some(rmr_bind);
+    t.rmr_free_func = Some(rmr_free);
+    t.psp_create_func = Some(sp::psp_create);
+    t.psp_query_func = Some(sp::psp_query);
+    t.psp_free_func = Some(sp::psp_free);
+    t.rsp_create_func = Some(sp::rsp_create);
+    t.rsp_query_func = Some(sp::rsp_query);
+    t.rsp_free_func = Some(sp::rsp_free);
+    t.pz_create_func = Some(mem::pz_create);
+    t.pz_query_func = Some(mem::pz_query);
+    t.pz_free_func = Some(mem::pz_free);
+    t.psp_create_any_func = Some(psp_create_any);
+    t.ep_reset_func = Some(ep::ep_reset);
+    t.evd_set_unwaitable_func = Some(evd::evd_set_unwaitable);
+    t.evd_clear_unwaitable_func = Some(evd::evd_clear_unwaitable);
+    t.lmr_sync_rdma_read_func = Some(mem::lmr_sync_rdma_read);
+    t.lmr_sync_rdma_write_func = Some(mem::lmr_sync_rdma_write);
+    t.ep_create_with_srq_func = Some(ep::ep_create_with_srq);
+    t.ep_recv_query_func = Some(ep_recv_query);
+    t.ep_set_watermark_func = Some(ep_set_watermark);
+    t.srq_create_func = Some(srq::srq_create);
+    t.srq_free_func = Some(srq::srq_free);
+    t.srq_post_recv_func = Some(srq::srq_post_recv);
+    t.srq_query_func = Some(srq::srq_query);
+    t.srq_resize_func = Some(srq_resize);
+    t.srq_set_lw_func = Some(srq_set_lw);
+    t.csp_create_func = Some(csp_create);
+    t.csp_query_func = Some(csp_query);
+    t.csp_free_func = Some(csp_free);
+    t.ep_common_connect_func = Some(ep_common_connect);
+    t.rmr_create_for_ep_func = Some(rmr_create_for_ep);
+    t.ep_post_send_with_invalidate_func = Some(ep_post_send_with_invalidate);
+    t.ep_post_rdma_read_to_rmr_func = Some(ep_post_rdma_read_to_rmr);
+    t.cno_fd_create_func = Some(cno_fd_create);
+    t.cno_trigger_func = Some(cno_trigger);
+    t.ia_ha_related_func = Some(ia_ha_related);
+    t.handle_extendedop_func = Some(ext::extended_op);
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_slot_is_filled() {
+        let t = build();
+        // SAFETY: Provider is 81 pointer-sized slots (asserted in abi); reading it as words
+        // only looks at their values.
+        let words: [usize; 81] = unsafe { std::mem::transmute(t) };
+        // Slot 0 (device_name) is set by the owner of the name; slot 1 is ours to leave.
+        for (i, w) in words.iter().enumerate().skip(2) {
+            assert_ne!(*w, 0, "slot {i} is NULL");
+        }
+    }
+
+    #[test]
+    fn unimplemented_slots_answer_not_implemented() {
+        // SAFETY: the slot ignores its arguments.
+        let r = unsafe { cr_handoff(std::ptr::null_mut(), 0) };
+        assert_eq!(r, abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED);
+    }
+}

@@ -1,0 +1,212 @@
+//! The entry points called the way libdat2 calls them (through the table), on an in-process
+//! softhca: handle validation, frees that keep the handle on error, the bare
+//! DAT_QUEUE_EMPTY, and IA close in both modes.
+
+use crate::{ep, evd, ia, mem, provider};
+use ferrodat_abi::dat::{
+    self as abi, evd_flags, handle_type, mem_priv, mem_type, ret, subtype, va_type,
+};
+use std::ptr::null_mut;
+use std::sync::Once;
+
+/// A private softhca fabric for this test binary, set before any device opens.
+fn private_fabric() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let dir = format!("/dev/shm/ferrodat-capi-unit-{}", std::process::id());
+        std::fs::create_dir_all(&dir).unwrap();
+        extern "C" fn remove_fabric() {
+            let _ = std::fs::remove_dir_all(format!(
+                "/dev/shm/ferrodat-capi-unit-{}",
+                std::process::id()
+            ));
+        }
+        // SAFETY: a plain function with no state, run once at exit.
+        unsafe { libc::atexit(remove_fabric) };
+        // SAFETY: set once, before any thread of this binary reads the fabric variable.
+        unsafe { std::env::set_var("FERRODAT_SOFTHCA_SHM_DIR", &dir) };
+    });
+}
+
+fn info(name: &str) -> abi::ProviderInfo {
+    let mut i = abi::ProviderInfo {
+        ia_name: [0; abi::NAME_MAX_LENGTH],
+        dapl_version_major: 2,
+        dapl_version_minor: 0,
+        is_thread_safe: abi::FALSE,
+    };
+    for (d, b) in i.ia_name.iter_mut().zip(name.bytes()) {
+        *d = b as std::ffi::c_char;
+    }
+    i
+}
+
+const fn err(t: abi::Return, s: abi::ReturnSubtype) -> abi::Return {
+    ret::CLASS_ERROR | t | s
+}
+
+/// Opens IA `name` as libdat2 would (init for the entry, then ia_open); the registry
+/// functions are not in this process, so init only reports that on stderr.
+fn open(name: &str) -> (abi::IaHandle, abi::EvdHandle) {
+    private_fabric();
+    let i = Box::leak(Box::new(info(name)));
+    // SAFETY: a valid info and C string, as libdat2 passes.
+    unsafe { provider::init(i, c"softhca0 1 127.0.0.1".as_ptr()) };
+    let cname = std::ffi::CString::new(name).unwrap();
+    let (mut async_evd, mut ia_h) = (null_mut(), null_mut());
+    // SAFETY: valid name and output pointers.
+    let r = unsafe { ia::ia_open(cname.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia_h) };
+    assert_eq!(r, ret::SUCCESS);
+    assert!(!async_evd.is_null(), "the provider creates the async EVD when asked");
+    (ia_h, async_evd)
+}
+
+#[test]
+fn bad_handles_are_refused_with_their_subtype_and_never_followed() {
+    let (ia_h, _) = open("unit-handles");
+    let mut pz = null_mut();
+    // SAFETY (every call below): handles from this test or deliberately bad ones, and
+    // valid output pointers; bad handles are the point.
+    unsafe {
+        assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
+        let mut kind = 99;
+        assert_eq!(ia::get_handle_type(pz, &mut kind), ret::SUCCESS);
+        assert_eq!(kind, handle_type::PZ);
+
+        let mut buf = vec![0u8; 4096];
+        let region = abi::RegionDescription { for_va: buf.as_mut_ptr().cast() };
+        let (mut lmr, mut lctx, mut rctx) = (null_mut(), 0, 0);
+        let r = mem::lmr_create(
+            ia_h,
+            mem_type::VIRTUAL,
+            region,
+            4096,
+            pz,
+            mem_priv::ALL,
+            va_type::VA,
+            &mut lmr,
+            &mut lctx,
+            &mut rctx,
+            null_mut(),
+            null_mut(),
+        );
+        assert_eq!(r, ret::SUCCESS);
+        assert_eq!(mem::lmr_free(lmr), ret::SUCCESS);
+        // Freed: refused, and its first word still leads libdat2 to our table.
+        assert_eq!(mem::lmr_free(lmr), err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_LMR));
+        let mut p = std::mem::zeroed::<abi::LmrParam>();
+        assert_eq!(
+            mem::lmr_query(lmr, 0, &mut p),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_LMR)
+        );
+        let first_word = lmr.cast::<*const abi::Provider>().read();
+        let mut qp = std::mem::zeroed::<abi::PzParam>();
+        assert_eq!(mem::pz_query(pz, 0, &mut qp), ret::SUCCESS);
+        assert!(!first_word.is_null());
+        assert_eq!(
+            first_word,
+            pz.cast::<*const abi::Provider>().read(),
+            "same table as live handles"
+        );
+
+        // Wrong type, NULL, and an address that was never a handle.
+        let iov = abi::LmrTriplet { virtual_address: 0, segment_length: 0, lmr_context: 0 };
+        let mut iov = [iov];
+        let c = abi::Context { as_64: 1 };
+        let r = ep::ep_post_send(pz, 1, iov.as_mut_ptr(), c, 0);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+        let mut ev = std::mem::zeroed::<abi::Event>();
+        assert_eq!(ret::get_type(evd::evd_dequeue(null_mut(), &mut ev)), ret::INVALID_HANDLE);
+        let bogus = buf.as_mut_ptr().cast();
+        assert_eq!(mem::pz_free(bogus), err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ));
+
+        // A NULL output pointer is a parameter error, not a crash.
+        assert_eq!(
+            mem::pz_create(ia_h, null_mut()),
+            err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2)
+        );
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+    }
+}
+
+#[test]
+fn frees_keep_the_handle_while_it_is_in_use_and_close_graceful_waits_for_them() {
+    let (ia_h, async_evd) = open("unit-frees");
+    // SAFETY (every call below): handles from this test and valid output pointers.
+    unsafe {
+        let (mut pz, mut dto, mut conn, mut ep_h) =
+            (null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
+        assert_eq!(evd::evd_create(ia_h, 8, null_mut(), evd_flags::DTO, &mut dto), ret::SUCCESS);
+        assert_eq!(
+            evd::evd_create(ia_h, 8, null_mut(), evd_flags::CONNECTION, &mut conn),
+            ret::SUCCESS
+        );
+        assert_eq!(
+            ep::ep_create(ia_h, pz, dto, dto, conn, std::ptr::null(), &mut ep_h),
+            ret::SUCCESS
+        );
+
+        // Nothing queued: the bare code consumers compare with ==.
+        let mut ev = std::mem::zeroed::<abi::Event>();
+        assert_eq!(evd::evd_dequeue(dto, &mut ev), ret::QUEUE_EMPTY);
+
+        // In use: refused, and the handles stay good.
+        let r = mem::pz_free(pz);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_PZ_IN_USE));
+        let r = evd::evd_free(dto);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_EVD_IN_USE));
+        let mut qp = std::mem::zeroed::<abi::PzParam>();
+        assert_eq!(mem::pz_query(pz, 0, &mut qp), ret::SUCCESS);
+        assert_eq!(qp.ia_handle, ia_h);
+        let r = ia::ia_close(ia_h, abi::close_flags::GRACEFUL);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_IA_IN_USE));
+
+        // Users gone: the frees go through, and close graceful too (the async EVD the
+        // provider made goes with the IA).
+        assert_eq!(ep::ep_free(ep_h), ret::SUCCESS);
+        assert_eq!(evd::evd_free(dto), ret::SUCCESS);
+        assert_eq!(evd::evd_free(conn), ret::SUCCESS);
+        assert_eq!(mem::pz_free(pz), ret::SUCCESS);
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
+        assert_eq!(ret::get_type(evd::evd_dequeue(async_evd, &mut ev)), ret::INVALID_HANDLE);
+        assert_eq!(
+            mem::pz_query(pz, 0, &mut qp),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ)
+        );
+    }
+}
+
+#[test]
+fn close_abrupt_takes_everything_of_the_ia_with_it() {
+    let (ia_h, _) = open("unit-abrupt");
+    // SAFETY (every call below): handles from this test and valid output pointers.
+    unsafe {
+        let (mut pz, mut dto, mut ep_h) = (null_mut(), null_mut(), null_mut());
+        assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
+        assert_eq!(evd::evd_create(ia_h, 8, null_mut(), evd_flags::DTO, &mut dto), ret::SUCCESS);
+        assert_eq!(
+            ep::ep_create(ia_h, pz, dto, dto, null_mut(), std::ptr::null(), &mut ep_h),
+            ret::SUCCESS
+        );
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+        let mut state = 0;
+        let r = ep::ep_get_status(ep_h, &mut state, null_mut(), null_mut());
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+        assert_eq!(
+            ia::ia_close(ia_h, abi::close_flags::ABRUPT),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_IA)
+        );
+    }
+}
+
+#[test]
+fn an_ia_name_init_was_not_called_for_is_not_found() {
+    private_fabric();
+    let (mut async_evd, mut ia_h) = (null_mut(), null_mut());
+    // SAFETY: valid name and output pointers.
+    let r = unsafe {
+        ia::ia_open(c"never-initialised".as_ptr().cast_mut(), 8, &mut async_evd, &mut ia_h)
+    };
+    assert_eq!(r, err(ret::PROVIDER_NOT_FOUND, subtype::NAME_NOT_REGISTERED));
+}

@@ -1,0 +1,294 @@
+//! The other stock test programs of Debian's dapl2-utils over libferrodat.so on softhca,
+//! server and client as separate processes on 127.0.0.1 (see `dtest.rs` for dtest itself).
+//! Their exit codes say nothing, so each verdict comes from their output.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+use support::dapl::{
+    DatWorld, IA_NAME, OOB_PORT, Run, Running, oob_pair_retrying_connect_race, port_lock,
+    server_then_client,
+};
+
+fn installed(program: &str) -> bool {
+    let here = Path::new(program).exists();
+    if !here {
+        eprintln!("{program} is not installed (apt-get install dapl2-utils); nothing to run");
+    }
+    here
+}
+
+/// Lines where a program or the provider (FERRODAT_TRACE) reported a failure.
+fn failures(run: &Run) -> Vec<&str> {
+    run.output
+        .lines()
+        .filter(|l| {
+            l.contains("Error") || l.contains("ERROR") || l.contains("ERR:") || l.contains("FAILED")
+        })
+        .collect()
+}
+
+fn assert_clean(what: &str, run: &Run, must_contain: &[&str]) {
+    assert_clean_beside(what, run, must_contain, None);
+}
+
+/// As [`assert_clean`], showing the other side's output too on failure.
+fn assert_clean_beside(what: &str, run: &Run, must_contain: &[&str], other: Option<&Run>) {
+    let missing: Vec<&&str> = must_contain.iter().filter(|m| !run.output.contains(**m)).collect();
+    let failed = failures(run);
+    assert!(
+        missing.is_empty() && failed.is_empty() && !run.timed_out,
+        "{what}: {}missing {missing:?}; failures:\n{}\n--- last output:\n{}{}",
+        if run.timed_out { "killed after the time limit; " } else { "" },
+        failed.join("\n"),
+        run.tail(25),
+        other.map_or(String::new(), |o| format!(
+            "\n--- the other side's last output:\n{}",
+            o.tail(15)
+        ))
+    );
+}
+
+/// dtestx: RDMA write with immediate data both ways, then compare-and-swap and
+/// fetch-and-add, all through `dat_extension_op` (arguments read from its va_list). (A run
+/// whose connect beat the server's PSP is repeated: see `oob_pair_retrying_connect_race`.)
+#[test]
+fn dtestx_passes_its_immediate_data_and_atomic_tests() {
+    const DTESTX: &str = "/usr/bin/dtestx";
+    if !installed(DTESTX) {
+        return;
+    }
+    let _ports = port_lock();
+    let world = DatWorld::new("dtestx");
+    let (server, client) = oob_pair_retrying_connect_race(
+        &world,
+        DTESTX,
+        &["-P", IA_NAME, "-s"],
+        "waiting to snd addr",
+        &["-P", IA_NAME, "-h", "127.0.0.1"],
+        "unexpected event, !conn established: 0x4002",
+        Duration::from_secs(120),
+    );
+    for (side, run, other) in [("server", &server, &client), ("client", &client, &server)] {
+        assert_clean_beside(
+            &format!("dtestx {side}"),
+            run,
+            &[
+                "CMP_SWAP test - PASSED",
+                "FETCH_ADD test - PASSED",
+                "IB extension test - immed/atomic test PASSED",
+            ],
+            Some(other),
+        );
+    }
+}
+
+/// dtestcm: 1000 connections set up in bursts of 100 and torn down (events by polling
+/// dat_evd_dequeue), private data checked on each.
+#[test]
+#[ignore = "engine: intermittent — the passive side now and then loses some DISCONNECTED \
+            events at teardown (42 and 20 of 1000 in 2 of 4 runs on a loaded machine, none \
+            unloaded) and dtestcm's server then waits forever; setup, private data and the \
+            active side always pass"]
+fn dtestcm_completes_a_thousand_connections() {
+    dtestcm(&[]);
+}
+
+/// dtestcm -w: the same, waiting in dat_evd_wait.
+#[test]
+#[ignore = "engine: as without -w, the passive side loses some DISCONNECTED events at \
+            teardown (988, 994, 995 of 1000 arrived in three runs), so the server waits \
+            forever"]
+fn dtestcm_completes_a_thousand_connections_waiting() {
+    dtestcm(&["-w"]);
+}
+
+fn dtestcm(opts: &[&str]) {
+    const DTESTCM: &str = "/usr/bin/dtestcm";
+    if !installed(DTESTCM) {
+        return;
+    }
+    let _ports = port_lock();
+    let world = DatWorld::new("dtestcm");
+    let mut server_args = vec!["-P", IA_NAME, "-s"];
+    server_args.extend_from_slice(opts);
+    let mut client_args = vec!["-P", IA_NAME, "-h", "127.0.0.1"];
+    client_args.extend_from_slice(opts);
+    let server = Running::spawn(world.stock(DTESTCM, &server_args));
+    let (server, client) = server_then_client(
+        server,
+        "waiting for client",
+        Some(OOB_PORT),
+        world.stock(DTESTCM, &client_args),
+        Duration::from_secs(300),
+    );
+    assert_clean_beside(
+        "dtestcm server",
+        &server,
+        &["DAPL Connection Test Complete."],
+        Some(&client),
+    );
+    assert_clean_beside(
+        "dtestcm client",
+        &client,
+        &["ALL 1000 CONNECTED on Client!", "DAPL Connection Test Complete.", "Num=1000"],
+        Some(&server),
+    );
+}
+
+/// dtestsrq: both sides receive from an SRQ.
+#[test]
+#[ignore = "engine: the messages go through the SRQs both ways, but at teardown dtestsrq \
+            waits on the async EVD for DAT_ASYNC_ERROR_EP_BROKEN for each SRQ endpoint (OFA \
+            raises it from IB's last-WQE-reached), which the engine does not post"]
+fn dtestsrq_completes() {
+    const DTESTSRQ: &str = "/usr/bin/dtestsrq";
+    if !installed(DTESTSRQ) {
+        return;
+    }
+    let _ports = port_lock();
+    let world = DatWorld::new("dtestsrq");
+    let server = Running::spawn(world.stock(DTESTSRQ, &["-P", IA_NAME, "-s"]));
+    let (server, client) = server_then_client(
+        server,
+        "server ready on port",
+        None,
+        world.stock(DTESTSRQ, &["-P", IA_NAME, "-h", "127.0.0.1"]),
+        Duration::from_secs(120),
+    );
+    assert_clean_beside("dtestsrq server", &server, &["DAPL RC SRQ Test Complete."], Some(&client));
+    assert_clean_beside("dtestsrq client", &client, &["DAPL RC SRQ Test Complete."], Some(&server));
+}
+
+const DAPLTEST: &str = "/usr/bin/dapltest";
+
+/// A dapltest server in `world`, ready for clients.
+fn dapltest_server(world: &DatWorld) -> Running {
+    let mut server = Running::spawn(world.stock(DAPLTEST, &["-T", "S", "-D", IA_NAME]));
+    assert!(
+        server.wait_for("Service Point Ready", Duration::from_secs(60)),
+        "the dapltest server never got ready"
+    );
+    server
+}
+
+/// `dapltest -T <test> -s 127.0.0.1 -D <ia> args…` (the test type must come first).
+fn dapltest_client(world: &DatWorld, test: &str, args: &[&str]) -> Run {
+    let mut all = vec!["-T", test, "-s", "127.0.0.1", "-D", IA_NAME];
+    all.extend_from_slice(args);
+    Running::spawn(world.stock(DAPLTEST, &all)).finish(Duration::from_secs(300))
+}
+
+/// dapltest's transaction test with data validation: a send each way and an RDMA write,
+/// with one and four threads, several endpoints per thread, waited and polled (-P); then
+/// `-T Q` stops the server.
+#[test]
+fn dapltest_transaction_tests_pass_with_validation_and_quit_stops_the_server() {
+    if !installed(DAPLTEST) {
+        return;
+    }
+    let _ports = port_lock();
+    let world = DatWorld::new("dapltest-t");
+    let server = dapltest_server(&world);
+    let ops = ["client", "SR", "256", "server", "RW", "4096", "server", "SR", "256"];
+    // Four polling threads a side (-t 4 -P) busy-spin eight threads on this 2-core machine
+    // beside both progress threads; dapltest then sometimes gives up waiting for the
+    // server's test connections ("did not report ready"), so polling runs one thread.
+    for (threads, eps, polled) in [("1", "1", false), ("4", "2", false), ("1", "4", true)] {
+        let mut args = vec!["-i", "200", "-t", threads, "-w", eps, "-V"];
+        if polled {
+            args.push("-P");
+        }
+        args.extend_from_slice(&ops);
+        let run = dapltest_client(&world, "T", &args);
+        assert_clean(
+            &format!("dapltest {args:?}"),
+            &run,
+            &[
+                &format!("{threads} threads, {eps} EPs"),
+                "Total WQE",
+                "End of Work -- Client Exiting",
+            ],
+        );
+    }
+    let quit = dapltest_client(&world, "Q", &[]);
+    assert!(!quit.timed_out, "dapltest -T Q hung:\n{}", quit.tail(10));
+    let server = server.finish(Duration::from_secs(30));
+    assert!(!server.timed_out, "the server did not stop on -T Q:\n{}", server.tail(10));
+    assert_clean("the dapltest server", &server, &["Exiting"]);
+    assert_eq!(
+        server.output.matches("Transaction Test Finished").count(),
+        3,
+        "the server finished each of the three transaction tests:\n{}",
+        server.tail(20)
+    );
+}
+
+/// dapltest's performance test for RDMA write and read runs and prints its figures.
+#[test]
+fn dapltest_performance_tests_print_their_figures() {
+    if !installed(DAPLTEST) {
+        return;
+    }
+    let _ports = port_lock();
+    let world = DatWorld::new("dapltest-p");
+    let server = dapltest_server(&world);
+    for op in ["RW", "RR"] {
+        let run = dapltest_client(&world, "P", &["-i", "1000", op, "4096", "2"]);
+        assert_clean(
+            &format!("dapltest -T P {op}"),
+            &run,
+            &["Bandwidth", &format!("raw: {op}, 1000, 4096, 2")],
+        );
+        let raw = run.output.lines().find(|l| l.starts_with("raw:")).unwrap();
+        // raw: OP, iters, seg, nsegs, pipeline, cpu, ops/s, MB/s, latency, post, reap
+        let fields: Vec<f64> =
+            raw.split(',').skip(1).filter_map(|f| f.trim().parse().ok()).collect();
+        assert!(fields.len() >= 8 && fields[5] > 0.0 && fields[6] > 0.0, "figures: {raw}");
+        eprintln!("dapltest -T P {op}: {raw}");
+    }
+    let _ = dapltest_client(&world, "Q", &[]);
+    let _ = server.finish(Duration::from_secs(30));
+}
+
+/// dapltest's limit test (client only) runs through every limit without a crash.
+#[test]
+fn dapltest_limit_test_completes_without_a_crash() {
+    if !installed(DAPLTEST) {
+        return;
+    }
+    // No ports, but a gigabyte LMR and a hundred IAs: not alongside the timed tests.
+    let _alone = port_lock();
+    let world = DatWorld::new("dapltest-l");
+    let run =
+        Running::spawn(world.stock(DAPLTEST, &["-T", "L", "-D", IA_NAME, "-w", "1", "-m", "100"]))
+            .finish(Duration::from_secs(300));
+    assert!(!run.timed_out, "the limit test hung:\n{}", run.tail(20));
+    for limit in [
+        "limit_ia",
+        "limit_pz",
+        "limit_cno",
+        "limit_evd",
+        "limit_ep",
+        "limit_lmr",
+        "limit_rpost",
+        "limit_size_lmr",
+    ] {
+        assert!(run.output.contains(limit), "{limit} did not run:\n{}", run.tail(20));
+    }
+    for reached in [
+        "IAs opened: 100",
+        "PZs created: 100",
+        "EVDs created: 100",
+        "EPs created: 100",
+        "LMRs created: 100",
+    ] {
+        assert!(run.output.contains(reached), "{reached}:\n{}", run.tail(30));
+    }
+    assert!(
+        run.output.contains("stopping now"),
+        "limit_size_lmr did not finish:\n{}",
+        run.tail(10)
+    );
+}
