@@ -329,6 +329,46 @@ fn write_cqe(
 }
 
 #[test]
+fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let qp = QpCompletions {
+        send: sq.q.tracker().clone(),
+        recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    };
+    c.cq.attachments().attach(2, Arc::new(qp));
+    let s = [sge(0x1000, 8, 1)];
+    let mut send_and_complete = |c: &mut Cq, p: u32| {
+        let wr = SendWr::new(u64::from(p) + 1000, SendOp::Send, Payload::Sges(&s));
+        sq.q.post(&[wr], &model).unwrap();
+        write_cqe(c, p, 0, 2, (0x0a << 24) | 0x108, p as u16, 0, 0, 0);
+    };
+    let mut out = [WorkCompletion::default(); 8];
+    for p in 0..3 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out, &model), 3);
+    // Entries 3 (first pass, owner 0), then 4 and 5 (second pass, owner 1) at ring slots
+    // 0 and 1; slot 2 still holds entry 2 of the first pass, which is not software's now.
+    for p in 3..6 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out, &model), 3);
+    assert_eq!(out[..3].iter().map(|wc| wc.wr_id).collect::<Vec<_>>(), [1003, 1004, 1005]);
+    assert_eq!(c.db.be32(0), 6, "set_ci after the wrap");
+    assert_eq!(c.cq.poll(&mut out, &model), 0, "entry 2 of the first pass is stale");
+    // A poll with room for fewer than wait takes just those.
+    for p in 6..9 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out[..2], &model), 2);
+    assert_eq!((out[0].wr_id, out[1].wr_id), (1006, 1007));
+    assert_eq!(c.cq.poll(&mut out, &model), 1);
+    assert_eq!(out[0].wr_id, 1008);
+}
+
+#[test]
 fn polling_decodes_completions_and_follows_ownership_across_wraps() {
     let mut sq = send_queue(16, 0x108, 256);
     let mut rq_ring = Mem::new(16 * 16);
