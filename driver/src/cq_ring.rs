@@ -82,6 +82,12 @@ pub struct CqRing {
     g: CqGeometry,
     /// Consumer index (running).
     ci: u32,
+    /// Where the poll loop resumes, kept with `ci` so a poll starts without index math:
+    /// entry `ci` of the ring, the owner bit software expects there (the parity of the
+    /// pass), and the end of the ring.
+    next: DevPtr,
+    parity: u8,
+    ring_end: DevPtr,
     doorbell: CqDoorbell,
     attachments: Arc<CqAttachments>,
     /// QPs by user index.
@@ -93,13 +99,28 @@ impl CqRing {
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// ring's life, and nothing else writes them.
     pub unsafe fn new(g: CqGeometry, doorbell: CqDoorbell) -> CqRing {
-        CqRing {
+        let mut ring = CqRing {
             g,
             ci: 0,
+            next: g.ring,
+            parity: 0,
+            ring_end: g.ring,
             doorbell,
             attachments: Arc::new(CqAttachments::default()),
             qps: Vec::new(),
+        };
+        ring.resume_at_ci();
+        ring
+    }
+
+    /// Sets where the poll loop resumes from `ci` and the geometry.
+    fn resume_at_ci(&mut self) {
+        // SAFETY: entry `ci & (ncqe-1)` is inside the ring; `ring_end` is one past its end.
+        unsafe {
+            self.next = self.g.ring.add(((self.ci & (self.g.ncqe - 1)) as usize) << 6);
+            self.ring_end = self.g.ring.add((self.g.ncqe as usize) << 6);
         }
+        self.parity = u8::from(self.ci & self.g.ncqe != 0);
     }
 
     /// Where QPs attach.
@@ -143,16 +164,12 @@ impl CqRing {
     fn poll_ring(&mut self, out: &mut [WorkCompletion]) -> usize {
         // The loop works on locals: stores to the CQEs and completions cannot alias them.
         let ring = self.g.ring;
-        let ncqe = self.g.ncqe;
+        let ring_end = self.ring_end;
         let qps = &self.qps[..];
-        let start = self.ci;
-        // SAFETY: entry `start & (ncqe-1)` is inside the ring; `ring_end` is one past it.
-        let (mut cqe, ring_end) = unsafe {
-            (ring.add(((start & (ncqe - 1)) as usize) << 6), ring.add((ncqe as usize) << 6))
-        };
+        let mut cqe = self.next;
         // The owner bit software expects: the parity of the pass over the ring, flipped
         // at the ring's end (no shift or mask per entry).
-        let mut parity = u8::from(start & ncqe != 0);
+        let mut parity = self.parity;
         // Completions are written through a pointer walking `out` (one register, no index
         // arithmetic); entries that complete nothing are counted apart.
         let first_wc = out.as_mut_ptr();
@@ -185,8 +202,10 @@ impl CqRing {
         let n = unsafe { wc.offset_from(first_wc) } as usize;
         let taken = n as u32 + skipped;
         if taken != 0 {
-            let ci = start.wrapping_add(taken);
+            let ci = self.ci.wrapping_add(taken);
             self.ci = ci;
+            self.next = cqe;
+            self.parity = parity;
             to_device_barrier();
             // SAFETY: word 0 of the CQ doorbell record (geometry contract).
             unsafe {
@@ -284,6 +303,7 @@ impl CqRing {
         self.g.ring = new_ring;
         self.g.ncqe = new_ncqe;
         self.ci = self.ci.wrapping_add(1);
+        self.resume_at_ci();
         to_device_barrier();
         // SAFETY: word 0 of the CQ doorbell record (geometry contract).
         unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
