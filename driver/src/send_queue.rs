@@ -238,9 +238,10 @@ impl SendQueue {
         }
     }
 
-    /// The fast path for the commonest requests: SEND, SEND with immediate, RDMA WRITE
-    /// (with immediate) and RDMA READ whose WQE fits one 64-byte block (up to 3 non-empty
-    /// gather entries, or up to 44 inline bytes, less one segment for a remote address).
+    /// The one-block builder, for what [`Self::write_one_segment`] does not take: SEND,
+    /// SEND with immediate, RDMA WRITE (with immediate) and RDMA READ whose WQE fits one
+    /// 64-byte block (up to 3 non-empty gather entries, or up to 44 inline bytes, less one
+    /// segment for a remote address); it also refuses malformed ones of those kinds.
     /// A block never wraps, so segments go to fixed offsets. Returns the WQE's size in
     /// 16-byte units; None when the request is not of that kind (the general builder takes
     /// it). The caller rings.
