@@ -82,6 +82,12 @@ pub struct CqRing {
     g: CqGeometry,
     /// Consumer index (running).
     ci: u32,
+    /// Where the poll loop resumes, kept with `ci` so a poll starts without index math:
+    /// entry `ci` of the ring, the owner bit software expects there (the parity of the
+    /// pass), and the end of the ring.
+    next: DevPtr,
+    parity: u8,
+    ring_end: DevPtr,
     doorbell: CqDoorbell,
     attachments: Arc<CqAttachments>,
     /// QPs by user index.
@@ -93,13 +99,28 @@ impl CqRing {
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// ring's life, and nothing else writes them.
     pub unsafe fn new(g: CqGeometry, doorbell: CqDoorbell) -> CqRing {
-        CqRing {
+        let mut ring = CqRing {
             g,
             ci: 0,
+            next: g.ring,
+            parity: 0,
+            ring_end: g.ring,
             doorbell,
             attachments: Arc::new(CqAttachments::default()),
             qps: Vec::new(),
+        };
+        ring.resume_at_ci();
+        ring
+    }
+
+    /// Sets where the poll loop resumes from `ci` and the geometry.
+    fn resume_at_ci(&mut self) {
+        // SAFETY: entry `ci & (ncqe-1)` is inside the ring; `ring_end` is one past its end.
+        unsafe {
+            self.next = self.g.ring.add(((self.ci & (self.g.ncqe - 1)) as usize) << 6);
+            self.ring_end = self.g.ring.add((self.g.ncqe as usize) << 6);
         }
+        self.parity = u8::from(self.ci & self.g.ncqe != 0);
     }
 
     /// Where QPs attach.
@@ -109,7 +130,7 @@ impl CqRing {
 
     /// Fills `out` with up to `out.len()` completions; if none waits, asks the model for
     /// progress once and looks again. Returns how many were written.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, out: &mut [WorkCompletion], model: &impl Model) -> usize {
         if self.attachments.changed.load(Ordering::Relaxed) {
             self.apply_attachments();
@@ -143,30 +164,48 @@ impl CqRing {
     fn poll_ring(&mut self, out: &mut [WorkCompletion]) -> usize {
         // The loop works on locals: stores to the CQEs and completions cannot alias them.
         let ring = self.g.ring;
-        let mask = self.g.ncqe - 1;
-        let owner_shift = self.g.ncqe.trailing_zeros();
+        let ring_end = self.ring_end;
         let qps = &self.qps[..];
-        let start = self.ci;
-        let mut ci = start;
-        let mut n = 0;
-        while n < out.len() {
-            // SAFETY: entry `ci & mask` is inside the ring.
-            let cqe = unsafe { ring.add(((ci & mask) as usize) << 6) };
-            // SAFETY: byte 63 of that entry.
+        let mut cqe = self.next;
+        // The owner bit software expects: the parity of the pass over the ring, flipped
+        // at the ring's end (no shift or mask per entry).
+        let mut parity = self.parity;
+        // Completions are written through a pointer walking `out` (one register, no index
+        // arithmetic); entries that complete nothing are counted apart.
+        let first_wc = out.as_mut_ptr();
+        // SAFETY: one past the end of `out`.
+        let end_wc = unsafe { first_wc.add(out.len()) };
+        let mut wc = first_wc;
+        let mut skipped = 0u32;
+        while wc != end_wc {
+            // SAFETY: byte 63 of entry `cqe`, inside the ring.
             let op_own = unsafe { cqe.read_u8(63) };
-            // Software's turn: a valid opcode, and the owner bit equal to the pass parity.
-            let parity = (u32::from(op_own) ^ (ci >> owner_shift)) & 1;
-            if op_own >> 4 == cqe_opcode::INVALID || parity != 0 {
+            // Software's turn: a valid opcode, and the owner bit equal to the parity.
+            if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ parity) & 1 != 0 {
                 break;
             }
             from_device_barrier();
-            ci = ci.wrapping_add(1);
-            if decode(qps, cqe, op_own, &mut out[n]) {
-                n += 1;
+            // SAFETY: `wc` is before `end_wc`: an element of `out`, borrowed mutably here.
+            if decode(qps, cqe, op_own, unsafe { &mut *wc }) {
+                // SAFETY: at most one past the end of `out`.
+                wc = unsafe { wc.add(1) };
+            } else {
+                skipped += 1;
+            }
+            // SAFETY: at most one past the last entry, and then replaced by the first.
+            cqe = unsafe { cqe.add(64) };
+            if cqe == ring_end {
+                (cqe, parity) = wrap(ring, parity);
             }
         }
-        self.ci = ci;
-        if ci != start {
+        // SAFETY: both in `out` (or one past it), `wc` not before `first_wc`.
+        let n = unsafe { wc.offset_from(first_wc) } as usize;
+        let taken = n as u32 + skipped;
+        if taken != 0 {
+            let ci = self.ci.wrapping_add(taken);
+            self.ci = ci;
+            self.next = cqe;
+            self.parity = parity;
             to_device_barrier();
             // SAFETY: word 0 of the CQ doorbell record (geometry contract).
             unsafe {
@@ -264,6 +303,7 @@ impl CqRing {
         self.g.ring = new_ring;
         self.g.ncqe = new_ncqe;
         self.ci = self.ci.wrapping_add(1);
+        self.resume_at_ci();
         to_device_barrier();
         // SAFETY: word 0 of the CQ doorbell record (geometry contract).
         unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
@@ -271,8 +311,16 @@ impl CqRing {
     }
 }
 
+/// The CQE after the ring's last: the first, in the next pass (owner parity flipped).
+/// Out of line, so the polling loop tests one pointer per entry.
+#[cold]
+fn wrap(ring: DevPtr, parity: u8) -> (DevPtr, u8) {
+    (ring, parity ^ 1)
+}
+
 /// One CQE into `wc`; false for entries that complete nothing (a resize marker, a
-/// detached QP's leftovers).
+/// detached QP's leftovers). The requester's success, the commonest, is decoded here; the
+/// rest out of line, so the polling loop keeps its values in registers.
 #[inline(always)]
 fn decode(
     qps: &[Option<Arc<QpCompletions>>],
@@ -283,25 +331,42 @@ fn decode(
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
     let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
     let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
+    if op_own >> 4 != cqe_opcode::REQ {
+        return decode_other(qp, cqe, op_own, wc);
+    }
+    let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
+    let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
+    let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
+    let byte_len = match len {
+        ReqLen::Zero => 0,
+        ReqLen::Eight => 8,
+        ReqLen::ByteCount => u32::from_be(unsafe { cqe.read_u32(44) }),
+    };
+    // The whole completion at once: a few wide stores.
+    *wc = WorkCompletion {
+        wr_id: qp.send.complete(wqe_counter),
+        byte_len,
+        qpn: sop_qpn & 0x00ff_ffff,
+        src_qp: 0,
+        imm_data: 0,
+        status: WcStatus::Success,
+        opcode,
+        flags: 0,
+        syndrome: 0,
+        vendor_syndrome: 0,
+    };
+    true
+}
+
+/// A CQE other than a requester's success: a receive, an error, or one that completes
+/// nothing (false).
+#[inline(never)]
+fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {
+    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
     let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
     let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
     let op = op_own >> 4;
-    wc.qpn = sop_qpn & 0x00ff_ffff;
-    wc.flags = 0;
-    if op == cqe_opcode::REQ {
-        wc.wr_id = qp.send.complete(wqe_counter);
-        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
-        wc.opcode = opcode;
-        wc.byte_len = match len {
-            ReqLen::Zero => 0,
-            ReqLen::Eight => 8,
-            ReqLen::ByteCount => u32::from_be(unsafe { cqe.read_u32(44) }),
-        };
-        wc.src_qp = 0;
-        wc.status = WcStatus::Success;
-        wc.syndrome = 0;
-        return true;
-    }
+    let qpn = sop_qpn & 0x00ff_ffff;
     if matches!(
         op,
         cqe_opcode::RESP_SEND
@@ -309,36 +374,48 @@ fn decode(
             | cqe_opcode::RESP_SEND_INV
             | cqe_opcode::RESP_WR_IMM
     ) {
-        wc.wr_id = recv_wr_id(qp, wqe_counter);
-        wc.byte_len = u32::from_be(unsafe { cqe.read_u32(44) });
-        wc.src_qp = u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff;
-        wc.status = WcStatus::Success;
-        wc.syndrome = 0;
-        wc.opcode =
-            if op == cqe_opcode::RESP_WR_IMM { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
-        if op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM {
-            wc.imm_data = u32::from_be(unsafe { cqe.read_u32(36) });
-            wc.flags = WorkCompletion::HAS_IMM;
-        }
+        let with_imm = op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM;
+        let mut flags = if with_imm { WorkCompletion::HAS_IMM } else { 0 };
         if op_own & CQE_SE_MASK != 0 {
-            wc.flags |= WorkCompletion::SOLICITED;
+            flags |= WorkCompletion::SOLICITED;
         }
+        *wc = WorkCompletion {
+            wr_id: recv_wr_id(qp, wqe_counter),
+            byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
+            qpn,
+            src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
+            imm_data: if with_imm { u32::from_be(unsafe { cqe.read_u32(36) }) } else { 0 },
+            status: WcStatus::Success,
+            opcode: if op == cqe_opcode::RESP_WR_IMM {
+                WcOpcode::RecvRdmaWithImm
+            } else {
+                WcOpcode::Recv
+            },
+            flags,
+            syndrome: 0,
+            vendor_syndrome: 0,
+        };
         return true;
     }
     if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
         let syndrome = unsafe { cqe.read_u8(55) };
-        wc.status = WcStatus::from_syndrome(syndrome);
-        wc.syndrome = syndrome;
-        wc.vendor_syndrome = unsafe { cqe.read_u8(54) };
-        wc.byte_len = 0;
-        wc.src_qp = 0;
-        if op == cqe_opcode::REQ_ERR {
-            wc.wr_id = qp.send.complete(wqe_counter);
-            wc.opcode = REQUESTER[(sop_qpn >> 24) as usize & 0x3f].0;
+        let (wr_id, opcode) = if op == cqe_opcode::REQ_ERR {
+            (qp.send.complete(wqe_counter), REQUESTER[(sop_qpn >> 24) as usize & 0x3f].0)
         } else {
-            wc.wr_id = recv_wr_id(qp, wqe_counter);
-            wc.opcode = WcOpcode::Recv;
-        }
+            (recv_wr_id(qp, wqe_counter), WcOpcode::Recv)
+        };
+        *wc = WorkCompletion {
+            wr_id,
+            byte_len: 0,
+            qpn,
+            src_qp: 0,
+            imm_data: 0,
+            status: WcStatus::from_syndrome(syndrome),
+            opcode,
+            flags: 0,
+            syndrome,
+            vendor_syndrome: unsafe { cqe.read_u8(54) },
+        };
         return true;
     }
     false // RESIZE_CQ marker, NO_PACKET, signature errors: nothing to report

@@ -166,6 +166,97 @@ fn bad_requests_are_refused_with_what_to_fix_and_earlier_ones_stay_posted() {
     assert_eq!(sq.q.free_blocks(), 4);
 }
 
+/// A WQE laid out byte by byte from the PRM's segment formats, independently of the
+/// driver's builders: control, the remote address if any, one data segment.
+fn expected_wqe(
+    index: u16,
+    qpn: u32,
+    opcode: u8,
+    fm_ce_se: u8,
+    imm: u32,
+    remote: Option<Remote>,
+    data: &[u8],
+) -> Vec<u8> {
+    let ds = 2 + u8::from(remote.is_some());
+    let mut w = vec![0, (index >> 8) as u8, index as u8, opcode];
+    w.extend(&(qpn << 8 | u32::from(ds)).to_be_bytes());
+    w.extend([0, 0, 0, fm_ce_se]);
+    w.extend(imm.to_be_bytes());
+    if let Some(r) = remote {
+        w.extend(r.addr.to_be_bytes());
+        w.extend(r.rkey.to_be_bytes());
+        w.extend([0; 4]);
+    }
+    w.extend(data);
+    w
+}
+
+#[test]
+fn one_segment_requests_of_every_fast_opcode_have_the_prm_bytes() {
+    let r = Remote { addr: 0x0102_0304_0506_0708, rkey: 0x0a0b_0c0d };
+    let imm = 0x1122_3344;
+    let ops = [
+        (SendOp::Send, 0x0a, 0, None),
+        (SendOp::SendImm(imm), 0x0b, imm, None),
+        (SendOp::RdmaWrite(r), 0x08, 0, Some(r)),
+        (SendOp::RdmaWriteImm(r, imm), 0x09, imm, Some(r)),
+        (SendOp::RdmaRead(r), 0x10, 0, Some(r)),
+    ];
+    let bytes: Vec<u8> = (0xc1..=0xcc).collect();
+    for (op, opcode, imm, remote) in ops {
+        // One gathered entry; the queue's third WQE, so the index shows.
+        let mut sq = send_queue(16, 0x0a_bcde, 256);
+        let model = Recorder::default();
+        let s = [sge(0x1122_3344_5566_7788, 0x99, 0x4242)];
+        for i in 0..3 {
+            let flags = SendFlags::SIGNALED | SendFlags::SOLICITED;
+            sq.q.post(&[SendWr::new(i, op, Payload::Sges(&s)).flags(flags)], &model).unwrap();
+        }
+        let mut data = vec![0, 0, 0, 0x99, 0, 0, 0x42, 0x42];
+        data.extend(0x1122_3344_5566_7788u64.to_be_bytes());
+        let want = expected_wqe(2, 0x0a_bcde, opcode, 0x0a, imm, remote, &data);
+        assert_eq!(sq.ring.bytes(128, want.len()), want, "{op:?} with one entry");
+        assert_eq!(sq.uar.bytes(0xa00, 64), sq.ring.bytes(128, 64), "{op:?}: BlueFlame copy");
+        assert_eq!(sq.q.tracker().complete(2), 2, "{op:?}: wr_id through the WQE index");
+        if matches!(op, SendOp::RdmaRead(_)) {
+            continue; // no inline data for a READ
+        }
+        // Inline data of every length the one-segment path takes, each an unsignalled WQE.
+        for len in 1..=12 {
+            let mut sq = send_queue(16, 0x0a_bcde, 256);
+            let wr = SendWr::new(7, op, Payload::Inline(&bytes[..len])).flags(SendFlags::NONE);
+            sq.q.post(&[wr], &model).unwrap();
+            let mut data = (len as u32 | 0x8000_0000).to_be_bytes().to_vec();
+            data.extend(&bytes[..len]);
+            data.resize(16, 0);
+            let want = expected_wqe(0, 0x0a_bcde, opcode, 0, imm, remote, &data);
+            assert_eq!(sq.ring.bytes(0, want.len()), want, "{op:?} with {len} inline bytes");
+            assert_eq!(sq.db.be32(4), 1);
+        }
+    }
+}
+
+#[test]
+fn a_full_ring_refuses_until_completions_retire_blocks_then_posts_again() {
+    let mut sq = send_queue(4, 1, 256);
+    let model = Recorder::default();
+    let s = [sge(0x1000, 64, 1)];
+    let send = |i: u64| SendWr::new(i, SendOp::Send, Payload::Sges(&s));
+    for i in 0..4 {
+        sq.q.post(&[send(i)], &model).unwrap();
+    }
+    let err = sq.q.post(&[send(4)], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 4 }), "{err}");
+    assert_eq!(sq.db.be32(4), 4, "the refused request was not announced");
+    // The poller retires the first two; the poster sees it on its next post.
+    assert_eq!(sq.q.tracker().complete(1), 1);
+    sq.q.post(&[send(4)], &model).unwrap();
+    sq.q.post(&[send(5)], &model).unwrap();
+    assert!(sq.q.post(&[send(6)], &model).is_err(), "two blocks freed, two used");
+    assert_eq!(sq.db.be32(4), 6);
+    assert_eq!(sq.ring.bytes(0, 4), [0, 0, 4, 0x0a], "WQE 4 went to block 0");
+}
+
 #[test]
 fn inline_data_wraps_around_the_ring_end() {
     let mut sq = send_queue(4, 1, 0);
@@ -235,6 +326,46 @@ fn write_cqe(
         p.write_u16(base + 60, counter.to_be());
         p.write_u8(base + 63, (op << 4) | owner);
     }
+}
+
+#[test]
+fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let qp = QpCompletions {
+        send: sq.q.tracker().clone(),
+        recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    };
+    c.cq.attachments().attach(2, Arc::new(qp));
+    let s = [sge(0x1000, 8, 1)];
+    let mut send_and_complete = |c: &mut Cq, p: u32| {
+        let wr = SendWr::new(u64::from(p) + 1000, SendOp::Send, Payload::Sges(&s));
+        sq.q.post(&[wr], &model).unwrap();
+        write_cqe(c, p, 0, 2, (0x0a << 24) | 0x108, p as u16, 0, 0, 0);
+    };
+    let mut out = [WorkCompletion::default(); 8];
+    for p in 0..3 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out, &model), 3);
+    // Entries 3 (first pass, owner 0), then 4 and 5 (second pass, owner 1) at ring slots
+    // 0 and 1; slot 2 still holds entry 2 of the first pass, which is not software's now.
+    for p in 3..6 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out, &model), 3);
+    assert_eq!(out[..3].iter().map(|wc| wc.wr_id).collect::<Vec<_>>(), [1003, 1004, 1005]);
+    assert_eq!(c.db.be32(0), 6, "set_ci after the wrap");
+    assert_eq!(c.cq.poll(&mut out, &model), 0, "entry 2 of the first pass is stale");
+    // A poll with room for fewer than wait takes just those.
+    for p in 6..9 {
+        send_and_complete(&mut c, p);
+    }
+    assert_eq!(c.cq.poll(&mut out[..2], &model), 2);
+    assert_eq!((out[0].wr_id, out[1].wr_id), (1006, 1007));
+    assert_eq!(c.cq.poll(&mut out, &model), 1);
+    assert_eq!(out[0].wr_id, 1008);
 }
 
 #[test]

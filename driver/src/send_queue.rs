@@ -98,6 +98,14 @@ pub struct SendQueue {
     g: SendGeometry,
     /// Running count of WQEBBs posted (`cur_post`).
     cur_post: u32,
+    /// `wqe_cnt - 1`: ring and tracker index mask.
+    mask: u32,
+    /// The tracker's retired count as last read: the fast path checks room against it and
+    /// reads the shared counter only when it says the ring is full.
+    retired_seen: u32,
+    /// The second half of a control segment's first 8 bytes in memory order (qpn << 8,
+    /// big-endian) without the size, which goes in the top byte.
+    ctrl_qpn: u64,
     /// CQ_UPDATE when every WQE is signalled (`sq_sig_all`), else 0.
     sig_all_bits: u8,
     /// The fence the next WQE gets unless it asks for FENCE: the small fence after a bind
@@ -114,7 +122,18 @@ impl SendQueue {
     pub unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
         let tracker = Arc::new(SendTracker::new(g.wqe_cnt));
         let sig_all_bits = if g.sig_all { wqe_ctrl::CQ_UPDATE } else { 0 };
-        SendQueue { g, cur_post: 0, sig_all_bits, fence_cache: 0, bf, tracker }
+        let ctrl_qpn = u64::from((g.qpn << 8).to_be()) << 32;
+        SendQueue {
+            g,
+            cur_post: 0,
+            mask: g.wqe_cnt - 1,
+            retired_seen: 0,
+            ctrl_qpn,
+            sig_all_bits,
+            fence_cache: 0,
+            bf,
+            tracker,
+        }
     }
 
     /// The tracker a CQ needs to complete this queue's WQEs.
@@ -137,22 +156,20 @@ impl SendQueue {
     /// one are posted (and rung).
     #[inline(always)]
     pub fn post(&mut self, wrs: &[SendWr<'_, '_>], model: &impl Model) -> Result<(), PostError> {
+        // One request of the commonest kind (one data segment: one gathered entry or a few
+        // inline bytes), a dedicated path inlined into the caller. Everything else is out
+        // of line, so this stays small (few registers to save, nothing spilled).
         if let [wr] = wrs {
-            // One request (the common case): a WQE of one 64-byte block if it is one.
-            match self.write_one_block(wr) {
-                Some(Ok(ds)) => {
-                    self.ring_block(ds, model);
-                    return Ok(());
-                }
-                Some(Err(refusal)) => return Err(self.explain(0, wr, refusal)),
-                None => {}
+            if let Some((block, ds)) = self.write_one_segment(wr) {
+                self.ring_block(block, ds, model);
+                return Ok(());
             }
         }
         self.post_general(wrs, model)
     }
 
-    /// Any batch, any request: the general builder. Kept out of line so the fast path
-    /// compiles small (fewer registers to save, nothing spilled).
+    /// Any batch, any request: the one-block builder where it applies, else the general
+    /// builder.
     #[inline(never)]
     fn post_general(
         &mut self,
@@ -160,6 +177,18 @@ impl SendQueue {
         model: &impl Model,
     ) -> Result<(), PostError> {
         if let [wr] = wrs {
+            // A WQE of one 64-byte block if it is one.
+            match self.write_one_block(wr) {
+                Some(Ok(ds)) => {
+                    let first = self.cur_post.wrapping_sub(1);
+                    // SAFETY: block `first & mask` is inside the ring.
+                    let block = unsafe { self.g.ring.add(((first & self.mask) as usize) << 6) };
+                    self.ring_block(block, ds, model);
+                    return Ok(());
+                }
+                Some(Err(refusal)) => return Err(self.explain(0, wr, refusal)),
+                None => {}
+            }
             let mut b = self.builder();
             let built = b.build(wr);
             let (cur_post, fence_cache) = (b.cur_post, b.fence_cache);
@@ -177,6 +206,10 @@ impl SendQueue {
         let mut refused = None;
         for (index, wr) in wrs.iter().enumerate() {
             let first = self.cur_post;
+            if let Some((_, ds)) = self.write_one_segment(wr) {
+                last = Some((first, ds));
+                continue;
+            }
             let built = match self.write_one_block(wr) {
                 Some(result) => result.map(|ds| (first, ds)),
                 None => {
@@ -205,9 +238,10 @@ impl SendQueue {
         }
     }
 
-    /// The fast path for the commonest requests: SEND, SEND with immediate, RDMA WRITE
-    /// (with immediate) and RDMA READ whose WQE fits one 64-byte block (up to 3 non-empty
-    /// gather entries, or up to 44 inline bytes, less one segment for a remote address).
+    /// The one-block builder, for what [`Self::write_one_segment`] does not take: SEND,
+    /// SEND with immediate, RDMA WRITE (with immediate) and RDMA READ whose WQE fits one
+    /// 64-byte block (up to 3 non-empty gather entries, or up to 44 inline bytes, less one
+    /// segment for a remote address); it also refuses malformed ones of those kinds.
     /// A block never wraps, so segments go to fixed offsets. Returns the WQE's size in
     /// 16-byte units; None when the request is not of that kind (the general builder takes
     /// it). The caller rings.
@@ -295,17 +329,104 @@ impl SendQueue {
         Some(Ok(k))
     }
 
-    /// Rings for the one-block WQE just written (`cur_post - 1`): BlueFlame copies the
-    /// block when it carries more than a control segment.
+    /// The dedicated path of the commonest requests: SEND, SEND with immediate, RDMA WRITE
+    /// (with immediate) or RDMA READ with one data segment — one non-empty gathered entry,
+    /// or 1 to 12 inline bytes (not for a READ) — on a queue with room and no fence pending
+    /// from a bind. Writes the same bytes as [`Self::write_one_block`] without its loops
+    /// and checks. Returns where the WQE is and its size in 16-byte units; None for
+    /// anything else (the caller then takes the general paths, which also give the errors).
     #[inline(always)]
-    fn ring_block(&mut self, ds: u32, model: &impl Model) {
-        let g = &self.g;
+    fn write_one_segment(&mut self, wr: &SendWr<'_, '_>) -> Option<(DevPtr, u32)> {
+        let data = match wr.payload {
+            Payload::Sges([s]) if !s.is_empty() && self.g.max_sge != 0 => {
+                (((u64::from(s.len()) << 32) | u64::from(s.lkey())).to_be(), s.addr().to_be())
+            }
+            Payload::Inline(bytes)
+                if (1..=12).contains(&bytes.len())
+                    && bytes.len() <= self.g.max_inline as usize
+                    && !matches!(wr.op, SendOp::RdmaRead(_)) =>
+            {
+                small_inline_seg(bytes)
+            }
+            _ => return None,
+        };
+        // One copy of the builder per operation, each with its opcode and segments fixed:
+        // straight-line code, nothing carried across a join.
+        match wr.op {
+            SendOp::Send => self.one_segment_wqe(wr, data, opcode::SEND, 0, None),
+            SendOp::SendImm(imm) => self.one_segment_wqe(wr, data, opcode::SEND_IMM, imm, None),
+            SendOp::RdmaWrite(r) => self.one_segment_wqe(wr, data, opcode::RDMA_WRITE, 0, Some(r)),
+            SendOp::RdmaWriteImm(r, imm) => {
+                self.one_segment_wqe(wr, data, opcode::RDMA_WRITE_IMM, imm, Some(r))
+            }
+            SendOp::RdmaRead(r) => self.one_segment_wqe(wr, data, opcode::RDMA_READ, 0, Some(r)),
+            _ => None,
+        }
+    }
+
+    /// [`Self::write_one_segment`] for one operation, with the data segment `data`.
+    #[inline(always)]
+    fn one_segment_wqe(
+        &mut self,
+        wr: &SendWr<'_, '_>,
+        (data_lo, data_hi): (u64, u64),
+        op: u8,
+        imm: u32,
+        remote: Option<Remote>,
+    ) -> Option<(DevPtr, u32)> {
+        if self.fence_cache != 0 {
+            return None;
+        }
+        let first = self.cur_post;
+        if first.wrapping_sub(self.retired_seen) >= self.g.wqe_cnt && !self.refresh_room(first) {
+            return None;
+        }
+        // SAFETY: block `first & mask` is inside the ring.
+        let block = unsafe { self.g.ring.add(((first & self.mask) as usize) << 6) };
+        let put = |k: u32, lo: u64, hi: u64| {
+            // SAFETY: segment k < 4 of the block.
+            unsafe {
+                block.write_u64((k as usize) << 4, lo);
+                block.write_u64(((k as usize) << 4) + 8, hi);
+            }
+        };
+        let mut k = 1;
+        if let Some(r) = remote {
+            let (lo, hi) = raddr_seg(r);
+            put(1, lo, hi);
+            k = 2;
+        }
+        put(k, data_lo, data_hi);
+        let ds = k + 1;
+        // Control segment: [idx:16 opcode:8] then [qpn:24 ds:8], both big-endian.
+        let idx_op = (((first & 0xffff) << 8) | u32::from(op)).to_be();
+        let ctrl = u64::from(idx_op) | self.ctrl_qpn | (u64::from(ds) << 56);
+        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
+        put(0, ctrl, ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be());
+        // SAFETY: the tracker has wqe_cnt slots (`new`), so a masked index is in bounds.
+        let slot = unsafe { self.tracker.slots.get_unchecked((first & self.mask) as usize) };
+        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
+        slot.end.store(first.wrapping_add(1), Ordering::Relaxed);
+        self.cur_post = first.wrapping_add(1);
+        Some((block, ds))
+    }
+
+    /// The fast path's room check found the ring full by the retired count it knew: read
+    /// the poller's latest; true if there is room now.
+    #[cold]
+    fn refresh_room(&mut self, first: u32) -> bool {
+        self.retired_seen = self.tracker.retired.load(Ordering::Acquire);
+        first.wrapping_sub(self.retired_seen) < self.g.wqe_cnt
+    }
+
+    /// Rings for the one-block WQE just written at `block` (the one before `cur_post`):
+    /// BlueFlame copies the block when it carries more than a control segment.
+    #[inline(always)]
+    fn ring_block(&mut self, block: DevPtr, ds: u32, model: &impl Model) {
+        let counter = (self.cur_post & 0xffff).to_be();
         to_device_barrier();
         // SAFETY: the SQ word of the doorbell record (geometry contract), 4-byte aligned.
-        unsafe { g.dbrec_sq.write_u32(0, (self.cur_post & 0xffff).to_be()) };
-        let first = self.cur_post.wrapping_sub(1);
-        // SAFETY: block `first & mask` is inside the ring.
-        let block = unsafe { g.ring.add(((first & (g.wqe_cnt - 1)) as usize) << 6) };
+        unsafe { self.g.dbrec_sq.write_u32(0, counter) };
         if ds > 1 && self.bf.buf_size() >= 64 {
             self.bf.ring_blueflame(1, |_| block, model);
         } else {
@@ -721,6 +842,26 @@ impl Segments {
     fn put_u128(&self, k: u32, v: u128) {
         self.put(k, (v as u64, (v >> 64) as u64));
     }
+}
+
+/// The inline segment of 1 to 12 bytes, in memory order: the byte count with the inline
+/// bit, the bytes, zeros. Overlapping loads instead of a byte loop.
+#[inline(always)]
+fn small_inline_seg(b: &[u8]) -> (u64, u64) {
+    let len = b.len();
+    let u32_at = |at: usize| u64::from(u32::from_le_bytes(b[at..at + 4].try_into().expect("4")));
+    // The bytes as a little-endian number: bytes 0..8 in `head`, 8..12 in `tail`.
+    let (head, tail) = if len >= 8 {
+        let head = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        (head, u32_at(len - 4) >> (8 * (12 - len)))
+    } else if len >= 4 {
+        (u32_at(0) | ((u32_at(len - 4) >> (8 * (8 - len))) << 32), 0)
+    } else {
+        let byte = |i: usize| u64::from(b[i]) << (8 * i);
+        (byte(0) | byte(len / 2) | byte(len - 1), 0)
+    };
+    let header = u64::from((len as u32 | INLINE_SEG).to_be());
+    (header | (head << 32), (head >> 32) | (tail << 32))
 }
 
 /// Up to 16 bytes as a little-endian number: the value whose memory image (on the
