@@ -23,7 +23,9 @@ use ferrodat_engine::cm::{
 use ferrodat_softhca::Device;
 use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::fabric::FabricDir;
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use ferrodat_engine::cm::wire::{self, Msg};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
@@ -604,4 +606,113 @@ fn two_hundred_connections_leak_no_fds_and_closing_the_cms_frees_everything() {
     let line = child.expect("OK");
     assert!(!line.is_empty());
     child.finish();
+}
+
+/// Writes one CM message on a raw socket (the test playing an active CM by hand).
+fn write_msg(sock: &mut TcpStream, msg: &Msg) {
+    sock.write_all(&msg.encode().unwrap()).unwrap();
+}
+
+/// Reads one whole CM message from a raw socket.
+fn read_msg(sock: &mut TcpStream) -> Msg {
+    sock.set_read_timeout(Some(WAIT)).unwrap();
+    let mut buf = Vec::new();
+    loop {
+        if let Some((msg, _)) = wire::decode_frame(&buf).unwrap() {
+            return msg;
+        }
+        let mut chunk = [0u8; 512];
+        let n = sock.read(&mut chunk).expect("a CM message within the wait");
+        assert!(n > 0, "the CM closed the socket instead of answering");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A peer that brings up many connections and then tears them all down (dtestcm) sends
+/// every RTU before any DREQ. When the passive CM finds RTUs and DREQs waiting on
+/// different connections at once, it must report the ESTABLISHEDs first: dtestcm's
+/// server counts 1000 connection events as "established" before it waits for the
+/// disconnects, and a DISCONNECTED reported ahead of a pending ESTABLISHED is lost to it.
+#[test]
+fn rtus_waiting_beside_dreqs_are_reported_first() {
+    const EACH: usize = 8;
+    let cm_b = Cm::new(LOCALHOST).unwrap();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    // The listener's sink holds the passive CM thread while the test lines up the
+    // messages, when the request carrying BLOCK comes in.
+    const BLOCK: &[u8] = b"hold the CM thread";
+    let (req_tx, requests) = channel();
+    let (held_tx, held) = channel::<()>();
+    let (release, release_rx) = channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let lsink: Sink = Arc::new(move |ev: CmEvent| {
+        if let CmEvent::ConnRequest(r) = &ev
+            && r.private_data() == BLOCK
+        {
+            let _ = held_tx.send(());
+            let _ = release_rx.lock().unwrap().recv_timeout(WAIT);
+        }
+        let _ = req_tx.send(ev);
+    });
+    let requests = Events(requests);
+    let listener = cm_b.listen_any(64, lsink).unwrap();
+    let port = listener.conn_qual();
+
+    // Every passive event of the test, in the order the CM reported them.
+    let (order_tx, order) = channel::<(&'static str, CmEvent)>();
+    let tagged = |tag: &'static str| -> Sink {
+        let tx = Mutex::new(order_tx.clone());
+        Arc::new(move |ev| drop(tx.lock().unwrap().send((tag, ev))))
+    };
+
+    // Group "down": established, to be disconnected by their (real) active CM.
+    let mut down = Vec::new();
+    for i in 0..EACH {
+        let (sa, ea) = sink();
+        let ca = cm_a.connect(LOCALHOST, port, &fake_info(i as u32), &[], Some(WAIT), sa).unwrap();
+        let cb = requests.request().accept(&fake_info(0x100 + i as u32), &[], tagged("down")).unwrap();
+        ea.established();
+        down.push((ca, ea, cb));
+    }
+    for _ in 0..EACH {
+        match order.recv_timeout(WAIT).unwrap() {
+            ("down", CmEvent::Established { .. }) => {}
+            other => panic!("expected a passive Established, got {other:?}"),
+        }
+    }
+    // Group "up": REQ sent and REP received by hand; the RTU is still to come.
+    let mut up = Vec::new();
+    for i in 0..EACH {
+        let mut s = TcpStream::connect((LOCALHOST, port)).unwrap();
+        write_msg(&mut s, &Msg::Req { info: fake_info(0x200 + i as u32), private_data: vec![] });
+        let cb = requests.request().accept(&fake_info(0x300 + i as u32), &[], tagged("up")).unwrap();
+        assert!(matches!(read_msg(&mut s), Msg::Rep { .. }));
+        up.push((s, cb));
+    }
+
+    // Hold the passive CM thread, then line up the RTUs and, after them, the DREQs.
+    let mut blocker = TcpStream::connect((LOCALHOST, port)).unwrap();
+    write_msg(&mut blocker, &Msg::Req { info: fake_info(0x400), private_data: BLOCK.to_vec() });
+    held.recv_timeout(WAIT).expect("the passive CM took the blocking request");
+    for (s, _) in &mut up {
+        write_msg(s, &Msg::Rtu);
+    }
+    for (ca, ea, _) in &down {
+        ca.disconnect(false).unwrap();
+        // Reported once the DREQ is written: it is in the passive CM's socket now.
+        assert_eq!(ea.disconnected(), DisconnectReason::LocalAbrupt);
+    }
+    release.send(()).unwrap();
+
+    let reported: Vec<(&str, bool)> = (0..2 * EACH)
+        .map(|_| match order.recv_timeout(WAIT).expect("a passive event") {
+            (tag, CmEvent::Established { .. }) => (tag, true),
+            (tag, CmEvent::Disconnected { .. }) => (tag, false),
+            other => panic!("unexpected passive event {other:?}"),
+        })
+        .collect();
+    let expected: Vec<(&str, bool)> =
+        [("up", true); EACH].into_iter().chain([("down", false); EACH]).collect();
+    assert_eq!(reported, expected, "every RTU's Established before the DREQs' Disconnected");
+    drop((up, down, blocker, listener));
 }

@@ -33,6 +33,20 @@ pub(super) enum State {
     Closing,
 }
 
+impl State {
+    /// Before Established: the handshake is still going on.
+    fn is_setting_up(self) -> bool {
+        matches!(
+            self,
+            State::Connecting
+                | State::ReqSent
+                | State::PassiveNew
+                | State::Requested
+                | State::RepSent
+        )
+    }
+}
+
 pub(super) struct Listening {
     pub(super) sock: TcpListener,
     pub(super) port: u16,
@@ -128,16 +142,24 @@ impl Reactor {
                 lids.push(*id);
                 fds.push(pfd(l.sock.as_raw_fd(), libc::POLLIN));
             }
-            for (id, c) in &self.conns {
-                if !c.polled() {
-                    continue;
+            // Connections still being set up are polled, and so handled, first. A peer
+            // that connects many endpoints and then tears them all down (dtestcm) sends
+            // each RTU before any DREQ; when one round finds an RTU on one connection and
+            // a DREQ on another, the RTU goes first, so the consumer sees every
+            // ESTABLISHED before the DISCONNECTEDs that follow it, as IB's CM (one MAD QP
+            // for all connections) delivers them. Per connection, TCP keeps the order.
+            for setting_up in [true, false] {
+                for (id, c) in &self.conns {
+                    if !c.polled() || c.state.is_setting_up() != setting_up {
+                        continue;
+                    }
+                    let mut ev = libc::POLLIN;
+                    if c.state == State::Connecting || !c.out.is_empty() {
+                        ev |= libc::POLLOUT;
+                    }
+                    cids.push(*id);
+                    fds.push(pfd(c.sock.as_raw_fd(), ev));
                 }
-                let mut ev = libc::POLLIN;
-                if c.state == State::Connecting || !c.out.is_empty() {
-                    ev |= libc::POLLOUT;
-                }
-                cids.push(*id);
-                fds.push(pfd(c.sock.as_raw_fd(), ev));
             }
             let timeout = match self.conns.values().filter_map(|c| c.deadline).min() {
                 None => -1,
