@@ -624,6 +624,17 @@ impl Ep {
             }
             *lock(&self.inner.local) = None;
         }
+        drop(state);
+        if e.flush != Flush::Nothing && self.inner.srq.is_some() {
+            // An SRQ endpoint's QP in ERR takes no more of the SRQ's receives: the device
+            // says so with IB's "last WQE reached", which DAT providers report as
+            // DAT_ASYNC_ERROR_EP_BROKEN for the EP. Consumers wait for it before they
+            // free the EP or repost its receives elsewhere (dtestsrq does, after each
+            // DISCONNECTED).
+            self.inner
+                .ia
+                .report_async(ferrodat_abi::dat::event::ASYNC_ERROR_EP_BROKEN, self.inner.id);
+        }
         Ok(e)
     }
 

@@ -371,6 +371,31 @@ fn an_srq_feeds_the_receives_of_several_endpoints() {
     }
     seen.sort();
     assert_eq!(seen, (100..106).collect::<Vec<_>>(), "each SRQ receive used once");
+
+    // Teardown: an SRQ endpoint whose connection ends reports EP_BROKEN on the async EVD
+    // (IB's "last WQE reached": it takes no more of the SRQ's receives), after its
+    // DISCONNECTED, for that endpoint only; an endpoint without an SRQ reports none.
+    let server_async = Evd::create(&server.ia, 8, evd_flags::ASYNC).unwrap();
+    server.ia.set_async_evd(&server_async);
+    let client_async = Evd::create(&clients[0].ia, 8, evd_flags::ASYNC).unwrap();
+    clients[0].ia.set_async_evd(&client_async);
+    clients[0].ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let Event::Connection { number, ep, .. } = server.conn_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected the server's DISCONNECTED")
+    };
+    assert_eq!((number, ep), (event::CONNECTION_EVENT_DISCONNECTED, eps[0].id()));
+    assert_eq!(
+        server_async.wait(WAIT_US, 1).unwrap().0,
+        Event::Async { number: event::ASYNC_ERROR_EP_BROKEN, object: eps[0].id() }
+    );
+    assert!(server_async.dequeue().is_err(), "one EP_BROKEN, for the endpoint that ended");
+    assert!(client_async.dequeue().is_err(), "no EP_BROKEN for an endpoint without an SRQ");
+    // The local side's own disconnect reports it too.
+    eps[1].disconnect(DisconnectMode::Abrupt).unwrap();
+    assert_eq!(
+        server_async.wait(WAIT_US, 1).unwrap().0,
+        Event::Async { number: event::ASYNC_ERROR_EP_BROKEN, object: eps[1].id() }
+    );
 }
 
 #[test]
