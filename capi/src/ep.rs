@@ -257,7 +257,8 @@ fn timeout(t: abi::Timeout) -> Option<Duration> {
     (t != abi::TIMEOUT_INFINITE).then(|| Duration::from_micros(t.into()))
 }
 
-/// The consumer's private data as a slice.
+/// The consumer's private data as a slice: `size` bytes at `data`, argument `arg` (its
+/// size is argument `arg - 1`).
 ///
 /// # Safety
 /// If `size` > 0, `data` must point to `size` readable bytes.
@@ -266,8 +267,15 @@ pub(crate) unsafe fn private_data<'a>(
     data: *const libc::c_void,
     arg: u32,
 ) -> DatResult<&'a [u8]> {
-    // SAFETY: forwarded.
-    unsafe { slice(data.cast::<u8>(), size, arg) }
+    match size {
+        n if n < 0 => Err(DatError::invalid_parameter(arg - 1)
+            .with_detail(format!("a negative private data size {n}"))),
+        n if n > 0 && data.is_null() => Err(DatError::invalid_parameter(arg).with_detail(format!(
+            "{n} bytes of private data at a NULL pointer; pass the data or size 0"
+        ))),
+        // SAFETY: forwarded.
+        _ => unsafe { slice(data.cast::<u8>(), size, arg) },
+    }
 }
 
 /// `ep_connect_func(ep, remote, conn_qual, timeout, pd_size, pd, qos, flags)`.
