@@ -10,6 +10,7 @@ use ferrodat_engine::evd::Evd;
 use ferrodat_engine::ia::Ia;
 use ferrodat_engine::lmr::Lmr;
 use ferrodat_engine::pz::Pz;
+use ferrodat_engine::rmr::Rmr;
 use ferrodat_engine::sp::{Cr, Psp, Rsp};
 use ferrodat_engine::srq::Srq;
 use std::ffi::CString;
@@ -21,6 +22,7 @@ pub(crate) enum Body {
     Ia(IaBody),
     Pz(PzBody),
     Lmr(LmrBody),
+    Rmr(RmrBody),
     Evd(EvdBody),
     Cno(CnoBody),
     Ep(EpBody),
@@ -37,6 +39,7 @@ impl Body {
             Body::Ia(_) => handle_type::IA,
             Body::Pz(_) => handle_type::PZ,
             Body::Lmr(_) => handle_type::LMR,
+            Body::Rmr(_) => handle_type::RMR,
             Body::Evd(_) => handle_type::EVD,
             Body::Cno(_) => handle_type::CNO,
             Body::Ep(_) => handle_type::EP,
@@ -104,13 +107,33 @@ impl PzBody {
 }
 
 pub(crate) struct LmrBody {
-    pub lmr: Lmr,
+    /// Taken by `dat_lmr_free` (put back if the engine refuses: an RMR is bound in it).
+    pub lmr: Option<Lmr>,
     pub pz: usize,
     pub mem_type: abi::MemType,
     pub region: u64,
     pub length: u64,
     pub privileges: abi::MemPrivFlags,
     pub va_type: abi::VaType,
+}
+
+impl LmrBody {
+    pub fn lmr(&self) -> &Lmr {
+        self.lmr.as_ref().expect("a registered LMR handle holds its LMR")
+    }
+}
+
+pub(crate) struct RmrBody {
+    /// Taken by `dat_rmr_free`.
+    pub rmr: Option<Rmr>,
+    /// The PZ handle it was created in.
+    pub pz: usize,
+}
+
+impl RmrBody {
+    pub fn rmr(&self) -> &Rmr {
+        self.rmr.as_ref().expect("a registered RMR handle holds its RMR")
+    }
 }
 
 pub(crate) struct EvdBody {
@@ -132,17 +155,42 @@ pub(crate) struct CnoBody {
     pub cno: Cno,
 }
 
-pub(crate) struct EpBody {
-    pub ep: Ep,
+/// The handles an endpoint is wired to (0: NULL); `dat_ep_modify` may change all four.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EpWiring {
     pub pz: usize,
     pub recv_evd: usize,
     pub request_evd: usize,
     pub connect_evd: usize,
+}
+
+impl EpWiring {
+    /// One of its EVDs is `evd`.
+    pub fn uses_evd(&self, evd: usize) -> bool {
+        [self.recv_evd, self.request_evd, self.connect_evd].contains(&evd)
+    }
+}
+
+pub(crate) struct EpBody {
+    pub ep: Ep,
+    /// What `dat_ep_query` reports and what the frees of PZs and EVDs look for; changed only
+    /// by a `dat_ep_modify` the engine accepted (under `modifying`).
+    pub wiring: Mutex<EpWiring>,
+    /// Held through a `dat_ep_modify`: the engine's change and the new handles above go
+    /// together.
+    pub modifying: Mutex<()>,
     pub srq: usize,
     /// The private data of the last connection event (its `private_data` points here).
     pub private_data: Mutex<Vec<u8>>,
     /// `dat_ep_query`'s remote address points here.
     pub remote: Mutex<SockStorage>,
+}
+
+impl EpBody {
+    /// The handles it is wired to now.
+    pub fn wiring(&self) -> EpWiring {
+        *self.wiring.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 pub(crate) struct PspBody {
@@ -172,6 +220,4 @@ pub(crate) struct CrBody {
 pub(crate) struct SrqBody {
     pub srq: Srq,
     pub pz: usize,
-    /// `max_recv_iov` it was created with.
-    pub max_recv_iov: u32,
 }

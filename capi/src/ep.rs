@@ -1,14 +1,17 @@
 //! Endpoints: create, query, connect, disconnect, the DTO posts, status, reset and free.
 
-use crate::body::{Body, EpBody};
+use crate::body::{Body, EpBody, EpWiring};
 use crate::evd::{evd, evd_body};
 use crate::handle::{self, Object};
 use crate::ia::{ia, ia_body};
 use crate::mem::{pz, pz_body, triplet};
 use crate::ret::{call, put, required, slice};
 use crate::sockaddr::{SockStorage, ip_of};
-use ferrodat_abi::dat::{self as abi, FALSE, handle_type, service_type, subtype};
-use ferrodat_engine::ep::{Ep, EpAttr};
+use ferrodat_abi::dat::{
+    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, ep_field, handle_type,
+    service_type, subtype,
+};
+use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::DisconnectMode;
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::lmr::{LmrTriplet, RmrTriplet};
@@ -134,10 +137,13 @@ unsafe fn create(
         let id = e.id();
         let body = Body::Ep(EpBody {
             ep: e,
-            pz: pz_h as usize,
-            recv_evd: recv_h as usize,
-            request_evd: request_h as usize,
-            connect_evd: connect_h as usize,
+            wiring: Mutex::new(EpWiring {
+                pz: pz_h as usize,
+                recv_evd: recv_h as usize,
+                request_evd: request_h as usize,
+                connect_evd: connect_h as usize,
+            }),
+            modifying: Mutex::new(()),
             srq: srq_addr,
             private_data: Mutex::new(Vec::new()),
             remote: Mutex::new(SockStorage::default()),
@@ -203,45 +209,289 @@ pub(crate) unsafe extern "C" fn ep_query(
         let b = ep_body(&o);
         let param = required(param, 3, "dat_ep_query's parameter pointer")?;
         let ia_obj = ia(o.ia as abi::IaHandle)?;
-        let a = b.ep.attr();
+        let q = b.ep.query();
+        let w = b.wiring();
         let mut p = abi::EpParam::new_zeroed();
         p.ia_handle = o.ia as abi::IaHandle;
-        p.ep_state = b.ep.state().to_raw();
+        p.ep_state = q.ep_state.to_raw();
+        p.comm = abi::Comm {
+            domain: q.comm.domain,
+            r#type: q.comm.socket_type,
+            protocol: q.comm.protocol,
+        };
         p.local_ia_address_ptr = ia_body(&ia_obj).address.as_ptr();
-        p.local_port_qual = 0;
-        match b.ep.remote_address() {
-            Some(remote) => {
-                let mut slot = b.remote.lock().unwrap_or_else(|e| e.into_inner());
-                *slot = SockStorage::new(remote);
-                p.remote_ia_address_ptr = slot.as_ptr();
-                p.remote_port_qual = u64::from(remote.port());
-            }
-            None => {
-                // A pointer to a zero address, never NULL: consumers print it unconditionally.
-                let mut slot = b.remote.lock().unwrap_or_else(|e| e.into_inner());
-                *slot = SockStorage::new(std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
-                p.remote_ia_address_ptr = slot.as_ptr();
-            }
-        }
-        p.pz_handle = b.pz as abi::PzHandle;
-        p.recv_evd_handle = b.recv_evd as abi::EvdHandle;
-        p.request_evd_handle = b.request_evd as abi::EvdHandle;
-        p.connect_evd_handle = b.connect_evd as abi::EvdHandle;
+        p.local_port_qual = q.local_port_qual;
+        // A pointer to the peer's address, or to a zero address before any connection,
+        // never NULL: consumers print it unconditionally.
+        let remote = b.ep.remote_address().unwrap_or(std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+        let mut slot = b.remote.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = SockStorage::new(remote);
+        p.remote_ia_address_ptr = slot.as_ptr();
+        drop(slot);
+        p.remote_port_qual = q.remote_port_qual;
+        p.pz_handle = w.pz as abi::PzHandle;
+        p.recv_evd_handle = w.recv_evd as abi::EvdHandle;
+        p.request_evd_handle = w.request_evd as abi::EvdHandle;
+        p.connect_evd_handle = w.connect_evd as abi::EvdHandle;
         p.srq_handle = b.srq as abi::SrqHandle;
+        let a = &q.ep_attr;
         let count = |v: u32| v.min(i32::MAX as u32) as abi::Count;
-        p.ep_attr.service_type = service_type::RC;
-        p.ep_attr.max_message_size = a.max_message_size;
-        p.ep_attr.max_rdma_size = a.max_rdma_size;
-        p.ep_attr.max_recv_dtos = count(a.max_recv_dtos);
-        p.ep_attr.max_request_dtos = count(a.max_request_dtos);
-        p.ep_attr.max_recv_iov = count(a.max_recv_iov);
-        p.ep_attr.max_request_iov = count(a.max_request_iov);
-        p.ep_attr.max_rdma_read_in = count(a.max_rdma_read_in);
-        p.ep_attr.max_rdma_read_out = count(a.max_rdma_read_out);
-        p.ep_attr.max_rdma_read_iov = count(a.max_request_iov);
-        p.ep_attr.max_rdma_write_iov = count(a.max_request_iov);
+        p.ep_attr = abi::EpAttr {
+            service_type: a.service_type,
+            max_message_size: a.max_message_size,
+            max_rdma_size: a.max_rdma_size,
+            qos: a.qos,
+            recv_completion_flags: a.recv_completion_flags,
+            request_completion_flags: a.request_completion_flags,
+            max_recv_dtos: count(a.max_recv_dtos),
+            max_request_dtos: count(a.max_request_dtos),
+            max_recv_iov: count(a.max_recv_iov),
+            max_request_iov: count(a.max_request_iov),
+            max_rdma_read_in: count(a.max_rdma_read_in),
+            max_rdma_read_out: count(a.max_rdma_read_out),
+            // DAT_WATERMARK_INFINITE is the all-ones count.
+            srq_soft_hw: a.srq_soft_hw as abi::Count,
+            max_rdma_read_iov: count(a.max_rdma_read_iov),
+            max_rdma_write_iov: count(a.max_rdma_write_iov),
+            // The engine defines no endpoint attributes of either kind.
+            ep_transport_specific_count: 0,
+            ep_transport_specific: std::ptr::null_mut(),
+            ep_provider_specific_count: 0,
+            ep_provider_specific: std::ptr::null_mut(),
+        };
         // SAFETY: checked non-null; the consumer's struct.
         unsafe { param.write(p) };
+        Ok(())
+    })
+}
+
+/// A `DAT_NAMED_ATTR` array of `dat_ep_modify`'s parameter as name/value pairs (a NULL
+/// value reads as empty); a bad array is `DAT_INVALID_PARAMETER/ARG3`.
+///
+/// # Safety
+/// If `count` > 0, `attrs` must point to `count` readable entries whose names and values
+/// are NULL or C strings.
+unsafe fn named_attrs(
+    count: abi::Count,
+    attrs: *const abi::NamedAttr,
+    what: &str,
+) -> DatResult<Vec<(String, String)>> {
+    let bad = |why: String| {
+        DatError::invalid_parameter(3).with_detail(format!("dat_ep_modify: ep_attr.{what}: {why}"))
+    };
+    let list = match count {
+        0 => &[][..],
+        n if n < 0 => return Err(bad(format!("a negative count {n}"))),
+        n if attrs.is_null() => return Err(bad(format!("{n} attributes at a NULL pointer"))),
+        // SAFETY: non-null, and the consumer promises `n` entries.
+        n => unsafe { std::slice::from_raw_parts(attrs, n as usize) },
+    };
+    let text = |p: *const std::ffi::c_char| {
+        // SAFETY: non-null; the consumer's C string.
+        unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if a.name.is_null() {
+                return Err(bad(format!("attribute {i} has a NULL name")));
+            }
+            let value = if a.value.is_null() { String::new() } else { text(a.value) };
+            Ok((text(a.name), value))
+        })
+        .collect()
+}
+
+/// The engine's update for `dat_ep_modify(ep, mask, param)`: the endpoint's current
+/// parameters with the fields `mask` names taken from the consumer's (handles validated).
+/// Returns the objects behind the new handles too, held until the modify is done so that
+/// none can be freed halfway.
+///
+/// # Safety
+/// `p` is the consumer's `DAT_EP_PARAM`; its attribute arrays are read if the mask names
+/// them (see [`named_attrs`]).
+unsafe fn ep_update(
+    b: &EpBody,
+    mask: abi::EpParamMask,
+    p: &abi::EpParam,
+) -> DatResult<(EpParamUpdate, Vec<Arc<Object>>)> {
+    let mut u = EpParamUpdate::from_current(&b.ep);
+    let mut held = Vec::new();
+    let has = |bit: abi::EpParamMask| mask & bit != 0;
+    if has(ep_field::PZ_HANDLE) {
+        u.pz = if p.pz_handle.is_null() {
+            None
+        } else {
+            let o = pz(p.pz_handle, subtype::INVALID_HANDLE_PZ)?;
+            let z = pz_body(&o).pz().clone();
+            held.push(o);
+            Some(z)
+        };
+    }
+    for (bit, h, bad, slot) in [
+        (
+            ep_field::RECV_EVD_HANDLE,
+            p.recv_evd_handle,
+            subtype::INVALID_HANDLE_EVD_RECV,
+            &mut u.recv_evd,
+        ),
+        (
+            ep_field::REQUEST_EVD_HANDLE,
+            p.request_evd_handle,
+            subtype::INVALID_HANDLE_EVD_REQUEST,
+            &mut u.request_evd,
+        ),
+        (
+            ep_field::CONNECT_EVD_HANDLE,
+            p.connect_evd_handle,
+            subtype::INVALID_HANDLE_EVD_CONN,
+            &mut u.connect_evd,
+        ),
+    ] {
+        if !has(bit) {
+            continue;
+        }
+        *slot = if h.is_null() {
+            None
+        } else {
+            let o = evd(h, bad)?;
+            let e = evd_body(&o).evd().clone();
+            held.push(o);
+            Some(e)
+        };
+    }
+    let c = &p.ep_attr;
+    let a = &mut u.ep_attr;
+    let count = |v: abi::Count, name: &str| {
+        u32::try_from(v).map_err(|_| {
+            DatError::invalid_parameter(3)
+                .with_detail(format!("dat_ep_modify: ep_attr.{name} {v} is negative"))
+        })
+    };
+    if has(ep_field::EP_ATTR_SERVICE_TYPE) {
+        a.service_type = c.service_type;
+    }
+    if has(ep_field::EP_ATTR_MAX_MESSAGE_SIZE) {
+        a.max_message_size = c.max_message_size;
+    }
+    if has(ep_field::EP_ATTR_MAX_RDMA_SIZE) {
+        a.max_rdma_size = c.max_rdma_size;
+    }
+    if has(ep_field::EP_ATTR_QOS) {
+        a.qos = c.qos;
+    }
+    if has(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS) {
+        a.recv_completion_flags = c.recv_completion_flags;
+    }
+    if has(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS) {
+        a.request_completion_flags = c.request_completion_flags;
+    }
+    for (bit, value, name, slot) in [
+        (ep_field::EP_ATTR_MAX_RECV_DTOS, c.max_recv_dtos, "max_recv_dtos", &mut a.max_recv_dtos),
+        (
+            ep_field::EP_ATTR_MAX_REQUEST_DTOS,
+            c.max_request_dtos,
+            "max_request_dtos",
+            &mut a.max_request_dtos,
+        ),
+        (ep_field::EP_ATTR_MAX_RECV_IOV, c.max_recv_iov, "max_recv_iov", &mut a.max_recv_iov),
+        (
+            ep_field::EP_ATTR_MAX_REQUEST_IOV,
+            c.max_request_iov,
+            "max_request_iov",
+            &mut a.max_request_iov,
+        ),
+        (
+            ep_field::EP_ATTR_MAX_RDMA_READ_IN,
+            c.max_rdma_read_in,
+            "max_rdma_read_in",
+            &mut a.max_rdma_read_in,
+        ),
+        (
+            ep_field::EP_ATTR_MAX_RDMA_READ_OUT,
+            c.max_rdma_read_out,
+            "max_rdma_read_out",
+            &mut a.max_rdma_read_out,
+        ),
+        (
+            ep_field::EP_ATTR_MAX_RDMA_READ_IOV,
+            c.max_rdma_read_iov,
+            "max_rdma_read_iov",
+            &mut a.max_rdma_read_iov,
+        ),
+        (
+            ep_field::EP_ATTR_MAX_RDMA_WRITE_IOV,
+            c.max_rdma_write_iov,
+            "max_rdma_write_iov",
+            &mut a.max_rdma_write_iov,
+        ),
+    ] {
+        if has(bit) {
+            *slot = count(value, name)?;
+        }
+    }
+    if has(ep_field::EP_ATTR_SRQ_SOFT_HW) {
+        // DAT_WATERMARK_INFINITE is the all-ones count; the engine judges the value.
+        a.srq_soft_hw = c.srq_soft_hw as u32;
+    }
+    if has(ep_field::EP_ATTR_NUM_TRANSPORT_ATTR | ep_field::EP_ATTR_TRANSPORT_SPECIFIC_ATTR) {
+        // SAFETY: the consumer's array of that many entries.
+        a.ep_transport_specific = unsafe {
+            named_attrs(
+                c.ep_transport_specific_count,
+                c.ep_transport_specific,
+                "ep_transport_specific",
+            )
+        }?;
+    }
+    if has(ep_field::EP_ATTR_NUM_PROVIDER_ATTR | ep_field::EP_ATTR_PROVIDER_SPECIFIC_ATTR) {
+        // SAFETY: the consumer's array of that many entries.
+        a.ep_provider_specific = unsafe {
+            named_attrs(
+                c.ep_provider_specific_count,
+                c.ep_provider_specific,
+                "ep_provider_specific",
+            )
+        }?;
+    }
+    Ok((u, held))
+}
+
+/// `ep_modify_func(ep, mask, &param)`: the fields `mask` names change, all or none; what
+/// the engine refuses (a field that cannot change, one that cannot in this state, a value
+/// beyond the QP) comes back as its error.
+pub(crate) unsafe extern "C" fn ep_modify(
+    ep_h: abi::EpHandle,
+    mask: abi::EpParamMask,
+    param: *const abi::EpParam,
+) -> abi::Return {
+    call("dat_ep_modify", || {
+        let o = ep(ep_h)?;
+        let b = ep_body(&o);
+        if param.is_null() {
+            return Err(DatError::invalid_parameter(3).with_detail(
+                "dat_ep_modify: a NULL parameter struct; pass a DAT_EP_PARAM holding the \
+                 fields the mask names",
+            ));
+        }
+        // SAFETY: non-null; the consumer's DAT_EP_PARAM.
+        let p = unsafe { &*param };
+        let _one_at_a_time = b.modifying.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the consumer's struct and the arrays it names.
+        let (update, _held) = unsafe { ep_update(b, mask, p) }?;
+        b.ep.modify(mask, &update)?;
+        let mut guard = b.wiring.lock().unwrap_or_else(|e| e.into_inner());
+        let w = &mut *guard;
+        for (bit, h, slot) in [
+            (ep_field::PZ_HANDLE, p.pz_handle, &mut w.pz),
+            (ep_field::RECV_EVD_HANDLE, p.recv_evd_handle, &mut w.recv_evd),
+            (ep_field::REQUEST_EVD_HANDLE, p.request_evd_handle, &mut w.request_evd),
+            (ep_field::CONNECT_EVD_HANDLE, p.connect_evd_handle, &mut w.connect_evd),
+        ] {
+            if mask & bit != 0 {
+                *slot = h as usize;
+            }
+        }
         Ok(())
     })
 }
@@ -257,7 +507,8 @@ fn timeout(t: abi::Timeout) -> Option<Duration> {
     (t != abi::TIMEOUT_INFINITE).then(|| Duration::from_micros(t.into()))
 }
 
-/// The consumer's private data as a slice.
+/// The consumer's private data as a slice: `size` bytes at `data`, argument `arg` (its
+/// size is argument `arg - 1`).
 ///
 /// # Safety
 /// If `size` > 0, `data` must point to `size` readable bytes.
@@ -266,8 +517,15 @@ pub(crate) unsafe fn private_data<'a>(
     data: *const libc::c_void,
     arg: u32,
 ) -> DatResult<&'a [u8]> {
-    // SAFETY: forwarded.
-    unsafe { slice(data.cast::<u8>(), size, arg) }
+    match size {
+        n if n < 0 => Err(DatError::invalid_parameter(arg - 1)
+            .with_detail(format!("a negative private data size {n}"))),
+        n if n > 0 && data.is_null() => Err(DatError::invalid_parameter(arg).with_detail(format!(
+            "{n} bytes of private data at a NULL pointer; pass the data or size 0"
+        ))),
+        // SAFETY: forwarded.
+        _ => unsafe { slice(data.cast::<u8>(), size, arg) },
+    }
 }
 
 /// `ep_connect_func(ep, remote, conn_qual, timeout, pd_size, pd, qos, flags)`.
@@ -449,8 +707,8 @@ pub(crate) unsafe extern "C" fn ep_post_rdma_write(
 }
 
 /// `ep_get_status_func(ep, &state, &recv_idle, &request_idle)`: every output optional
-/// (dtestx passes a NULL state). The engine does not yet expose whether the queues are
-/// idle, so both idle flags read FALSE ("may have work outstanding"), never a guess of TRUE.
+/// (dtestx passes a NULL state). An idle flag is TRUE when no DTO of that direction is
+/// outstanding (an SRQ endpoint's receives are the SRQ's: its receive side reads idle).
 pub(crate) unsafe extern "C" fn ep_get_status(
     ep_h: abi::EpHandle,
     state: *mut abi::EpState,
@@ -459,13 +717,66 @@ pub(crate) unsafe extern "C" fn ep_get_status(
 ) -> abi::Return {
     call("dat_ep_get_status", || {
         let o = ep(ep_h)?;
+        let s = ep_body(&o).ep.get_status();
+        let truth = |b: bool| if b { TRUE } else { FALSE };
         // SAFETY (all three): NULL or the consumer's variables.
         unsafe {
-            put(state, ep_body(&o).ep.state().to_raw());
-            put(recv_idle, FALSE);
-            put(request_idle, FALSE);
+            put(state, s.state.to_raw());
+            put(recv_idle, truth(s.recv_idle));
+            put(request_idle, truth(s.request_idle));
         }
         Ok(())
+    })
+}
+
+/// `ep_recv_query_func(ep, &nbufs_allocated, &bufs_alloc_span)`: both outputs required;
+/// a count the engine cannot know is DAT_VALUE_UNKNOWN (for an SRQ endpoint the engine
+/// answers DAT_MODEL_NOT_SUPPORTED, which comes back as is).
+pub(crate) unsafe extern "C" fn ep_recv_query(
+    ep_h: abi::EpHandle,
+    nbufs_allocated: *mut abi::Count,
+    bufs_alloc_span: *mut abi::Count,
+) -> abi::Return {
+    call("dat_ep_recv_query", || {
+        let o = ep(ep_h)?;
+        let nbufs = required(nbufs_allocated, 2, "dat_ep_recv_query's nbufs_allocated pointer")?;
+        let span = required(bufs_alloc_span, 3, "dat_ep_recv_query's bufs_alloc_span pointer")?;
+        let info = ep_body(&o).ep.recv_query()?;
+        let count =
+            |v: Option<u32>| v.map_or(VALUE_UNKNOWN, |n| n.min(i32::MAX as u32) as abi::Count);
+        // SAFETY: both checked non-null; the consumer's variables.
+        unsafe {
+            nbufs.write(count(info.nbufs_allocated));
+            span.write(count(info.bufs_alloc_span));
+        }
+        Ok(())
+    })
+}
+
+/// A watermark argument: DAT_WATERMARK_INFINITE (the all-ones count) or a count.
+fn watermark(v: abi::Count, arg: u32, name: &str) -> DatResult<u32> {
+    match v {
+        WATERMARK_INFINITE => Ok(u32::MAX),
+        n if n < 0 => Err(DatError::invalid_parameter(arg).with_detail(format!(
+            "{name} {n} is negative; give a count or DAT_WATERMARK_INFINITE"
+        ))),
+        n => Ok(n as u32),
+    }
+}
+
+/// `ep_set_watermark_func(ep, soft_high, hard_high)`: the engine checks the arguments and
+/// answers DAT_MODEL_NOT_SUPPORTED (it offers no endpoint watermarks,
+/// `srq_watermarks_supported` is 0).
+pub(crate) unsafe extern "C" fn ep_set_watermark(
+    ep_h: abi::EpHandle,
+    soft_high: abi::Count,
+    hard_high: abi::Count,
+) -> abi::Return {
+    call("dat_ep_set_watermark", || {
+        let o = ep(ep_h)?;
+        let soft = watermark(soft_high, 2, "dat_ep_set_watermark: the soft high watermark")?;
+        let hard = watermark(hard_high, 3, "dat_ep_set_watermark: the hard high watermark")?;
+        ep_body(&o).ep.set_watermark(soft, hard)
     })
 }
 

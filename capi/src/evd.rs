@@ -238,7 +238,7 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
     call("dat_evd_free", || {
         let me = evd_h as usize;
         let users: Vec<_> = handle::find_any(|o| match &o.body {
-            Body::Ep(b) => [b.recv_evd, b.request_evd, b.connect_evd].contains(&me),
+            Body::Ep(b) => b.wiring().uses_evd(me),
             Body::Psp(b) => b.evd == me,
             Body::Rsp(b) => b.evd == me,
             _ => false,

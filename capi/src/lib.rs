@@ -9,8 +9,9 @@
 //! Set `FERRODAT_TRACE=1` to see on stderr what failed and what to do, for every failing call.
 //!
 //! One module per concern: [`provider`] (registration), [`handle`] and [`body`] (the
-//! objects behind handles), [`ia`], [`mem`] (PZ, LMR), [`evd`] (EVD, CNO, events), [`ep`],
-//! [`sp`] (PSP, RSP, CR), [`srq`], [`ext`] (the IB extension operations), [`sockaddr`].
+//! objects behind handles), [`ia`], [`mem`] (PZ, LMR), [`rmr`], [`evd`] (EVD, CNO,
+//! events), [`ep`], [`sp`] (PSP, RSP, CR), [`srq`], [`ext`] (the IB extension operations),
+//! [`sockaddr`].
 
 pub mod body;
 pub mod ep;
@@ -21,6 +22,7 @@ pub mod ia;
 pub mod mem;
 pub mod provider;
 pub mod ret;
+pub mod rmr;
 pub mod sockaddr;
 pub mod sp;
 pub mod srq;

@@ -20,11 +20,11 @@ pub(crate) fn pz_body(o: &Object) -> &PzBody {
     }
 }
 
-fn lmr(h: abi::LmrHandle) -> DatResult<Arc<Object>> {
+pub(crate) fn lmr(h: abi::LmrHandle) -> DatResult<Arc<Object>> {
     handle::get(h, handle_type::LMR, subtype::INVALID_HANDLE_LMR)
 }
 
-fn lmr_body(o: &Object) -> &LmrBody {
+pub(crate) fn lmr_body(o: &Object) -> &LmrBody {
     match &o.body {
         Body::Lmr(b) => b,
         _ => unreachable!("handle::get checked the type"),
@@ -68,16 +68,17 @@ pub(crate) unsafe extern "C" fn pz_free(pz_h: abi::PzHandle) -> abi::Return {
     call("dat_pz_free", || {
         let me = pz_h as usize;
         let users = handle::find_any(|o| match &o.body {
-            Body::Ep(b) => b.pz == me,
+            Body::Ep(b) => b.wiring().pz == me,
             Body::Lmr(b) => b.pz == me,
+            Body::Rmr(b) => b.pz == me,
             Body::Srq(b) => b.pz == me,
             _ => false,
         });
         if !users.is_empty() && !pz_h.is_null() {
             return Err(DatError::invalid_state(subtype::INVALID_STATE_PZ_IN_USE).with_detail(
                 format!(
-                    "dat_pz_free: {} LMR(s), endpoint(s) or SRQ(s) still use the PZ; free them \
-                     first",
+                    "dat_pz_free: {} LMR(s), RMR(s), endpoint(s) or SRQ(s) still use the PZ; \
+                     free them first",
                     users.len()
                 ),
             ));
@@ -150,7 +151,7 @@ pub(crate) unsafe extern "C" fn lmr_create(
             put(registered_address, lmr.registered_address());
         }
         let body = Body::Lmr(LmrBody {
-            lmr,
+            lmr: Some(lmr),
             pz: pz_h as usize,
             mem_type: mem,
             region: address as u64,
@@ -183,10 +184,10 @@ pub(crate) unsafe extern "C" fn lmr_query(
             pz_handle: b.pz as abi::PzHandle,
             mem_priv: b.privileges,
             va_type: b.va_type,
-            lmr_context: b.lmr.lmr_context(),
-            rmr_context: b.lmr.rmr_context(),
-            registered_size: b.lmr.registered_size(),
-            registered_address: b.lmr.registered_address(),
+            lmr_context: b.lmr().lmr_context(),
+            rmr_context: b.lmr().rmr_context(),
+            registered_size: b.lmr().registered_size(),
+            registered_address: b.lmr().registered_address(),
         };
         // SAFETY: checked non-null; the consumer's struct.
         unsafe { param.write(p) };
@@ -194,10 +195,18 @@ pub(crate) unsafe extern "C" fn lmr_query(
     })
 }
 
-/// `lmr_free_func(lmr)`: deregisters the memory.
+/// `lmr_free_func(lmr)`: deregisters the memory; refused (the handle stays good) while an
+/// RMR is bound in it.
 pub(crate) unsafe extern "C" fn lmr_free(lmr_h: abi::LmrHandle) -> abi::Return {
     call("dat_lmr_free", || {
-        handle::free(lmr_h, handle_type::LMR, subtype::INVALID_HANDLE_LMR, |_| Ok(()))
+        handle::free(lmr_h, handle_type::LMR, subtype::INVALID_HANDLE_LMR, |o| {
+            let Body::Lmr(b) = &mut o.body else { unreachable!("type checked") };
+            let lmr = b.lmr.take().expect("a registered LMR holds its LMR");
+            lmr.free().map_err(|(lmr, e)| {
+                b.lmr = Some(lmr);
+                e
+            })
+        })
     })
 }
 
@@ -218,7 +227,7 @@ unsafe fn lmr_sync(
         // SAFETY: the consumer's array of `count` triplets.
         let segs = unsafe { slice(segments, n, 2) }?;
         let lmrs = handle::find(handle_type::LMR, |o| o.ia == ia_h as usize);
-        let lmr_refs: Vec<&Lmr> = lmrs.iter().map(|o| &lmr_body(o).lmr).collect();
+        let lmr_refs: Vec<&Lmr> = lmrs.iter().map(|o| lmr_body(o).lmr()).collect();
         let triplets: Vec<LmrTriplet> = segs.iter().map(triplet).collect();
         Lmr::sync_rdma(&lmr_refs, &triplets)
     })

@@ -48,6 +48,48 @@ pub(crate) unsafe extern "C" fn psp_create(
     })
 }
 
+/// `psp_create_any_func(ia, &conn_qual, evd, flags, &psp)`: listens on a free connection
+/// qualifier the engine picks and says which through `conn_qual`; consumer-created
+/// endpoints only, as `dat_psp_create`.
+pub(crate) unsafe extern "C" fn psp_create_any(
+    ia_h: abi::IaHandle,
+    q_out: *mut abi::ConnQual,
+    evd_h: abi::EvdHandle,
+    flags: abi::PspFlags,
+    out: *mut abi::PspHandle,
+) -> abi::Return {
+    call("dat_psp_create_any", || {
+        let ia_obj = ia(ia_h)?;
+        let q_out = required(q_out, 2, "dat_psp_create_any's connection qualifier pointer")?;
+        let evd_obj = evd(evd_h, subtype::INVALID_HANDLE_EVD_CR)?;
+        let out = required(out, 5, "dat_psp_create_any's PSP handle pointer")?;
+        if evd_obj.ia != ia_h as usize {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create_any: the EVD belongs to another IA"));
+        }
+        if flags == psp_flags::PROVIDER {
+            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+                .with_detail(
+                    "dat_psp_create_any: ferrodat's C provider does not create endpoints for a \
+                     PSP (DAT_PSP_PROVIDER_FLAG); use DAT_PSP_CONSUMER_FLAG",
+                ));
+        }
+        // Other unknown flags: the engine's DAT_INVALID_PARAMETER/ARG4.
+        let psp = Psp::create_any(&ia_body(&ia_obj).ia, evd_body(&evd_obj).evd(), flags)?;
+        let id = psp.id();
+        let q = psp.conn_qual();
+        let body = Body::Psp(PspBody { psp, evd: evd_h as usize, flags });
+        let (h, _) =
+            handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), Some(id));
+        // SAFETY: both checked non-null; the consumer's variables.
+        unsafe {
+            q_out.write(u64::from(q));
+            out.write(h);
+        }
+        Ok(())
+    })
+}
+
 /// `psp_query_func(psp, mask, &param)`.
 pub(crate) unsafe extern "C" fn psp_query(
     psp_h: abi::PspHandle,
@@ -197,8 +239,8 @@ pub(crate) unsafe extern "C" fn cr_accept(
     })
 }
 
-/// `cr_reject_func(cr, pd_size, pd)`: the CR handle is used up. (The engine's reject
-/// carries no private data yet, so any given is not sent.)
+/// `cr_reject_func(cr, pd_size, pd)`: the requester gets PEER_REJECTED carrying the
+/// private data; the CR handle is used up.
 pub(crate) unsafe extern "C" fn cr_reject(
     cr_h: abi::CrHandle,
     pd_size: abi::Count,
@@ -206,9 +248,21 @@ pub(crate) unsafe extern "C" fn cr_reject(
 ) -> abi::Return {
     call("dat_cr_reject", || {
         let o = cr(cr_h)?;
-        // SAFETY: the consumer's `pd_size` bytes (checked, not sent).
-        unsafe { private_data(pd_size, pd, 3) }?;
-        cr_body(&o).cr.reject()?;
+        // SAFETY: the consumer's `pd_size` bytes.
+        let data = unsafe { private_data(pd_size, pd, 3) }?;
+        cr_body(&o).cr.reject_with(data)?;
+        drop(o);
+        let _ = handle::free(cr_h, handle_type::CR, subtype::INVALID_HANDLE_CR, |_| Ok(()));
+        Ok(())
+    })
+}
+
+/// `cr_handoff_func(cr, conn_qual)`: the request goes to the IA's service point on
+/// `conn_qual`, which reports it with a new CR; this CR handle is used up.
+pub(crate) unsafe extern "C" fn cr_handoff(cr_h: abi::CrHandle, q: abi::ConnQual) -> abi::Return {
+    call("dat_cr_handoff", || {
+        let o = cr(cr_h)?;
+        cr_body(&o).cr.handoff(conn_qual(q)?)?;
         drop(o);
         let _ = handle::free(cr_h, handle_type::CR, subtype::INVALID_HANDLE_CR, |_| Ok(()));
         Ok(())

@@ -6,7 +6,7 @@ use crate::handle::{self, Object};
 use crate::ia::ia;
 use crate::mem::{pz, pz_body};
 use crate::ret::{call, required};
-use ferrodat_abi::dat::{self as abi, VALUE_UNKNOWN, handle_type, srq_state, subtype};
+use ferrodat_abi::dat::{self as abi, VALUE_UNKNOWN, handle_type, subtype};
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::srq::Srq;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub(crate) unsafe extern "C" fn srq_create(
             )));
         };
         let s = Srq::create(pz_body(&pz_obj).pz(), dtos, iov)?;
-        let body = Body::Srq(SrqBody { srq: s, pz: pz_h as usize, max_recv_iov: iov.max(1) });
+        let body = Body::Srq(SrqBody { srq: s, pz: pz_h as usize });
         let (h, _) = handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), None);
         // SAFETY: checked non-null.
         unsafe { out.write(h) };
@@ -89,8 +89,10 @@ pub(crate) unsafe extern "C" fn srq_post_recv(
     })
 }
 
-/// `srq_query_func(srq, mask, &param)`: the counts of posted and consumed receives are not
-/// tracked, so they read DAT_VALUE_UNKNOWN.
+/// `srq_query_func(srq, mask, &param)`: every field, with the counts the engine keeps:
+/// `outstanding_dto_count` is the receives posted and not yet completed; which of them an
+/// endpoint has taken is known only at completion, so `available_dto_count` reads
+/// DAT_VALUE_UNKNOWN; the low watermark is DAT_SRQ_LW_DEFAULT (none is offered).
 pub(crate) unsafe extern "C" fn srq_query(
     srq_h: abi::SrqHandle,
     _mask: abi::SrqParamMask,
@@ -100,18 +102,54 @@ pub(crate) unsafe extern "C" fn srq_query(
         let o = srq(srq_h)?;
         let b = srq_body(&o);
         let param = required(param, 3, "dat_srq_query's parameter pointer")?;
+        let q = b.srq.query();
+        let count = |v: u32| v.min(i32::MAX as u32) as abi::Count;
         let p = abi::SrqParam {
             ia_handle: o.ia as abi::IaHandle,
-            srq_state: srq_state::OPERATIONAL,
+            srq_state: q.srq_state,
             pz_handle: b.pz as abi::PzHandle,
-            max_recv_dtos: b.srq.max_recv_dtos().min(i32::MAX as u32) as abi::Count,
-            max_recv_iov: b.max_recv_iov as abi::Count,
-            low_watermark: VALUE_UNKNOWN,
-            available_dto_count: VALUE_UNKNOWN,
-            outstanding_dto_count: VALUE_UNKNOWN,
+            max_recv_dtos: count(q.max_recv_dtos),
+            max_recv_iov: count(q.max_recv_iov),
+            low_watermark: count(q.low_watermark),
+            available_dto_count: q.available_dto_count.map_or(VALUE_UNKNOWN, count),
+            outstanding_dto_count: count(q.outstanding_dto_count),
         };
         // SAFETY: checked non-null; the consumer's struct.
         unsafe { param.write(p) };
         Ok(())
+    })
+}
+
+/// A count argument of the SRQ calls (argument 2 of both).
+fn srq_count(verb: &str, what: &str, v: abi::Count) -> DatResult<u32> {
+    u32::try_from(v).map_err(|_| {
+        DatError::invalid_parameter(2).with_detail(format!("{verb}: {what} {v} is negative"))
+    })
+}
+
+/// `srq_resize_func(srq, max_recv_dtos)`: within what the device granted the SRQ, and not
+/// below the receives outstanding (the engine's checks and answers).
+pub(crate) unsafe extern "C" fn srq_resize(
+    srq_h: abi::SrqHandle,
+    max_recv_dtos: abi::Count,
+) -> abi::Return {
+    call("dat_srq_resize", || {
+        let o = srq(srq_h)?;
+        let n = srq_count("dat_srq_resize", "max_recv_dtos", max_recv_dtos)?;
+        srq_body(&o).srq.resize(n)
+    })
+}
+
+/// `srq_set_lw_func(srq, low_watermark)`: the engine checks the argument and answers
+/// DAT_MODEL_NOT_SUPPORTED: it offers no SRQ low watermark (`srq_watermarks_supported` is
+/// 0; the device's SRQ_LIMIT_REACHED event is not read yet).
+pub(crate) unsafe extern "C" fn srq_set_lw(
+    srq_h: abi::SrqHandle,
+    low_watermark: abi::Count,
+) -> abi::Return {
+    call("dat_srq_set_lw", || {
+        let o = srq(srq_h)?;
+        let n = srq_count("dat_srq_set_lw", "low_watermark", low_watermark)?;
+        srq_body(&o).srq.set_lw(n)
     })
 }

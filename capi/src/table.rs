@@ -1,8 +1,14 @@
-//! The `DAT_PROVIDER` table: every slot filled. Calls the engine does not offer yet return
-//! `DAT_NOT_IMPLEMENTED` (a NULL slot would crash the consumer that calls it).
+//! The `DAT_PROVIDER` table: every slot filled (a NULL slot would crash the consumer that
+//! calls it). The calls the engine does not offer answer `DAT_NOT_IMPLEMENTED`, saying so
+//! on stderr under `FERRODAT_TRACE`: the connectionless service points (`dat_csp_*`) and
+//! `dat_ep_common_connect`, `dat_ep_post_send_with_invalidate`,
+//! `dat_ep_post_rdma_read_to_rmr`, `dat_cno_fd_create`, `dat_cno_trigger` and
+//! `dat_ia_ha_related`. Everything else reaches the engine, which may still refuse a model
+//! it does not offer with `DAT_MODEL_NOT_SUPPORTED` (endpoint and SRQ watermarks, RMRs for
+//! one endpoint, provider-created endpoints).
 
 use crate::ret::not_implemented;
-use crate::{ep, evd, ext, ia, mem, sp, srq};
+use crate::{ep, evd, ext, ia, mem, rmr, sp, srq};
 use ferrodat_abi::dat::{self as abi};
 use zerocopy::FromZeros;
 
@@ -15,56 +21,6 @@ macro_rules! unimplemented_slot {
     };
 }
 
-unimplemented_slot!(cr_handoff, "dat_cr_handoff", (abi::CrHandle, abi::ConnQual));
-unimplemented_slot!(
-    ep_modify,
-    "dat_ep_modify",
-    (abi::EpHandle, abi::EpParamMask, *const abi::EpParam)
-);
-unimplemented_slot!(rmr_create, "dat_rmr_create", (abi::PzHandle, *mut abi::RmrHandle));
-unimplemented_slot!(
-    rmr_create_for_ep,
-    "dat_rmr_create_for_ep",
-    (abi::PzHandle, *mut abi::RmrHandle)
-);
-unimplemented_slot!(
-    rmr_query,
-    "dat_rmr_query",
-    (abi::RmrHandle, abi::RmrParamMask, *mut abi::RmrParam)
-);
-unimplemented_slot!(
-    rmr_bind,
-    "dat_rmr_bind",
-    (
-        abi::RmrHandle,
-        abi::LmrHandle,
-        *const abi::LmrTriplet,
-        abi::MemPrivFlags,
-        abi::VaType,
-        abi::EpHandle,
-        abi::RmrCookie,
-        abi::CompletionFlags,
-        *mut abi::RmrContext
-    )
-);
-unimplemented_slot!(rmr_free, "dat_rmr_free", (abi::RmrHandle));
-unimplemented_slot!(
-    psp_create_any,
-    "dat_psp_create_any",
-    (abi::IaHandle, *mut abi::ConnQual, abi::EvdHandle, abi::PspFlags, *mut abi::PspHandle)
-);
-unimplemented_slot!(
-    ep_recv_query,
-    "dat_ep_recv_query",
-    (abi::EpHandle, *mut abi::Count, *mut abi::Count)
-);
-unimplemented_slot!(
-    ep_set_watermark,
-    "dat_ep_set_watermark",
-    (abi::EpHandle, abi::Count, abi::Count)
-);
-unimplemented_slot!(srq_resize, "dat_srq_resize", (abi::SrqHandle, abi::Count));
-unimplemented_slot!(srq_set_lw, "dat_srq_set_lw (SRQ watermarks)", (abi::SrqHandle, abi::Count));
 unimplemented_slot!(
     csp_create,
     "dat_csp_create",
@@ -134,7 +90,7 @@ pub(crate) fn build() -> abi::Provider {
     t.cr_query_func = Some(sp::cr_query);
     t.cr_accept_func = Some(sp::cr_accept);
     t.cr_reject_func = Some(sp::cr_reject);
-    t.cr_handoff_func = Some(cr_handoff);
+    t.cr_handoff_func = Some(sp::cr_handoff);
     t.evd_create_func = Some(evd::evd_create);
     t.evd_query_func = Some(evd::evd_query);
     t.evd_modify_cno_func = Some(evd::evd_modify_cno);
@@ -147,7 +103,7 @@ pub(crate) fn build() -> abi::Provider {
     t.evd_free_func = Some(evd::evd_free);
     t.ep_create_func = Some(ep::ep_create);
     t.ep_query_func = Some(ep::ep_query);
-    t.ep_modify_func = Some(ep_modify);
+    t.ep_modify_func = Some(ep::ep_modify);
     t.ep_connect_func = Some(ep::ep_connect);
     t.ep_dup_connect_func = Some(ep::ep_dup_connect);
     t.ep_disconnect_func = Some(ep::ep_disconnect);
@@ -160,10 +116,10 @@ pub(crate) fn build() -> abi::Provider {
     t.lmr_create_func = Some(mem::lmr_create);
     t.lmr_query_func = Some(mem::lmr_query);
     t.lmr_free_func = Some(mem::lmr_free);
-    t.rmr_create_func = Some(rmr_create);
-    t.rmr_query_func = Some(rmr_query);
-    t.rmr_bind_func = Some(rmr_bind);
-    t.rmr_free_func = Some(rmr_free);
+    t.rmr_create_func = Some(rmr::rmr_create);
+    t.rmr_query_func = Some(rmr::rmr_query);
+    t.rmr_bind_func = Some(rmr::rmr_bind);
+    t.rmr_free_func = Some(rmr::rmr_free);
     t.psp_create_func = Some(sp::psp_create);
     t.psp_query_func = Some(sp::psp_query);
     t.psp_free_func = Some(sp::psp_free);
@@ -173,26 +129,26 @@ pub(crate) fn build() -> abi::Provider {
     t.pz_create_func = Some(mem::pz_create);
     t.pz_query_func = Some(mem::pz_query);
     t.pz_free_func = Some(mem::pz_free);
-    t.psp_create_any_func = Some(psp_create_any);
+    t.psp_create_any_func = Some(sp::psp_create_any);
     t.ep_reset_func = Some(ep::ep_reset);
     t.evd_set_unwaitable_func = Some(evd::evd_set_unwaitable);
     t.evd_clear_unwaitable_func = Some(evd::evd_clear_unwaitable);
     t.lmr_sync_rdma_read_func = Some(mem::lmr_sync_rdma_read);
     t.lmr_sync_rdma_write_func = Some(mem::lmr_sync_rdma_write);
     t.ep_create_with_srq_func = Some(ep::ep_create_with_srq);
-    t.ep_recv_query_func = Some(ep_recv_query);
-    t.ep_set_watermark_func = Some(ep_set_watermark);
+    t.ep_recv_query_func = Some(ep::ep_recv_query);
+    t.ep_set_watermark_func = Some(ep::ep_set_watermark);
     t.srq_create_func = Some(srq::srq_create);
     t.srq_free_func = Some(srq::srq_free);
     t.srq_post_recv_func = Some(srq::srq_post_recv);
     t.srq_query_func = Some(srq::srq_query);
-    t.srq_resize_func = Some(srq_resize);
-    t.srq_set_lw_func = Some(srq_set_lw);
+    t.srq_resize_func = Some(srq::srq_resize);
+    t.srq_set_lw_func = Some(srq::srq_set_lw);
     t.csp_create_func = Some(csp_create);
     t.csp_query_func = Some(csp_query);
     t.csp_free_func = Some(csp_free);
     t.ep_common_connect_func = Some(ep_common_connect);
-    t.rmr_create_for_ep_func = Some(rmr_create_for_ep);
+    t.rmr_create_for_ep_func = Some(rmr::rmr_create_for_ep);
     t.ep_post_send_with_invalidate_func = Some(ep_post_send_with_invalidate);
     t.ep_post_rdma_read_to_rmr_func = Some(ep_post_rdma_read_to_rmr);
     t.cno_fd_create_func = Some(cno_fd_create);
@@ -220,8 +176,15 @@ mod tests {
 
     #[test]
     fn unimplemented_slots_answer_not_implemented() {
-        // SAFETY: the slot ignores its arguments.
-        let r = unsafe { cr_handoff(std::ptr::null_mut(), 0) };
-        assert_eq!(r, abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED);
+        let expected = abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED;
+        // SAFETY (all three): the slots ignore their arguments.
+        unsafe {
+            assert_eq!(csp_free(std::ptr::null_mut()), expected);
+            assert_eq!(cno_trigger(std::ptr::null_mut(), std::ptr::null_mut()), expected);
+            assert_eq!(
+                ia_ha_related(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()),
+                expected
+            );
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The entry points called the way libdat2 calls them (through the table), on an in-process
 //! softhca: handle validation, frees that keep the handle on error, the bare
-//! DAT_QUEUE_EMPTY, and IA close in both modes.
+//! DAT_QUEUE_EMPTY, and IA close in both modes; [`wired`] has the calls that reach the
+//! engine's endpoint modify and queries, SRQ resize, RMRs, PSP create_any, CR handoff and
+//! reject with private data.
 
 use crate::{ep, evd, ia, mem, provider};
 use ferrodat_abi::dat::{
@@ -8,6 +10,8 @@ use ferrodat_abi::dat::{
 };
 use std::ptr::null_mut;
 use std::sync::Once;
+
+mod wired;
 
 /// A private softhca fabric for this test binary, set before any device opens.
 fn private_fabric() {
@@ -25,6 +29,11 @@ fn private_fabric() {
         unsafe { libc::atexit(remove_fabric) };
         // SAFETY: set once, before any thread of this binary reads the fabric variable.
         unsafe { std::env::set_var("FERRODAT_SOFTHCA_SHM_DIR", &dir) };
+        // Both sides of a connection live in this process and a side may sleep in
+        // dat_evd_wait while the other's QP must answer: softhca's progress thread does
+        // that, as silicon would.
+        // SAFETY: as above.
+        unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1") };
     });
 }
 

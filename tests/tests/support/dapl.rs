@@ -177,6 +177,11 @@ impl Running {
         }
     }
 
+    /// What the program printed up to the line [`Running::wait_for`] last stopped at.
+    pub fn seen(&self) -> &str {
+        &self.seen
+    }
+
     /// Collects the rest of the output; kills the program if it is not done by `timeout`.
     pub fn finish(mut self, timeout: Duration) -> Run {
         let deadline = Instant::now() + timeout;

@@ -1,0 +1,538 @@
+//! The slots wired to the engine after the first provider table: `dat_ep_modify`,
+//! `dat_ep_get_status`'s idle flags, `dat_ep_recv_query`, `dat_ep_set_watermark`,
+//! `dat_srq_resize`/`_set_lw`/`_query`, `dat_psp_create_any`, `dat_cr_handoff`,
+//! `dat_cr_reject` with private data and the RMR calls — success, and every way a C caller
+//! can get them wrong (stale, foreign or NULL handles, NULL outputs, bad values).
+
+use super::{err, open};
+use crate::sockaddr::SockStorage;
+use crate::{ep, evd, ia, mem, rmr, sp, srq};
+use ferrodat_abi::dat::{
+    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, close_flags, completion_flags,
+    dto_status, ep_field, ep_state, evd_flags, event, handle_type, mem_priv, mem_type, psp_flags,
+    ret, rmr_scope, subtype, va_type,
+};
+use std::ptr::{null, null_mut};
+
+/// Five seconds: every wait here completes in milliseconds; the bound only turns a hang
+/// into a failure.
+const WAIT_US: abi::Timeout = 5_000_000;
+
+/// An IA with a PZ, EVDs (connection, request with RMR binds, receive, connection
+/// requests), an endpoint on them and a 4 KiB region with every right.
+struct Side {
+    ia: abi::IaHandle,
+    pz: abi::PzHandle,
+    conn: abi::EvdHandle,
+    req: abi::EvdHandle,
+    recv: abi::EvdHandle,
+    cr: abi::EvdHandle,
+    ep: abi::EpHandle,
+    lmr: abi::LmrHandle,
+    lctx: abi::LmrContext,
+    buf: Vec<u8>,
+}
+
+impl Side {
+    /// The triplet for `len` bytes at `offset` of the region.
+    fn iov(&self, offset: usize, len: u32) -> abi::LmrTriplet {
+        abi::LmrTriplet {
+            virtual_address: self.buf.as_ptr() as u64 + offset as u64,
+            segment_length: len,
+            lmr_context: self.lctx,
+        }
+    }
+}
+
+#[track_caller]
+fn ok(r: abi::Return) {
+    assert_eq!(r, ret::SUCCESS, "{r:#x}");
+}
+
+fn cookie(v: u64) -> abi::Context {
+    abi::Context { as_64: v }
+}
+
+/// A fresh [`Side`] on IA `name`.
+///
+/// # Safety
+/// Calls the entry points with valid arguments only.
+unsafe fn side(name: &str) -> Side {
+    let (ia_h, _) = open(name);
+    let mut s = Side {
+        ia: ia_h,
+        pz: null_mut(),
+        conn: null_mut(),
+        req: null_mut(),
+        recv: null_mut(),
+        cr: null_mut(),
+        ep: null_mut(),
+        lmr: null_mut(),
+        lctx: 0,
+        buf: vec![0u8; 4096],
+    };
+    // SAFETY: valid handles and output pointers; the region stays allocated (and is not
+    // resized) until the IA is closed.
+    unsafe {
+        ok(mem::pz_create(ia_h, &mut s.pz));
+        ok(evd::evd_create(ia_h, 8, null_mut(), evd_flags::CONNECTION, &mut s.conn));
+        ok(evd::evd_create(ia_h, 16, null_mut(), evd_flags::DTO | evd_flags::RMR_BIND, &mut s.req));
+        ok(evd::evd_create(ia_h, 16, null_mut(), evd_flags::DTO, &mut s.recv));
+        ok(evd::evd_create(ia_h, 8, null_mut(), evd_flags::CR, &mut s.cr));
+        ok(ep::ep_create(ia_h, s.pz, s.recv, s.req, s.conn, null(), &mut s.ep));
+        let region = abi::RegionDescription { for_va: s.buf.as_mut_ptr().cast() };
+        let mut rctx = 0;
+        ok(mem::lmr_create(
+            ia_h,
+            mem_type::VIRTUAL,
+            region,
+            s.buf.len() as u64,
+            s.pz,
+            mem_priv::ALL,
+            va_type::VA,
+            &mut s.lmr,
+            &mut s.lctx,
+            &mut rctx,
+            null_mut(),
+            null_mut(),
+        ));
+    }
+    s
+}
+
+/// The next event of `evd`.
+///
+/// # Safety
+/// `evd` is a live EVD handle.
+unsafe fn wait(evd_h: abi::EvdHandle) -> abi::Event {
+    // SAFETY: an all-zero DAT_EVENT is valid (null handles and pointers, zero numbers).
+    let mut ev = unsafe { std::mem::zeroed::<abi::Event>() };
+    let mut more = 0;
+    // SAFETY: valid output pointers.
+    ok(unsafe { evd::evd_wait(evd_h, WAIT_US, 1, &mut ev, &mut more) });
+    ev
+}
+
+/// The endpoint's parameters.
+///
+/// # Safety
+/// `ep_h` is a live EP handle.
+unsafe fn query(ep_h: abi::EpHandle) -> abi::EpParam {
+    // SAFETY: an all-zero DAT_EP_PARAM is valid; a valid output pointer.
+    unsafe {
+        let mut p = std::mem::zeroed::<abi::EpParam>();
+        ok(ep::ep_query(ep_h, ep_field::ALL, &mut p));
+        p
+    }
+}
+
+#[test]
+fn ep_modify_changes_what_the_engine_allows_and_the_handles_follow() {
+    // SAFETY (every call below): handles from this test or deliberately bad ones, and
+    // valid (or deliberately NULL) pointers; bad input is the point.
+    unsafe {
+        let s = side("unit-ep-modify");
+        let (mut req2, mut pz2) = (null_mut(), null_mut());
+        ok(evd::evd_create(s.ia, 8, null_mut(), evd_flags::DTO, &mut req2));
+        ok(mem::pz_create(s.ia, &mut pz2));
+
+        // A new request EVD and a smaller request queue, together.
+        let mut p = query(s.ep);
+        assert_eq!(p.ep_attr.max_request_dtos, 16, "the provider's default");
+        p.request_evd_handle = req2;
+        p.ep_attr.max_request_dtos = 8;
+        let mask = ep_field::REQUEST_EVD_HANDLE | ep_field::EP_ATTR_MAX_REQUEST_DTOS;
+        ok(ep::ep_modify(s.ep, mask, &p));
+        let q = query(s.ep);
+        assert_eq!(q.request_evd_handle, req2);
+        assert_eq!(q.recv_evd_handle, s.recv, "fields out of the mask stay");
+        assert_eq!(q.ep_attr.max_request_dtos, 8);
+        // The old request EVD is free to go; the new one is in use.
+        ok(evd::evd_free(s.req));
+        assert_eq!(evd::evd_free(req2), err(ret::INVALID_STATE, subtype::INVALID_STATE_EVD_IN_USE));
+
+        // Another PZ and back: the PZ in use follows.
+        p.pz_handle = pz2;
+        ok(ep::ep_modify(s.ep, ep_field::PZ_HANDLE, &p));
+        assert_eq!(query(s.ep).pz_handle, pz2);
+        assert_eq!(mem::pz_free(pz2), err(ret::INVALID_STATE, subtype::INVALID_STATE_PZ_IN_USE));
+        p.pz_handle = s.pz;
+        ok(ep::ep_modify(s.ep, ep_field::PZ_HANDLE, &p));
+        ok(mem::pz_free(pz2));
+
+        // Refused, and nothing changes: bad handles in the parameters ...
+        let before = query(s.ep);
+        let mut bad = before;
+        bad.pz_handle = pz2; // freed just above
+        let r = ep::ep_modify(s.ep, ep_field::PZ_HANDLE, &bad);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ));
+        bad.recv_evd_handle = s.pz; // wrong type
+        let r = ep::ep_modify(s.ep, ep_field::RECV_EVD_HANDLE, &bad);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_RECV));
+        bad.connect_evd_handle = s.buf.as_ptr().cast_mut().cast(); // never a handle
+        let r = ep::ep_modify(s.ep, ep_field::CONNECT_EVD_HANDLE, &bad);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CONN));
+        // ... bad values (the engine's refusals come back as they are) ...
+        let mut bad = before;
+        bad.ep_attr.max_recv_dtos = -1;
+        let r = ep::ep_modify(s.ep, ep_field::EP_ATTR_MAX_RECV_DTOS, &bad);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        bad.ep_attr.max_request_dtos = 1 << 30;
+        let r = ep::ep_modify(s.ep, ep_field::EP_ATTR_MAX_REQUEST_DTOS, &bad);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        let r = ep::ep_modify(s.ep, ep_field::IA_HANDLE, &bad);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "read-only field");
+        let mut bad = before;
+        bad.ep_attr.ep_provider_specific_count = 2;
+        bad.ep_attr.ep_provider_specific = null_mut();
+        let r = ep::ep_modify(s.ep, ep_field::EP_ATTR_PROVIDER_SPECIFIC_ATTR, &bad);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        let mut attrs = [abi::NamedAttr { name: c"x".as_ptr(), value: c"y".as_ptr() }];
+        bad.ep_attr.ep_provider_specific_count = 1;
+        bad.ep_attr.ep_provider_specific = attrs.as_mut_ptr();
+        let r = ep::ep_modify(s.ep, ep_field::EP_ATTR_PROVIDER_SPECIFIC_ATTR, &bad);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3), "none are defined");
+        // ... a NULL parameter struct and bad endpoint handles.
+        let r = ep::ep_modify(s.ep, ep_field::EP_ATTR_MAX_REQUEST_DTOS, null());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        for h in [null_mut(), s.pz] {
+            let r = ep::ep_modify(h, ep_field::EP_ATTR_MAX_REQUEST_DTOS, &before);
+            assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+        }
+        let after = query(s.ep);
+        assert_eq!(
+            (after.pz_handle, after.recv_evd_handle, after.request_evd_handle),
+            (before.pz_handle, before.recv_evd_handle, before.request_evd_handle)
+        );
+        assert_eq!(after.ep_attr.max_request_dtos, 8);
+        assert_eq!(after.ep_attr.max_recv_dtos, before.ep_attr.max_recv_dtos);
+
+        // Status and receive counts: idle, then one receive outstanding.
+        let (mut state, mut recv_idle, mut req_idle) = (99, 99, 99);
+        ok(ep::ep_get_status(s.ep, &mut state, &mut recv_idle, &mut req_idle));
+        assert_eq!((state, recv_idle, req_idle), (ep_state::UNCONNECTED, TRUE, TRUE));
+        let mut iov = [s.iov(0, 64)];
+        ok(ep::ep_post_recv(s.ep, 1, iov.as_mut_ptr(), cookie(1), 0));
+        ok(ep::ep_get_status(s.ep, null_mut(), &mut recv_idle, &mut req_idle));
+        assert_eq!((recv_idle, req_idle), (FALSE, TRUE));
+        ok(ep::ep_get_status(s.ep, null_mut(), null_mut(), null_mut()));
+        let (mut nbufs, mut span) = (-7, -7);
+        ok(ep::ep_recv_query(s.ep, &mut nbufs, &mut span));
+        assert_eq!((nbufs, span), (1, 1));
+        let r = ep::ep_recv_query(s.ep, null_mut(), &mut span);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        let r = ep::ep_recv_query(s.ep, &mut nbufs, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        let r = ep::ep_recv_query(s.lmr, &mut nbufs, &mut span);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+
+        // A new PZ needs a new QP, which the posted receive cannot move to.
+        let mut pz3 = null_mut();
+        ok(mem::pz_create(s.ia, &mut pz3));
+        p.pz_handle = pz3;
+        let r = ep::ep_modify(s.ep, ep_field::PZ_HANDLE, &p);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_EP_UNCONNECTED));
+
+        // Watermarks: arguments checked, then the engine's "not offered".
+        let r = ep::ep_set_watermark(s.ep, 4, WATERMARK_INFINITE);
+        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+        let r = ep::ep_set_watermark(s.ep, 1000, WATERMARK_INFINITE);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "above max_recv_dtos");
+        let r = ep::ep_set_watermark(s.ep, -5, WATERMARK_INFINITE);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        let r = ep::ep_set_watermark(s.ep, WATERMARK_INFINITE, -7);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        let r = ep::ep_set_watermark(null_mut(), 1, 1);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+
+        // A freed endpoint's handle is refused by every one of them.
+        ok(ep::ep_free(s.ep));
+        let stale = err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP);
+        assert_eq!(ep::ep_modify(s.ep, ep_field::EP_ATTR_MAX_REQUEST_DTOS, &p), stale);
+        assert_eq!(ep::ep_recv_query(s.ep, &mut nbufs, &mut span), stale);
+        assert_eq!(ep::ep_set_watermark(s.ep, 1, 1), stale);
+        assert_eq!(ep::ep_get_status(s.ep, &mut state, null_mut(), null_mut()), stale);
+        ok(ia::ia_close(s.ia, close_flags::ABRUPT));
+    }
+}
+
+#[test]
+fn srq_resize_set_lw_and_query_report_the_engines_answers() {
+    // SAFETY (every call below): as in the test above.
+    unsafe {
+        let s = side("unit-srq");
+        let mut attr = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        let mut srq_h = null_mut();
+        ok(srq::srq_create(s.ia, s.pz, &mut attr, &mut srq_h));
+        let mut p = std::mem::zeroed::<abi::SrqParam>();
+        ok(srq::srq_query(srq_h, 0, &mut p));
+        let granted = p.max_recv_dtos;
+        assert!(granted >= 8, "{granted}");
+        assert_eq!((p.ia_handle, p.pz_handle, p.max_recv_iov), (s.ia, s.pz, 1));
+        assert_eq!(
+            (p.low_watermark, p.available_dto_count, p.outstanding_dto_count),
+            (0, VALUE_UNKNOWN, 0)
+        );
+
+        for i in 0..3 {
+            let mut iov = [s.iov(64 * i, 64)];
+            ok(srq::srq_post_recv(srq_h, 1, iov.as_mut_ptr(), cookie(i as u64)));
+        }
+        ok(srq::srq_query(srq_h, 0, &mut p));
+        assert_eq!(p.outstanding_dto_count, 3);
+
+        ok(srq::srq_resize(srq_h, 4));
+        ok(srq::srq_query(srq_h, 0, &mut p));
+        assert_eq!(p.max_recv_dtos, 4);
+        let r = srq::srq_resize(srq_h, 2);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::NO_SUBTYPE), "3 receives outstanding");
+        for bad in [-1, 0] {
+            let r = srq::srq_resize(srq_h, bad);
+            assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "{bad}");
+        }
+        ok(srq::srq_resize(srq_h, granted));
+
+        let r = srq::srq_set_lw(srq_h, 2);
+        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+        for bad in [-1, granted + 1] {
+            let r = srq::srq_set_lw(srq_h, bad);
+            assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "{bad}");
+        }
+
+        let bad_srq = err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_SRQ);
+        assert_eq!(srq::srq_resize(s.pz, 4), bad_srq);
+        assert_eq!(srq::srq_set_lw(null_mut(), 1), bad_srq);
+        let r = srq::srq_query(srq_h, 0, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+
+        // An endpoint on the SRQ: its receives are the SRQ's.
+        let mut srq_ep = null_mut();
+        ok(ep::ep_create_with_srq(s.ia, s.pz, s.recv, s.req, s.conn, srq_h, null(), &mut srq_ep));
+        let (mut recv_idle, mut nbufs, mut span) = (99, 0, 0);
+        ok(ep::ep_get_status(srq_ep, null_mut(), &mut recv_idle, null_mut()));
+        assert_eq!(recv_idle, TRUE);
+        let r = ep::ep_recv_query(srq_ep, &mut nbufs, &mut span);
+        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+
+        ok(ia::ia_close(s.ia, close_flags::ABRUPT));
+        assert_eq!(srq::srq_resize(srq_h, 4), bad_srq, "gone with its IA");
+    }
+}
+
+#[test]
+fn handoff_reject_with_private_data_and_an_rmr_the_peer_writes_through() {
+    // SAFETY (every call below): as in the tests above; the private data and triplets are
+    // locals that outlive the calls.
+    unsafe {
+        let server = side("unit-wired-server");
+        let mut client = side("unit-wired-client");
+
+        // Two PSPs on qualifiers the provider picks.
+        let (mut q1, mut psp1, mut q2, mut psp2, mut cr2_evd) =
+            (0, null_mut(), 0, null_mut(), null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q1, server.cr, psp_flags::CONSUMER, &mut psp1));
+        ok(evd::evd_create(server.ia, 8, null_mut(), evd_flags::CR, &mut cr2_evd));
+        ok(sp::psp_create_any(server.ia, &mut q2, cr2_evd, psp_flags::CONSUMER, &mut psp2));
+        assert_ne!(q1, q2);
+        for q in [q1, q2] {
+            assert!((20000..=29999).contains(&q), "{q} is outside the provider's range");
+        }
+        let mut pp = std::mem::zeroed::<abi::PspParam>();
+        ok(sp::psp_query(psp2, 0, &mut pp));
+        assert_eq!((pp.conn_qual, pp.evd_handle, pp.psp_flags), (q2, cr2_evd, psp_flags::CONSUMER));
+        let (mut q, mut h) = (0, null_mut());
+        let ia_h = server.ia;
+        let r = sp::psp_create_any(ia_h, null_mut(), server.cr, psp_flags::CONSUMER, &mut h);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        let r = sp::psp_create_any(ia_h, &mut q, server.cr, psp_flags::CONSUMER, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG5));
+        let r = sp::psp_create_any(ia_h, &mut q, server.req, psp_flags::CONSUMER, &mut h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CR), "no CR flag");
+        let r = sp::psp_create_any(ia_h, &mut q, client.cr, psp_flags::CONSUMER, &mut h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CR), "another IA's");
+        let r = sp::psp_create_any(ia_h, &mut q, server.cr, psp_flags::PROVIDER, &mut h);
+        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+        let r = sp::psp_create_any(ia_h, &mut q, server.cr, 7, &mut h);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG4));
+        let r = sp::psp_create_any(server.pz, &mut q, server.cr, psp_flags::CONSUMER, &mut h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_IA));
+
+        // The client's request arrives on the first PSP; the server hands it to the second.
+        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let first = *b"first";
+        let pd = |d: &[u8]| d.as_ptr().cast_mut().cast::<libc::c_void>();
+        ok(ep::ep_connect(client.ep, to.as_ptr(), q1, WAIT_US, 5, pd(&first), 0, 0));
+        let ev = wait(server.cr);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        let arrival = ev.event_data.cr_arrival_event_data;
+        assert_eq!((arrival.conn_qual, arrival.sp_handle.psp_handle), (q1, psp1));
+        let cr1 = arrival.cr_handle;
+        let r = sp::cr_handoff(cr1, 70000);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "not a TCP port");
+        let r = sp::cr_handoff(cr1, 1);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "nothing listens");
+        let r = sp::cr_handoff(cr1, q1);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "its own PSP");
+        for h in [null_mut(), psp1] {
+            let r = sp::cr_handoff(h, q2);
+            assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_CR));
+        }
+        ok(sp::cr_handoff(cr1, q2));
+        let mut crp = std::mem::zeroed::<abi::CrParam>();
+        let used_up = err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_CR);
+        assert_eq!(sp::cr_query(cr1, 0, &mut crp), used_up);
+        assert_eq!(sp::cr_handoff(cr1, q2), used_up);
+        let ev = wait(cr2_evd);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        let arrival = ev.event_data.cr_arrival_event_data;
+        assert_eq!((arrival.conn_qual, arrival.sp_handle.psp_handle), (q2, psp2));
+        let cr2 = arrival.cr_handle;
+        ok(sp::cr_query(cr2, 0, &mut crp));
+        let got = std::slice::from_raw_parts(crp.private_data.cast::<u8>(), 5);
+        assert_eq!((crp.private_data_size, got), (5, &first[..]), "the request's own data");
+
+        // Rejected with private data, which the client sees with PEER_REJECTED.
+        let nope = *b"nope!";
+        let r = sp::cr_reject(cr2, -1, pd(&nope));
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        let r = sp::cr_reject(cr2, 5, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        ok(sp::cr_reject(cr2, 5, pd(&nope)));
+        assert_eq!(sp::cr_reject(cr2, 0, null_mut()), used_up);
+        let ev = wait(client.conn);
+        assert_eq!(ev.event_number, event::CONNECTION_EVENT_PEER_REJECTED);
+        let c = ev.event_data.connect_event_data;
+        assert_eq!(c.ep_handle, client.ep);
+        let got = std::slice::from_raw_parts(c.private_data.cast::<u8>(), 5);
+        assert_eq!((c.private_data_size, got), (5, &nope[..]));
+
+        // Again, accepted.
+        ok(ep::ep_reset(client.ep));
+        ok(ep::ep_connect(client.ep, to.as_ptr(), q1, WAIT_US, 0, null_mut(), 0, 0));
+        let ev = wait(server.cr);
+        ok(sp::cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, server.ep, 0, null_mut()));
+        for s in [&server, &client] {
+            assert_eq!(wait(s.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        }
+
+        // An RMR: created, its wrong uses refused (nothing posted for them), bound.
+        let mut rmr_h = null_mut();
+        let r = rmr::rmr_create(server.pz, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        let r = rmr::rmr_create(server.lmr, &mut rmr_h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ));
+        let r = rmr::rmr_create_for_ep(server.pz, &mut rmr_h);
+        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
+        let r = rmr::rmr_create_for_ep(null_mut(), &mut rmr_h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ));
+        ok(rmr::rmr_create(server.pz, &mut rmr_h));
+        let mut kind = 99;
+        ok(ia::get_handle_type(rmr_h, &mut kind));
+        assert_eq!(kind, handle_type::RMR);
+        let mut rp = std::mem::zeroed::<abi::RmrParam>();
+        ok(rmr::rmr_query(rmr_h, 0, &mut rp));
+        assert_eq!((rp.ia_handle, rp.pz_handle, rp.mem_priv), (server.ia, server.pz, 0));
+        assert_eq!(rp.lmr_triplet, abi::LmrTriplet::default(), "unbound");
+        let unbound_context = rp.rmr_context;
+        let r = rmr::rmr_query(rmr_h, 0, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+
+        let range = server.iov(1024, 256);
+        let write = mem_priv::REMOTE_WRITE;
+        let (va, sep, cep) = (va_type::VA, server.ep, client.ep);
+        let mut ctx = 0;
+        let bind = |rmr_h, lmr_h, t: *const abi::LmrTriplet, va, ep_h, flags, out| {
+            rmr::rmr_bind(rmr_h, lmr_h, t, write, va, ep_h, cookie(77), flags, out)
+        };
+        let arg = |n| err(ret::INVALID_PARAMETER, n);
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, va, sep, 0, null_mut()),
+            arg(subtype::INVALID_ARG9)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, null(), va, sep, 0, &mut ctx),
+            arg(subtype::INVALID_ARG3)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, 9, sep, 0, &mut ctx),
+            arg(subtype::INVALID_ARG5)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, va_type::ZB, sep, 0, &mut ctx),
+            err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+        );
+        assert_eq!(
+            bind(server.lmr, server.lmr, &range, va, sep, 0, &mut ctx),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_RMR)
+        );
+        assert_eq!(
+            bind(rmr_h, server.pz, &range, va, sep, 0, &mut ctx),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_LMR)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, va, server.pz, 0, &mut ctx),
+            err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, va, cep, 0, &mut ctx),
+            arg(subtype::INVALID_ARG6)
+        );
+        assert_eq!(
+            bind(rmr_h, server.lmr, &range, va, sep, 0x100, &mut ctx),
+            arg(subtype::INVALID_ARG8)
+        );
+        let outside = server.iov(4000, 256);
+        assert_eq!(
+            bind(rmr_h, server.lmr, &outside, va, sep, 0, &mut ctx),
+            arg(subtype::INVALID_ARG3)
+        );
+        assert_eq!(ctx, 0, "no refused bind wrote the context");
+
+        ok(bind(rmr_h, server.lmr, &range, va, sep, completion_flags::DEFAULT, &mut ctx));
+        assert_ne!(ctx, unbound_context, "a bind makes a new context");
+        let ev = wait(server.req);
+        assert_eq!(ev.event_number, event::RMR_BIND_COMPLETION_EVENT);
+        let b = ev.event_data.rmr_completion_event_data;
+        assert_eq!((b.rmr_handle, b.user_cookie.as_64, b.status), (rmr_h, 77, dto_status::SUCCESS));
+        ok(rmr::rmr_query(rmr_h, 0, &mut rp));
+        assert_eq!((rp.lmr_triplet, rp.mem_priv, rp.rmr_context), (range, write, ctx));
+        assert_eq!((rp.rmr_scope, rp.va_type), (rmr_scope::EP, va_type::VA));
+        let r = mem::lmr_free(server.lmr);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_LMR_IN_USE), "bound in");
+        let r = mem::pz_free(server.pz);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_PZ_IN_USE));
+
+        // The client writes through the RMR's context.
+        let pattern: Vec<u8> = (0..64).map(|i| (i * 7 + 3) as u8).collect();
+        client.buf[..64].copy_from_slice(&pattern);
+        let mut iov = [client.iov(0, 64)];
+        let target = abi::RmrTriplet {
+            virtual_address: range.virtual_address + 10,
+            segment_length: 64,
+            rmr_context: ctx,
+        };
+        ok(ep::ep_post_rdma_write(cep, 1, iov.as_mut_ptr(), cookie(5), &target, 0));
+        let ev = wait(client.req);
+        let d = ev.event_data.dto_completion_event_data;
+        assert_eq!(
+            (ev.event_number, d.status, d.user_cookie.as_64),
+            (event::DTO_COMPLETION_EVENT, 0, 5)
+        );
+        let landed = std::ptr::read_volatile(server.buf.as_ptr().add(1034).cast::<[u8; 64]>());
+        assert_eq!(&landed[..], &pattern[..]);
+
+        // Freed: the handle is gone, the LMR free to go, and the context fails.
+        ok(rmr::rmr_free(rmr_h));
+        let gone = err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_RMR);
+        assert_eq!(rmr::rmr_free(rmr_h), gone);
+        assert_eq!(rmr::rmr_query(rmr_h, 0, &mut rp), gone);
+        assert_eq!(bind(rmr_h, server.lmr, &range, va, sep, 0, &mut ctx), gone);
+        ok(ep::ep_post_rdma_write(cep, 1, iov.as_mut_ptr(), cookie(6), &target, 0));
+        let d = wait(client.req).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.user_cookie.as_64), (dto_status::ERR_REMOTE_ACCESS, 6));
+        ok(mem::lmr_free(server.lmr));
+
+        ok(ia::ia_close(client.ia, close_flags::ABRUPT));
+        ok(ia::ia_close(server.ia, close_flags::ABRUPT));
+    }
+}
