@@ -16,6 +16,7 @@ use child::{ChildProc, ROLE_ENV, read_command, say};
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 use ferrodat_driver::work_request::{Payload, RecvWr, SendOp, SendWr};
 use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpAttr, QpCaps, QpInit};
+use ferrodat_engine::cm::wire::{self, Msg};
 use ferrodat_engine::cm::{
     self, Cm, CmError, CmEvent, ConnInfo, ConnRequest, DisconnectReason, MAX_PRIVATE_DATA,
     NonPeerReason, Sink,
@@ -23,7 +24,6 @@ use ferrodat_engine::cm::{
 use ferrodat_softhca::Device;
 use ferrodat_softhca::config::DeviceConfig;
 use ferrodat_softhca::fabric::FabricDir;
-use ferrodat_engine::cm::wire::{self, Msg};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -670,7 +670,8 @@ fn rtus_waiting_beside_dreqs_are_reported_first() {
     for i in 0..EACH {
         let (sa, ea) = sink();
         let ca = cm_a.connect(LOCALHOST, port, &fake_info(i as u32), &[], Some(WAIT), sa).unwrap();
-        let cb = requests.request().accept(&fake_info(0x100 + i as u32), &[], tagged("down")).unwrap();
+        let cb =
+            requests.request().accept(&fake_info(0x100 + i as u32), &[], tagged("down")).unwrap();
         ea.established();
         down.push((ca, ea, cb));
     }
@@ -685,7 +686,8 @@ fn rtus_waiting_beside_dreqs_are_reported_first() {
     for i in 0..EACH {
         let mut s = TcpStream::connect((LOCALHOST, port)).unwrap();
         write_msg(&mut s, &Msg::Req { info: fake_info(0x200 + i as u32), private_data: vec![] });
-        let cb = requests.request().accept(&fake_info(0x300 + i as u32), &[], tagged("up")).unwrap();
+        let cb =
+            requests.request().accept(&fake_info(0x300 + i as u32), &[], tagged("up")).unwrap();
         assert!(matches!(read_msg(&mut s), Msg::Rep { .. }));
         up.push((s, cb));
     }
