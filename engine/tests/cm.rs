@@ -355,11 +355,22 @@ fn full_backlog_refuses_as_non_peer_and_frees_up_after_a_decision() {
 fn no_listener_is_non_peer_rejected() {
     let cm_a = Cm::new(LOCALHOST).unwrap();
     let (sa, ea) = sink();
+    let started = Instant::now();
     let c = cm_a.connect(LOCALHOST, dead_port(), &fake_info(1), &[], None, sa).unwrap();
     match ea.next() {
         CmEvent::NonPeerRejected { conn, reason } => {
             assert_eq!((conn, reason), (c.id(), NonPeerReason::NoListener));
         }
+        other => panic!("expected NonPeerRejected(NoListener), got {other:?}"),
+    }
+    // Not at the first refusal: the connect kept trying for the grace period.
+    assert!(started.elapsed() >= cm::NO_LISTENER_GRACE, "rejected after {:?}", started.elapsed());
+    // A connect timeout shorter than the grace bounds the tries.
+    let (sa, ea) = sink();
+    let short = Some(Duration::from_millis(100));
+    let _c = cm_a.connect(LOCALHOST, dead_port(), &fake_info(1), &[], short, sa).unwrap();
+    match ea.next() {
+        CmEvent::NonPeerRejected { reason, .. } => assert_eq!(reason, NonPeerReason::NoListener),
         other => panic!("expected NonPeerRejected(NoListener), got {other:?}"),
     }
     // A listener that went away before answering: its undecided request is refused.
@@ -376,6 +387,27 @@ fn no_listener_is_non_peer_rejected() {
         other => panic!("expected NonPeerRejected(ListenerGone), got {other:?}"),
     }
     drop(req);
+}
+
+/// A connect that comes a moment before the listener (dtest's client can beat the
+/// server's dat_psp_create) is accepted once the listener is up, as IB's CM resends its
+/// REQ.
+#[test]
+fn a_connect_just_before_the_listener_gets_through() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let port = dead_port();
+    let (sa, ea) = sink();
+    let _ca = cm_a.connect(LOCALHOST, port, &fake_info(1), b"early", Some(WAIT), sa).unwrap();
+    // Let a few tries be refused first.
+    std::thread::sleep(Duration::from_millis(50));
+    let (lsink, requests) = sink();
+    let _listener = cm_b.listen(port, 4, lsink).unwrap();
+    let mut req = requests.request();
+    assert_eq!(req.private_data(), b"early");
+    let (sb, eb) = sink();
+    let _cb = req.accept(&fake_info(2), b"", sb).unwrap();
+    assert_eq!(ea.established().0.qpn, 2, "the REP of the listener that came up");
+    eb.established();
 }
 
 #[test]

@@ -17,6 +17,50 @@ pub(super) struct Connecting {
     req: Vec<u8>,
     deadline: Option<Instant>,
     sink: Sink,
+    retry: Retry,
+    /// The connect was refused already: wait, then try again.
+    refused: bool,
+}
+
+/// What an active connection needs to try its TCP connect again while nothing listens.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Retry {
+    local: IpAddr,
+    to: SocketAddr,
+    /// No more tries after this: the refusal is reported.
+    until: Instant,
+    /// When the next try is due (RetryWait only).
+    pub(super) next_at: Option<Instant>,
+    /// The pause before the next try (doubling up to [`RETRY_PAUSE_MAX`]).
+    pause: Duration,
+}
+
+/// The first pause between connect tries while nothing listens, and the longest.
+const RETRY_PAUSE_MIN: Duration = Duration::from_millis(5);
+const RETRY_PAUSE_MAX: Duration = Duration::from_millis(200);
+
+impl Retry {
+    fn new(local: IpAddr, to: SocketAddr, timeout: Option<Duration>) -> Retry {
+        let grace = timeout.map_or(super::NO_LISTENER_GRACE, |t| t.min(super::NO_LISTENER_GRACE));
+        Retry {
+            local,
+            to,
+            until: super::deadline_after(grace),
+            next_at: None,
+            pause: RETRY_PAUSE_MIN,
+        }
+    }
+
+    /// Schedules the next try after a refusal at `now`; false when the grace is over.
+    fn schedule(&mut self, now: Instant) -> bool {
+        if now >= self.until {
+            self.next_at = None;
+            return false;
+        }
+        self.next_at = Some((now + self.pause).min(self.until));
+        self.pause = (self.pause * 2).min(RETRY_PAUSE_MAX);
+        true
+    }
 }
 
 impl Cm {
@@ -44,14 +88,20 @@ impl Cm {
         let id = ConnId(self.shared.new_id());
         let to = SocketAddr::new(remote, conn_qual);
         let mut conn = Connection { id, shared: self.shared.clone(), local_port: 0 };
+        let retry = Retry::new(self.shared.local, to, timeout);
+        let deadline = timeout.map(super::deadline_after);
         match start_connect(self.shared.local, to) {
             Ok(sock) => {
                 conn.local_port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
-                let deadline = timeout.map(super::deadline_after);
-                self.shared.send(Cmd::Connect(Connecting { id, sock, req, deadline, sink }))?;
+                let c = Connecting { id, sock, req, deadline, sink, retry, refused: false };
+                self.shared.send(Cmd::Connect(c))?;
             }
             Err(Start::Local(e)) => return Err(e),
-            Err(Start::Refused(err)) => {
+            Err(Start::Refused(err, sock)) if is_no_listener(&err) => {
+                let c = Connecting { id, sock, req, deadline, sink, retry, refused: true };
+                self.shared.send(Cmd::Connect(c))?;
+            }
+            Err(Start::Refused(err, _)) => {
                 let ev = outcome_of(id, &err);
                 self.shared.send(Cmd::Deliver { sink, ev })?;
             }
@@ -63,8 +113,14 @@ impl Cm {
 enum Start {
     /// Our side could not make the socket.
     Local(CmError),
-    /// connect() failed at once (refused, no route): an outcome for the sink.
-    Refused(io::Error),
+    /// connect() failed at once (refused, no route): an outcome for the sink, or a
+    /// reason to try again. The socket is the one that failed.
+    Refused(io::Error, TcpStream),
+}
+
+/// Nothing listens on the port (yet).
+fn is_no_listener(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(libc::ECONNREFUSED)
 }
 
 /// A nonblocking TCP socket bound to the IA address with its connect to `to` started.
@@ -115,7 +171,7 @@ fn start_connect(local: IpAddr, to: SocketAddr) -> Result<TcpStream, Start> {
     if unsafe { libc::connect(fd.as_raw_fd(), (&raw const sa).cast(), len) } != 0 {
         let err = io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(Start::Refused(err));
+            return Err(Start::Refused(err, TcpStream::from(fd)));
         }
     }
     let sock = TcpStream::from(fd);
@@ -173,7 +229,59 @@ impl Reactor {
         let mut conn = Conn::new(c.sock, State::Connecting, c.deadline);
         conn.sink = Some(c.sink);
         conn.out = c.req;
+        conn.retry = Some(c.retry);
         self.conns.insert(c.id, conn);
+        if c.refused {
+            self.refused(c.id, io::Error::from_raw_os_error(libc::ECONNREFUSED));
+        }
+    }
+
+    /// The TCP connect of `id` failed with `err`. Nothing listening is tried again for a
+    /// while (see [`super::NO_LISTENER_GRACE`]); anything else, or a refusal after the
+    /// grace, is reported.
+    fn refused(&mut self, id: ConnId, err: io::Error) {
+        let Some(c) = self.conns.get_mut(&id) else { return };
+        if is_no_listener(&err)
+            && let Some(retry) = c.retry.as_mut()
+            && retry.schedule(Instant::now())
+        {
+            c.state = State::RetryWait;
+            return;
+        }
+        let ev = outcome_of(id, &err);
+        self.finish(id, Some(ev));
+    }
+
+    /// Starts the TCP connects whose retry is due.
+    pub(super) fn retry_due(&mut self, now: Instant) {
+        let due: Vec<(ConnId, Retry)> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.state == State::RetryWait)
+            .filter_map(|(id, c)| {
+                c.retry.filter(|r| r.next_at.is_some_and(|t| t <= now)).map(|r| (*id, r))
+            })
+            .collect();
+        for (id, retry) in due {
+            match start_connect(retry.local, retry.to) {
+                Ok(sock) => {
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.sock = sock;
+                        c.state = State::Connecting;
+                    }
+                }
+                Err(Start::Refused(err, sock)) => {
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.sock = sock;
+                    }
+                    self.refused(id, err);
+                }
+                Err(Start::Local(e)) => {
+                    let ev = CmEvent::Unreachable { conn: id, detail: e.to_string() };
+                    self.finish(id, Some(ev));
+                }
+            }
+        }
     }
 
     /// The TCP connect finished (POLLOUT/POLLERR): send the REQ or report the failure.
@@ -186,10 +294,7 @@ impl Reactor {
                 c.state = State::ReqSent;
                 self.send_frame(id, Vec::new());
             }
-            Ok(Some(err)) | Err(err) => {
-                let ev = outcome_of(id, &err);
-                self.finish(id, Some(ev));
-            }
+            Ok(Some(err)) | Err(err) => self.refused(id, err),
         }
     }
 

@@ -42,7 +42,7 @@
 //!
 //! A REJ instead of the REP ends the attempt: `PeerRejected` (the consumer rejected) or
 //! `NonPeerRejected` (no listener any more, backlog full, request dropped). TCP refused is
-//! `NonPeerRejected` too, a failing route `Unreachable`, and no REP within the timeout
+//! tried again for up to [`NO_LISTENER_GRACE`], then `NonPeerRejected` too, a failing route `Unreachable`, and no REP within the timeout
 //! `TimedOut`. On the passive side a closed socket, a REJ or no RTU within
 //! [`CmConfig::rtu_timeout`] after the REP is `AcceptCompletionError`.
 //!
@@ -88,6 +88,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How long an active connect keeps trying while nothing listens on the conn_qual
+/// (bounded by the connect's own timeout) before it reports NON_PEER_REJECTED. IB's CM
+/// resends an unanswered REQ in the same way, so a consumer may connect a moment before
+/// its peer creates the PSP (dtest and dtestx do: they tell the client their address
+/// first).
+pub const NO_LISTENER_GRACE: Duration = Duration::from_secs(2);
 
 /// The ports [`Cm::listen_any`] picks from.
 pub const CONN_QUAL_ANY: RangeInclusive<u16> = 20000..=29999;

@@ -17,6 +17,10 @@ use std::time::Instant;
 pub(super) enum State {
     /// Active: TCP connect in progress (REQ waiting in `out`).
     Connecting,
+    /// Active: nothing listened yet; the TCP connect is tried again at `Conn::retry`'s
+    /// `next_at` (see [`super::NO_LISTENER_GRACE`]). The socket is the refused one; not
+    /// polled.
+    RetryWait,
     /// Active: REQ sent, waiting for REP or REJ.
     ReqSent,
     /// Passive: TCP accepted, waiting for the REQ.
@@ -39,6 +43,7 @@ impl State {
         matches!(
             self,
             State::Connecting
+                | State::RetryWait
                 | State::ReqSent
                 | State::PassiveNew
                 | State::Requested
@@ -72,6 +77,8 @@ pub(super) struct Conn {
     pub(super) peer: Option<wire::ConnInfo>,
     /// Write-half already shut (Closing).
     pub(super) shut: bool,
+    /// Active: how to try the TCP connect again while nothing listens.
+    pub(super) retry: Option<super::active::Retry>,
 }
 
 impl Conn {
@@ -87,11 +94,13 @@ impl Conn {
             peer_gone: None,
             peer: None,
             shut: false,
+            retry: None,
         }
     }
 
     fn polled(&self) -> bool {
         !(self.state == State::Requested && self.peer_gone.is_some())
+            && self.state != State::RetryWait
     }
 }
 
@@ -131,6 +140,7 @@ impl Reactor {
                 self.command(c);
             }
             self.expire(Instant::now());
+            self.retry_due(Instant::now());
             self.shared.open.store(self.conns.len(), std::sync::atomic::Ordering::Relaxed);
 
             fds.clear();
@@ -161,7 +171,13 @@ impl Reactor {
                     fds.push(pfd(c.sock.as_raw_fd(), ev));
                 }
             }
-            let timeout = match self.conns.values().filter_map(|c| c.deadline).min() {
+            let next_wake = self
+                .conns
+                .values()
+                .flat_map(|c| [c.deadline, c.retry.as_ref().and_then(|r| r.next_at)])
+                .flatten()
+                .min();
+            let timeout = match next_wake {
                 None => -1,
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
@@ -229,6 +245,10 @@ impl Reactor {
             let Some(c) = self.conns.get(&id) else { continue };
             let ev = match c.state {
                 State::Connecting | State::ReqSent => Some(CmEvent::TimedOut { conn: id }),
+                // The connect timeout ran out before anything listened.
+                State::RetryWait => {
+                    Some(CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::NoListener })
+                }
                 State::RepSent => Some(CmEvent::AcceptCompletionError {
                     conn: id,
                     detail: format!(
@@ -429,7 +449,7 @@ impl Reactor {
     fn protocol_error(&mut self, id: ConnId, detail: String) {
         let Some(c) = self.conns.get_mut(&id) else { return };
         let ev = match c.state {
-            State::Connecting | State::ReqSent => {
+            State::Connecting | State::RetryWait | State::ReqSent => {
                 Some(CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::Protocol(detail) })
             }
             State::Requested => {
@@ -455,7 +475,7 @@ impl Reactor {
             Lost::Error(e) => format!("the connection to the peer failed: {e}"),
         };
         let ev = match c.state {
-            State::Connecting | State::ReqSent => {
+            State::Connecting | State::RetryWait | State::ReqSent => {
                 Some(CmEvent::NonPeerRejected { conn: id, reason: NonPeerReason::ListenerGone })
             }
             State::Requested => {
@@ -496,7 +516,7 @@ impl Reactor {
                 );
                 self.closing(id);
             }
-            State::Connecting | State::ReqSent | State::RepSent => self.finish(
+            State::Connecting | State::RetryWait | State::ReqSent | State::RepSent => self.finish(
                 id,
                 Some(CmEvent::Disconnected { conn: id, reason: DisconnectReason::LocalAbort }),
             ),
@@ -514,7 +534,9 @@ impl Reactor {
                 self.closing(id);
             }
             State::DreqSent => self.closing(id),
-            State::Connecting | State::ReqSent | State::RepSent => self.finish(id, None),
+            State::Connecting | State::RetryWait | State::ReqSent | State::RepSent => {
+                self.finish(id, None)
+            }
             State::PassiveNew | State::Requested | State::Closing => {}
         }
     }
