@@ -211,6 +211,11 @@ fn handshake_connects_real_qps_and_data_flows_both_ways() {
     let (peer, got_pd) = events_a.established();
     assert_eq!((peer, got_pd), (info_b, rep_pd));
     cm::connect_qp(&mut qp_a, &info_a, &peer, Access::ALL).unwrap();
+    // Connected with OFA dapl's transport timer: 268 ms, 7 retries.
+    for qp in [&qp_a, &qp_b] {
+        let attr = qp.query().unwrap();
+        assert_eq!((attr.timeout, attr.retry_cnt), (cm::qp::ACK_TIMEOUT, 7));
+    }
     ready_a.send(()).unwrap();
     // Passive: RTU → Established, no private data.
     let (peer, got_pd) = events_b.established();

@@ -1,13 +1,12 @@
 //! The stock `dtest` (Debian's dapl2-utils, unmodified) over libferrodat.so on softhca: a
 //! server and a client process on 127.0.0.1, each loading the provider through libdat2 and
 //! dat.conf. dtest exits 0 whatever happens, so the verdict is its output: both sides must
-//! print `DAPL Test Complete. PASSED`, and neither may report a failed call. (A run whose
-//! connect beat the server's PSP is repeated: see `oob_pair_retrying_connect_race`.)
+//! print `DAPL Test Complete. PASSED`, and neither may report a failed call.
 
 mod support;
 
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, oob_pair_retrying_connect_race, port_lock};
+use support::dapl::{DatWorld, IA_NAME, oob_pair, port_lock};
 
 const DTEST: &str = "/usr/bin/dtest";
 
@@ -30,13 +29,12 @@ fn dtest(tag: &str, opts: &[&str]) {
     server_args.extend_from_slice(opts);
     let mut client_args = vec!["-P", IA_NAME, "-h", "127.0.0.1"];
     client_args.extend_from_slice(opts);
-    let (server, client) = oob_pair_retrying_connect_race(
+    let (server, client) = oob_pair(
         &world,
         DTEST,
         &server_args,
         "Server is waiting for client connection",
         &client_args,
-        "Error unexpected conn event : 0x4002",
         Duration::from_secs(600),
     );
     let both = format!(

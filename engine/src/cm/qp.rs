@@ -96,8 +96,15 @@ pub fn connect_qp(
         max_rd_atomic: n.max_dest_rd_atomic,
     };
     qp.modify(&QpAttr::init_to_rtr(&remote, n.path_mtu))?;
-    qp.modify(&QpAttr::rtr_to_rts(local.psn, n.max_rd_atomic))
+    qp.modify(&QpAttr::rtr_to_rts(local.psn, n.max_rd_atomic).timeout(ACK_TIMEOUT))
 }
+
+/// The local ACK timeout of a connected QP: 4.096 µs × 2^16 ≈ 268 ms, times 8 tries
+/// (retry_cnt 7) before a request fails with a transport error — OFA dapl's defaults. The
+/// verbs default of 14 (67 ms, about half a second in all) broke 4 MiB RDMA writes of
+/// busy-polling consumers on a loaded 2-core host running softhca, whose responder is a
+/// thread that may wait that long for a core.
+pub const ACK_TIMEOUT: u8 = 16;
 
 #[cfg(test)]
 mod tests {

@@ -260,44 +260,28 @@ pub fn server_then_client(
 }
 
 /// Runs a stock server and client that exchange addresses on [`OOB_PORT`], starting the
-/// client once the server printed `ready` and listens there.
-///
-/// dtest's and dtestx's servers create their PSP only after handing the client their
-/// address, so the client's connect can arrive before anything listens. ferrodat's
-/// connection manager then reports PEER_REJECTED at once, where an IB CM would retransmit
-/// the REQ until the listener is up (an engine gap); the programs do not retry. So when —
-/// and only when — the client's output shows `race` (its report of that rejection), the
-/// pair runs again, three times at most in all, saying so on stderr.
-pub fn oob_pair_retrying_connect_race(
+/// client once the server printed `ready` and listens there. (dtest's and dtestx's servers
+/// create their PSP only after handing the client their address; the connection manager
+/// keeps trying a refused connect for a moment, as an IB CM resends its REQ, so the pair
+/// runs once.)
+pub fn oob_pair(
     world: &DatWorld,
     program: &str,
     server_args: &[&str],
     ready: &str,
     client_args: &[&str],
-    race: &str,
     timeout: Duration,
 ) -> (Run, Run) {
-    for attempt in 1.. {
-        let mut server = Running::spawn(world.stock(program, server_args));
-        if !server.wait_for(ready, Duration::from_secs(60)) {
-            let run = server.finish(Duration::from_secs(1));
-            panic!("{program}: the server never printed {ready:?}:\n{}", run.tail(30));
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !listening(OOB_PORT) {
-            assert!(
-                Instant::now() < deadline,
-                "{program}: the server never listened on {OOB_PORT}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let client = Running::spawn(world.stock(program, client_args)).finish(timeout);
-        if client.output.contains(race) && attempt < 3 {
-            eprintln!("{program} attempt {attempt}: the connect beat the server's PSP; again");
-            drop(server); // kills it: it waits for a connection that will not come
-            continue;
-        }
-        return (server.finish(Duration::from_secs(30)), client);
+    let mut server = Running::spawn(world.stock(program, server_args));
+    if !server.wait_for(ready, Duration::from_secs(60)) {
+        let run = server.finish(Duration::from_secs(1));
+        panic!("{program}: the server never printed {ready:?}:\n{}", run.tail(30));
     }
-    unreachable!("the loop returns by its third attempt")
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !listening(OOB_PORT) {
+        assert!(Instant::now() < deadline, "{program}: the server never listened on {OOB_PORT}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let client = Running::spawn(world.stock(program, client_args)).finish(timeout);
+    (server.finish(Duration::from_secs(30)), client)
 }
