@@ -679,13 +679,8 @@ pub(crate) unsafe extern "C" fn ep_post_rdma_read(
     r: *const abi::RmrTriplet,
     flags: abi::CompletionFlags,
 ) -> abi::Return {
-    call("dat_ep_post_rdma_read", || {
-        let o = ep(ep_h)?;
-        // SAFETY: the consumer's triplet.
-        let r = unsafe { remote(r, 5) }?;
-        // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| ep_body(&o).ep.post_rdma_read(l, cookie(c), &r, flags)) }
-    })
+    // SAFETY: the consumer's arguments, passed on.
+    unsafe { post_rdma("dat_ep_post_rdma_read", ep_h, count, iov, c, r, flags, Ep::post_rdma_read) }
 }
 
 /// `ep_post_rdma_write_func(ep, count, iov, cookie, &remote, flags)`.
@@ -697,12 +692,33 @@ pub(crate) unsafe extern "C" fn ep_post_rdma_write(
     r: *const abi::RmrTriplet,
     flags: abi::CompletionFlags,
 ) -> abi::Return {
-    call("dat_ep_post_rdma_write", || {
+    // SAFETY: as above.
+    unsafe {
+        post_rdma("dat_ep_post_rdma_write", ep_h, count, iov, c, r, flags, Ep::post_rdma_write)
+    }
+}
+
+/// An RDMA READ or WRITE (`post`) with the remote triplet `r` (argument 5).
+///
+/// # Safety
+/// `iov` and `r` are the consumer's: `count` triplets, one triplet (or NULL, refused).
+#[allow(clippy::too_many_arguments)]
+unsafe fn post_rdma(
+    verb: &'static str,
+    ep_h: abi::EpHandle,
+    count: abi::Count,
+    iov: *mut abi::LmrTriplet,
+    c: abi::DtoCookie,
+    r: *const abi::RmrTriplet,
+    flags: abi::CompletionFlags,
+    post: fn(&Ep, &[LmrTriplet], u64, &RmrTriplet, u32) -> DatResult<()>,
+) -> abi::Return {
+    call(verb, || {
         let o = ep(ep_h)?;
         // SAFETY: the consumer's triplet.
         let r = unsafe { remote(r, 5) }?;
         // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| ep_body(&o).ep.post_rdma_write(l, cookie(c), &r, flags)) }
+        unsafe { with_iov(count, iov, |l| post(&ep_body(&o).ep, l, cookie(c), &r, flags)) }
     })
 }
 

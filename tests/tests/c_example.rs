@@ -7,41 +7,16 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, Running, port_lock, server_then_client, workspace};
-
-/// Compiles the example into `world`; None (with a note) if there is no C compiler or
-/// no DAT headers.
-fn build_example(world: &DatWorld) -> Option<PathBuf> {
-    if !std::path::Path::new("/usr/include/dat2/udat.h").exists() {
-        eprintln!("/usr/include/dat2 missing (apt-get install libdapl-dev); nothing to run");
-        return None;
-    }
-    let source = workspace().join("capi/examples/c/hello_dat.c");
-    let exe = world.dir.join("hello_dat");
-    let out = Command::new("cc")
-        .args(["-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .arg("-ldat2")
-        .output()
-        .expect("run cc (install a C compiler)");
-    assert!(
-        out.status.success(),
-        "compiling {}:\n{}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(exe)
-}
+use support::dapl::{DatWorld, IA_NAME, Running, build_c_consumer, port_lock, server_then_client};
 
 #[test]
 fn the_c_example_connects_exchanges_messages_and_checks_the_error_rules() {
     let _ports = port_lock();
     let world = DatWorld::new("c-example");
-    let Some(exe) = build_example(&world) else { return };
+    let Some(exe) = build_c_consumer(&world, "capi/examples/c/hello_dat.c", "hello_dat") else {
+        return;
+    };
     let server = Running::spawn(world.command(&exe, &["-s", "-P", IA_NAME]));
     let (server, client) = server_then_client(
         server,
@@ -67,7 +42,9 @@ fn the_c_example_connects_exchanges_messages_and_checks_the_error_rules() {
 #[test]
 fn an_entry_with_bad_instance_data_is_refused_with_the_reason() {
     let world = DatWorld::with_instance_data("c-example-bad-entry", "softhca0 0 127.0.0.1");
-    let Some(exe) = build_example(&world) else { return };
+    let Some(exe) = build_c_consumer(&world, "capi/examples/c/hello_dat.c", "hello_dat") else {
+        return;
+    };
     let out = world.command(&exe, &["-s", "-P", IA_NAME]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -9,34 +9,8 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, Running, workspace};
-
-/// Compiles the program into `world`; None (with a note) without the DAT headers.
-fn build(world: &DatWorld) -> Option<PathBuf> {
-    if !std::path::Path::new("/usr/include/dat2/udat.h").exists() {
-        eprintln!("/usr/include/dat2 missing (apt-get install libdapl-dev); nothing to run");
-        return None;
-    }
-    let source = workspace().join("tests/tests/c/rmr_and_reject.c");
-    let exe = world.dir.join("rmr_and_reject");
-    let out = Command::new("cc")
-        .args(["-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .arg("-ldat2")
-        .output()
-        .expect("run cc (install a C compiler)");
-    assert!(
-        out.status.success(),
-        "compiling {}:\n{}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(exe)
-}
+use support::dapl::{DatWorld, IA_NAME, Running, build_c_consumer};
 
 /// The rest of the line of `output` after `prefix`; panics (showing the output) if no line
 /// has it.
@@ -55,7 +29,10 @@ fn hex(s: &str) -> u32 {
 #[test]
 fn rmr_bind_reject_with_private_data_psp_create_any_modify_and_recv_query_through_libdat2() {
     let world = DatWorld::new("c-rmr-reject");
-    let Some(exe) = build(&world) else { return };
+    let Some(exe) = build_c_consumer(&world, "tests/tests/c/rmr_and_reject.c", "rmr_and_reject")
+    else {
+        return;
+    };
     let mut server = Running::spawn(world.command(&exe, &["-s", "-P", IA_NAME]));
     let listening = "rmr_and_reject server: listening on conn_qual ";
     if !server.wait_for(listening, Duration::from_secs(60)) {

@@ -285,3 +285,29 @@ pub fn oob_pair(
     let client = Running::spawn(world.stock(program, client_args)).finish(timeout);
     (server.finish(Duration::from_secs(30)), client)
 }
+
+/// Compiles the DAT consumer `source` (a path in the workspace) with the installed DAT 2.0
+/// headers and libdat2 into `world` as `name`; None (with a note) without the headers.
+/// Warnings are errors: the C we ship compiles cleanly.
+pub fn build_c_consumer(world: &DatWorld, source: &str, name: &str) -> Option<PathBuf> {
+    if !Path::new("/usr/include/dat2/udat.h").exists() {
+        eprintln!("/usr/include/dat2 missing (apt-get install libdapl-dev); nothing to run");
+        return None;
+    }
+    let source = workspace().join(source);
+    let exe = world.dir.join(name);
+    let out = Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .arg("-ldat2")
+        .output()
+        .expect("run cc (install a C compiler)");
+    assert!(
+        out.status.success(),
+        "compiling {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(exe)
+}
