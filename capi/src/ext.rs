@@ -5,7 +5,8 @@
 //! Every argument of these operations is of integer class and 8 bytes or less (counts,
 //! flags, pointers, 64-bit values, the 8-byte cookie union), so one reader that takes the
 //! next general-purpose slot serves them all. Stable Rust has no `va_arg`; the slots are
-//! read by hand, per the x86_64 SysV and AArch64 AAPCS64 rules (`abi::dat::VaList`).
+//! read by hand, per the x86_64 SysV and AArch64 AAPCS64 rules (`abi::dat::VaList`), and
+//! checked against a real C variadic caller on both (`tests::va_list`, `scripts/test-aarch64`).
 
 use crate::ep::{ep, ep_body, remote, with_iov};
 use crate::mem::triplet;
