@@ -5,7 +5,8 @@
 //! Every argument of these operations is of integer class and 8 bytes or less (counts,
 //! flags, pointers, 64-bit values, the 8-byte cookie union), so one reader that takes the
 //! next general-purpose slot serves them all. Stable Rust has no `va_arg`; the slots are
-//! read by hand, per the x86_64 SysV and AArch64 AAPCS64 rules (`abi::dat::VaList`).
+//! read by hand, per the x86_64 SysV and AArch64 AAPCS64 rules (`abi::dat::VaList`), and
+//! checked against a real C variadic caller on both (`tests::va_list`, `scripts/test-aarch64`).
 
 use crate::ep::{ep, ep_body, remote, with_iov};
 use crate::mem::triplet;
@@ -14,17 +15,22 @@ use ferrodat_abi::dat::{self as abi, ib_op};
 use ferrodat_engine::error::{DatError, DatResult};
 
 /// Reads integer-class variadic arguments, one 8-byte slot each.
-struct VarArgs {
+pub(crate) struct VarArgs {
     list: abi::VaList,
 }
 
 impl VarArgs {
+    /// A reader of the `va_list` the consumer's variadic call set up.
+    pub(crate) fn new(list: abi::VaList) -> Self {
+        VarArgs { list }
+    }
+
     /// The next argument's 64 bits (narrower ones are in the low bits).
     ///
     /// # Safety
     /// The caller must have passed at least one more integer-class argument.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn next(&mut self) -> u64 {
+    pub(crate) unsafe fn next(&mut self) -> u64 {
         // SAFETY: `list` is the pointer to the caller's __va_list_tag that va_start set up;
         // below 48 the next argument is in the register save area, else on the stack.
         unsafe {
@@ -52,7 +58,7 @@ impl VarArgs {
     /// # Safety
     /// As above.
     #[cfg(target_arch = "aarch64")]
-    unsafe fn next(&mut self) -> u64 {
+    pub(crate) unsafe fn next(&mut self) -> u64 {
         // SAFETY: the caller's va_list copy set up by va_start.
         unsafe {
             let l = &mut self.list;
@@ -74,70 +80,137 @@ impl VarArgs {
     }
 }
 
+/// The arguments of one of the extension operations this provider implements, as read from
+/// the consumer's `va_list`, in the order and with the types of the `dat_ib_post_*` macros of
+/// `dat_ib_extensions.h` (`DAT_COUNT`, `DAT_UINT32` and `DAT_COMPLETION_FLAGS` are 32-bit: only
+/// the low half of their slot is theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExtArgs {
+    /// `dat_ib_post_rdma_write_immed(ep, size, lbuf, cookie, rbuf, idata, flgs)`.
+    RdmaWriteImmed {
+        count: abi::Count,
+        lmr: *const abi::LmrTriplet,
+        cookie: u64,
+        rmr: *const abi::RmrTriplet,
+        immediate: u32,
+        flags: u32,
+    },
+    /// `dat_ib_post_cmp_and_swap(ep, cmp_val, swap_val, lbuf, cookie, rbuf, flgs)`.
+    CmpAndSwap {
+        compare: u64,
+        swap: u64,
+        lmr: *const abi::LmrTriplet,
+        cookie: u64,
+        rmr: *const abi::RmrTriplet,
+        flags: u32,
+    },
+    /// `dat_ib_post_fetch_and_add(ep, add_val, lbuf, cookie, rbuf, flgs)`.
+    FetchAndAdd {
+        add: u64,
+        lmr: *const abi::LmrTriplet,
+        cookie: u64,
+        rmr: *const abi::RmrTriplet,
+        flags: u32,
+    },
+}
+
+impl ExtArgs {
+    /// Reads the arguments of `op` from `args`; None (nothing read) for an operation this
+    /// provider does not implement.
+    ///
+    /// # Safety
+    /// `args` must be the `va_list` of a call that passed `op`'s arguments.
+    pub(crate) unsafe fn read(op: abi::ExtendedOp, args: abi::VaList) -> Option<Self> {
+        let mut a = VarArgs::new(args);
+        // The tuples are evaluated left to right: their order is the argument order.
+        Some(match op {
+            // SAFETY: the caller passed count, lmr*, cookie, rmr*, immediate, flags.
+            ib_op::RDMA_WRITE_IMMED => unsafe {
+                let (count, lmr, cookie, rmr, immediate, flags) = (
+                    a.next() as abi::Count,
+                    a.next() as *const abi::LmrTriplet,
+                    a.next(),
+                    a.next() as *const abi::RmrTriplet,
+                    a.next() as u32,
+                    a.next() as u32,
+                );
+                ExtArgs::RdmaWriteImmed { count, lmr, cookie, rmr, immediate, flags }
+            },
+            // SAFETY: the caller passed compare, swap, lmr*, cookie, rmr*, flags.
+            ib_op::CMP_AND_SWAP => unsafe {
+                let (compare, swap, lmr, cookie, rmr, flags) = (
+                    a.next(),
+                    a.next(),
+                    a.next() as *const abi::LmrTriplet,
+                    a.next(),
+                    a.next() as *const abi::RmrTriplet,
+                    a.next() as u32,
+                );
+                ExtArgs::CmpAndSwap { compare, swap, lmr, cookie, rmr, flags }
+            },
+            // SAFETY: the caller passed add, lmr*, cookie, rmr*, flags.
+            ib_op::FETCH_AND_ADD => unsafe {
+                let (add, lmr, cookie, rmr, flags) = (
+                    a.next(),
+                    a.next() as *const abi::LmrTriplet,
+                    a.next(),
+                    a.next() as *const abi::RmrTriplet,
+                    a.next() as u32,
+                );
+                ExtArgs::FetchAndAdd { add, lmr, cookie, rmr, flags }
+            },
+            _ => return None,
+        })
+    }
+
+    /// Posts the operation on endpoint `h`.
+    fn post(self, h: abi::Handle) -> abi::Return {
+        match self {
+            ExtArgs::RdmaWriteImmed { count, lmr, cookie, rmr, immediate, flags } => {
+                call("dat_ib_post_rdma_write_immed", || {
+                    let o = ep(h)?;
+                    // SAFETY: the consumer's triplet.
+                    let r = unsafe { remote(rmr, 4) }?;
+                    // SAFETY: the consumer's IOV of `count` triplets.
+                    unsafe {
+                        with_iov(count, lmr, |l| {
+                            ep_body(&o).ep.post_rdma_write_immed(l, cookie, &r, immediate, flags)
+                        })
+                    }
+                })
+            }
+            ExtArgs::CmpAndSwap { compare, swap, lmr, cookie, rmr, flags } => {
+                call("dat_ib_post_cmp_and_swap", || {
+                    let o = ep(h)?;
+                    // SAFETY: the consumer's triplets.
+                    let (l, r) = unsafe { (local_one(lmr, 3)?, remote(rmr, 5)?) };
+                    ep_body(&o).ep.post_cmp_and_swap(compare, swap, &l, cookie, &r, flags)
+                })
+            }
+            ExtArgs::FetchAndAdd { add, lmr, cookie, rmr, flags } => {
+                call("dat_ib_post_fetch_and_add", || {
+                    let o = ep(h)?;
+                    // SAFETY: the consumer's triplets.
+                    let (l, r) = unsafe { (local_one(lmr, 2)?, remote(rmr, 4)?) };
+                    ep_body(&o).ep.post_fetch_and_add(add, &l, cookie, &r, flags)
+                })
+            }
+        }
+    }
+}
+
 /// `handle_extendedop_func(handle, op, args)`.
 pub(crate) unsafe extern "C" fn extended_op(
     h: abi::Handle,
     op: abi::ExtendedOp,
     args: abi::VaList,
 ) -> abi::Return {
-    let mut a = VarArgs { list: args };
+    // SAFETY: libdat2's dat_extension_op passes the consumer's arguments for `op` (the
+    // dat_ib_post_* macros of dat_ib_extensions.h).
+    if let Some(a) = unsafe { ExtArgs::read(op, args) } {
+        return a.post(h);
+    }
     match op {
-        ib_op::RDMA_WRITE_IMMED => call("dat_ib_post_rdma_write_immed", || {
-            // SAFETY: dat_ib_post_rdma_write_immed passes count, lmr*, cookie, rmr*,
-            // immediate, flags, in that order (dat_ib_extensions.h).
-            let (count, lmr, cookie, rmr, immediate, flags) = unsafe {
-                (
-                    a.next() as i32,
-                    a.next() as *const abi::LmrTriplet,
-                    a.next(),
-                    a.next() as *const abi::RmrTriplet,
-                    a.next() as u32,
-                    a.next() as u32,
-                )
-            };
-            let o = ep(h)?;
-            // SAFETY: the consumer's triplet.
-            let r = unsafe { remote(rmr, 4) }?;
-            // SAFETY: the consumer's IOV of `count` triplets.
-            unsafe {
-                with_iov(count, lmr, |l| {
-                    ep_body(&o).ep.post_rdma_write_immed(l, cookie, &r, immediate, flags)
-                })
-            }
-        }),
-        ib_op::CMP_AND_SWAP => call("dat_ib_post_cmp_and_swap", || {
-            // SAFETY: compare, swap, lmr*, cookie, rmr*, flags (dat_ib_extensions.h).
-            let (compare, swap, lmr, cookie, rmr, flags) = unsafe {
-                (
-                    a.next(),
-                    a.next(),
-                    a.next() as *const abi::LmrTriplet,
-                    a.next(),
-                    a.next() as *const abi::RmrTriplet,
-                    a.next() as u32,
-                )
-            };
-            let o = ep(h)?;
-            // SAFETY: the consumer's triplets.
-            let (l, r) = unsafe { (local_one(lmr, 3)?, remote(rmr, 5)?) };
-            ep_body(&o).ep.post_cmp_and_swap(compare, swap, &l, cookie, &r, flags)
-        }),
-        ib_op::FETCH_AND_ADD => call("dat_ib_post_fetch_and_add", || {
-            // SAFETY: add, lmr*, cookie, rmr*, flags (dat_ib_extensions.h).
-            let (add, lmr, cookie, rmr, flags) = unsafe {
-                (
-                    a.next(),
-                    a.next() as *const abi::LmrTriplet,
-                    a.next(),
-                    a.next() as *const abi::RmrTriplet,
-                    a.next() as u32,
-                )
-            };
-            let o = ep(h)?;
-            // SAFETY: the consumer's triplets.
-            let (l, r) = unsafe { (local_one(lmr, 2)?, remote(rmr, 4)?) };
-            ep_body(&o).ep.post_fetch_and_add(add, &l, cookie, &r, flags)
-        }),
         ib_op::UD_SEND => not_implemented("dat_ib_post_send_ud (UD endpoints)"),
         ib_op::QUERY_COUNTERS => not_implemented("dat_query_counters"),
         ib_op::PRINT_COUNTERS => not_implemented("dat_print_counters"),

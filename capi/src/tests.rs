@@ -11,6 +11,7 @@ use ferrodat_abi::dat::{
 use std::ptr::null_mut;
 use std::sync::Once;
 
+mod va_list;
 mod wired;
 
 /// A private softhca fabric for this test binary, set before any device opens.
