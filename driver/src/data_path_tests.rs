@@ -237,6 +237,32 @@ fn one_segment_requests_of_every_fast_opcode_have_the_prm_bytes() {
 }
 
 #[test]
+fn the_fence_after_a_bind_reaches_the_next_request_of_a_batch_and_only_it() {
+    use crate::mw::MwBind;
+    let mut sq = send_queue(8, 0x42, 256);
+    let model = Recorder::default();
+    let region = [sge(0x7f00_1000_2000, 0x3000, 0x5605)];
+    let bind = MwBind { window_key: 0x100, new_key: 0x101, access: crate::mr::Access::REMOTE_READ };
+    sq.q.post(&[SendWr::new(1, SendOp::BindMw(bind), Payload::Sges(&region))], &model).unwrap();
+    // Three one-segment requests in one batch after the bind's three blocks: the first is
+    // fenced (built by the general builders), the others take the fast path again.
+    let s = [sge(0x1000, 8, 1)];
+    let send = |i| SendWr::new(i, SendOp::Send, Payload::Sges(&s));
+    sq.q.post(&[send(2), send(3), send(4)], &model).unwrap();
+    assert_eq!(sq.ring.bytes(3 * 64 + 11, 1), [0x28], "CQ_UPDATE | INITIATOR_SMALL_FENCE");
+    assert_eq!(sq.ring.bytes(4 * 64 + 11, 1), [0x08]);
+    assert_eq!(sq.ring.bytes(5 * 64 + 11, 1), [0x08]);
+    // The ring (8 blocks) has 2 left; the room check sees the real retired count again.
+    sq.q.post(&[send(5)], &model).unwrap();
+    sq.q.post(&[send(6)], &model).unwrap();
+    let err = sq.q.post(&[send(7)], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 8 }), "{err}");
+    assert_eq!(sq.q.tracker().complete(7), 6, "the last block's completion retires them all");
+    sq.q.post(&[send(7)], &model).unwrap();
+    assert_eq!(sq.ring.bytes(11, 1), [0x08], "block 0 again, unfenced");
+}
+
+#[test]
 fn a_full_ring_refuses_until_completions_retire_blocks_then_posts_again() {
     let mut sq = send_queue(4, 1, 256);
     let model = Recorder::default();
