@@ -112,13 +112,11 @@ impl DtoCompletion {
 }
 
 /// One direction's cookies of one EP: a window of `capacity` slots. One poster at a time
-/// (the EP serialises its posts) and one harvester at a time (the EVD's).
+/// (the EP posts under its QP's lock, which also makes the slot it reserves the one the
+/// device gets) and one harvester at a time (the EVD's).
 #[derive(Debug)]
 pub struct CookieRing {
-    user_cookies: Box<[AtomicU64]>,
-    lengths: Box<[AtomicU64]>,
-    /// operation | suppress << 31.
-    kinds: Box<[AtomicU32]>,
+    slots: Box<[CookieSlot]>,
     mask: u32,
     /// Slots filled so far (written by the poster).
     posted: AtomicU32,
@@ -127,16 +125,29 @@ pub struct CookieRing {
     retired: AtomicU32,
 }
 
+/// One posted DTO's cookie, its fields side by side (one cache line for both the poster
+/// and the harvester).
+#[derive(Debug)]
+struct CookieSlot {
+    user_cookie: AtomicU64,
+    length: AtomicU64,
+    /// operation | suppress << 31.
+    kind: AtomicU32,
+}
+
 const SUPPRESS_BIT: u32 = 1 << 31;
 
 impl CookieRing {
     /// A ring for at least `capacity` outstanding DTOs.
     pub fn new(capacity: u32) -> CookieRing {
         let n = capacity.max(1).next_power_of_two();
+        let slot = |_| CookieSlot {
+            user_cookie: AtomicU64::new(0),
+            length: AtomicU64::new(0),
+            kind: AtomicU32::new(0),
+        };
         CookieRing {
-            user_cookies: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            lengths: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            kinds: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            slots: (0..n).map(slot).collect(),
             mask: n - 1,
             posted: AtomicU32::new(0),
             retired: AtomicU32::new(0),
@@ -160,35 +171,51 @@ impl CookieRing {
         self.posted.load(Ordering::Relaxed).wrapping_sub(self.retired.load(Ordering::Acquire))
     }
 
+    #[inline(always)]
+    fn slot(&self, index: u32) -> &CookieSlot {
+        let i = (index & self.mask) as usize;
+        // SAFETY: `slots` has mask + 1 entries (`new`), so a masked index is in bounds.
+        unsafe { self.slots.get_unchecked(i) }
+    }
+
     /// Stores `cookie` in the next slot; its wr_id, or DAT_INSUFFICIENT_RESOURCES when as
     /// many DTOs are outstanding as the EP allows. The slot counts as posted only after
-    /// [`CookieRing::commit`], so a post the device refuses costs nothing.
+    /// [`CookieRing::commit`], so a post the device refuses costs nothing. The caller is
+    /// the ring's only poster until it commits (or gives the slot up by not committing).
+    #[inline]
     pub fn reserve(&self, cookie: Cookie) -> DatResult<u64> {
         let posted = self.posted.load(Ordering::Relaxed);
         if posted.wrapping_sub(self.retired.load(Ordering::Acquire)) > self.mask {
-            return Err(DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(
-                format!(
-                    "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
-                 unsignalled DTO is retired only by a later completion) or create the EP with \
-                 larger max_request_dtos/max_recv_dtos",
-                    self.capacity()
-                ),
-            ));
+            return Err(self.full());
         }
-        let i = (posted & self.mask) as usize;
-        self.user_cookies[i].store(cookie.user_cookie, Ordering::Relaxed);
-        self.lengths[i].store(cookie.length, Ordering::Relaxed);
+        let slot = self.slot(posted);
+        slot.user_cookie.store(cookie.user_cookie, Ordering::Relaxed);
+        slot.length.store(cookie.length, Ordering::Relaxed);
         let kind = cookie.operation | if cookie.suppress { SUPPRESS_BIT } else { 0 };
-        self.kinds[i].store(kind, Ordering::Relaxed);
+        slot.kind.store(kind, Ordering::Relaxed);
         Ok(u64::from(posted))
     }
 
+    #[cold]
+    #[inline(never)]
+    fn full(&self) -> DatError {
+        DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!(
+            "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
+             unsignalled DTO is retired only by a later completion) or create the EP with \
+             larger max_request_dtos/max_recv_dtos",
+            self.capacity()
+        ))
+    }
+
     /// The reserved slot was handed to the device.
+    #[inline]
     pub fn commit(&self) {
-        // Release: the harvester reads the slot after it sees the completion, which the
-        // device writes only after this post reached it; the counter's order is for
+        // One poster at a time (see `reserve`): a plain store of the next count. Release:
+        // the harvester reads the slot after it sees the completion, which the device
+        // writes only after this post reached it; the counter's order is for
         // `outstanding` readers on other threads.
-        self.posted.fetch_add(1, Ordering::Release);
+        let posted = self.posted.load(Ordering::Relaxed);
+        self.posted.store(posted.wrapping_add(1), Ordering::Release);
     }
 
     /// `dat_ep_reset`: the QP was recycled; its work requests are gone with it and the
@@ -201,12 +228,13 @@ impl CookieRing {
 
     /// The completion for `wr_id` was harvested: its cookie; it and every slot before it
     /// are free again (the ones before were unsignalled, retired by this completion).
+    #[inline]
     pub fn complete(&self, wr_id: u64) -> Cookie {
-        let i = (wr_id as u32 & self.mask) as usize;
-        let kind = self.kinds[i].load(Ordering::Relaxed);
+        let slot = self.slot(wr_id as u32);
+        let kind = slot.kind.load(Ordering::Relaxed);
         let cookie = Cookie {
-            user_cookie: self.user_cookies[i].load(Ordering::Relaxed),
-            length: self.lengths[i].load(Ordering::Relaxed),
+            user_cookie: slot.user_cookie.load(Ordering::Relaxed),
+            length: slot.length.load(Ordering::Relaxed),
             operation: kind & !SUPPRESS_BIT,
             suppress: kind & SUPPRESS_BIT != 0,
         };
