@@ -17,6 +17,7 @@ use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 
 /// The DAT completion status (`DAT_DTO_COMPLETION_STATUS`) of a work completion's status,
 /// as OFA dapl maps the verbs statuses.
+#[inline]
 pub fn dto_status(status: WcStatus) -> u32 {
     match status {
         WcStatus::Success => dto_status::SUCCESS,
@@ -68,38 +69,40 @@ pub struct DtoCompletion {
 impl DtoCompletion {
     /// The completion event for `wc`, whose request was `cookie`; None if the consumer
     /// suppressed it and it succeeded.
+    #[inline]
     pub fn from_work_completion(wc: &WorkCompletion, cookie: &Cookie) -> Option<DtoCompletion> {
         if cookie.suppress && wc.is_ok() {
             return None;
         }
-        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let transfered_length = match wc.opcode {
-            WcOpcode::Recv | WcOpcode::RecvRdmaWithImm | WcOpcode::RdmaRead => {
-                u64::from(wc.byte_len)
-            }
-            WcOpcode::CompareSwap | WcOpcode::FetchAdd => 8,
-            _ => cookie.length,
-        };
-        let (operation, ib_extension) = match (wc.opcode, wc.imm()) {
+        let (transfered_length, operation, ib_extension) = match wc.opcode {
             // An RDMA WRITE with immediate consumed this receive: no data in it, the
             // length is the write's (the receive reports what arrived).
-            (WcOpcode::RecvRdmaWithImm, imm) => {
-                (dtos::IB_RECV_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, imm)))
-            }
-            (WcOpcode::Recv, Some(imm)) => {
-                (dtos::IB_RECV_MSG_IMMED, Some((ib_ext_type::RECV_IMMED_DATA, Some(imm))))
-            }
-            _ if received => (dtos::RECEIVE, None),
-            _ => match cookie.operation {
-                dtos::IB_RDMA_WRITE_IMMED => {
-                    (dtos::IB_RDMA_WRITE_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED, None)))
-                }
-                dtos::IB_CMP_SWAP => (dtos::IB_CMP_SWAP, Some((ib_ext_type::CMP_AND_SWAP, None))),
-                dtos::IB_FETCH_ADD => {
-                    (dtos::IB_FETCH_ADD, Some((ib_ext_type::FETCH_AND_ADD, None)))
-                }
-                op => (op, None),
+            WcOpcode::RecvRdmaWithImm => (
+                u64::from(wc.byte_len),
+                dtos::IB_RECV_IMMED,
+                Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, wc.imm())),
+            ),
+            WcOpcode::Recv => match wc.imm() {
+                None => (u64::from(wc.byte_len), dtos::RECEIVE, None),
+                Some(imm) => (
+                    u64::from(wc.byte_len),
+                    dtos::IB_RECV_MSG_IMMED,
+                    Some((ib_ext_type::RECV_IMMED_DATA, Some(imm))),
+                ),
             },
+            // A request: what the cookie says, with the length read or fetched.
+            WcOpcode::RdmaRead => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (u64::from(wc.byte_len), operation, ext)
+            }
+            WcOpcode::CompareSwap | WcOpcode::FetchAdd => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (8, operation, ext)
+            }
+            _ => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (cookie.length, operation, ext)
+            }
         };
         Some(DtoCompletion {
             user_cookie: cookie.user_cookie,
@@ -109,6 +112,18 @@ impl DtoCompletion {
             ib_extension,
         })
     }
+}
+
+/// A request's DAT operation and, for the IB extension operations, its extension type.
+#[inline(always)]
+fn request_kind(operation: u32) -> (u32, Option<(u32, Option<u32>)>) {
+    let ext = match operation {
+        dtos::IB_RDMA_WRITE_IMMED => ib_ext_type::RDMA_WRITE_IMMED,
+        dtos::IB_CMP_SWAP => ib_ext_type::CMP_AND_SWAP,
+        dtos::IB_FETCH_ADD => ib_ext_type::FETCH_AND_ADD,
+        _ => return (operation, None),
+    };
+    (operation, Some((ext, None)))
 }
 
 /// One direction's cookies of one EP: a window of `capacity` slots. One poster at a time

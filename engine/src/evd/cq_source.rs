@@ -4,7 +4,7 @@
 
 use super::early_completions::{Admitted, EarlyCompletions};
 use super::queue::EventQueue;
-use super::waiter::{Harvest, SourceError};
+use super::waiter::{Backlog, Harvest, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
 use ferrodat_abi::dat::{dto_status, dtos};
@@ -204,12 +204,12 @@ impl CqSource {
     }
 
     /// The DTO event of `wc`, and whether it is a receive (which may have to park).
+    #[inline(always)]
     fn event(&mut self, wc: &WorkCompletion) -> Option<(Event, bool)> {
-        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) {
-            let ep = self.eps.get(&wc.qpn)?.clone();
-            self.last = Some((wc.qpn, ep));
-        }
-        let ep = &self.last.as_ref()?.1;
+        let ep = match &self.last {
+            Some((qpn, ep)) if *qpn == wc.qpn => ep,
+            _ => self.switch_to(wc.qpn)?,
+        };
         // The driver reports a failed receive (flushed, too long) as a receive too.
         let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
         let cookie = match (&ep.receives, received) {
@@ -223,19 +223,106 @@ impl CqSource {
             },
         };
         if cookie.operation == dtos::BIND_MW && !received {
-            if cookie.suppress && wc.is_ok() {
-                return None;
-            }
-            let event = Event::RmrBind {
-                rmr: cookie.length,
-                ep: ep.ep,
-                user_cookie: cookie.user_cookie,
-                status: crate::dto::dto_status(wc.status),
-            };
-            return Some((event, false));
+            return bind_event(ep.ep, wc, &cookie).map(|ev| (ev, false));
         }
         DtoCompletion::from_work_completion(wc, &cookie)
             .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
+    }
+
+    /// The completion is of another QP than the last one: its endpoint, remembered as the
+    /// last (None for a QP no endpoint attached).
+    #[cold]
+    #[inline(never)]
+    fn switch_to(&mut self, qpn: u32) -> Option<&Arc<EpCompletions>> {
+        let ep = self.eps.get(&qpn)?.clone();
+        Some(&self.last.insert((qpn, ep)).1)
+    }
+}
+
+/// The event of an RMR bind's completion (None: suppressed and successful).
+#[cold]
+#[inline(never)]
+fn bind_event(ep: ObjectId, wc: &WorkCompletion, cookie: &Cookie) -> Option<Event> {
+    if cookie.suppress && wc.is_ok() {
+        return None;
+    }
+    Some(Event::RmrBind {
+        rmr: cookie.length,
+        ep,
+        user_cookie: cookie.user_cookie,
+        status: crate::dto::dto_status(wc.status),
+    })
+}
+
+impl CqSource {
+    /// A dequeue's harvest, for a dequeuer that found the EVD's queue empty: the CQ's next
+    /// event. The common case — no released receives waiting, a completion whose endpoint
+    /// lets it through — is straight-line code polling one completion; anything else takes
+    /// the general harvest, whose events after the first queue up in `backlog`.
+    #[inline]
+    pub(crate) fn next_event(&mut self, backlog: &Backlog<'_, Event>) -> Option<Event> {
+        if self.released.has_pending() {
+            return self.harvest_for_dequeue(backlog);
+        }
+        loop {
+            if self.cq.poll(&mut self.wcs[..1]) == 0 {
+                // The CQ is drained: the events deferred behind it are next, if any.
+                if self.deferred.looks_empty() {
+                    return None;
+                }
+                return self.harvest_for_dequeue(backlog);
+            }
+            let wc = self.wcs[0];
+            let Some((ev, received)) = self.event(&wc) else { continue };
+            let Some((_, ep)) = &self.last else { continue };
+            if !wc.is_ok() && failed(&ev) {
+                self.failures.push(ep.clone());
+            }
+            if !received || ep.early.is_open() {
+                return Some(ev);
+            }
+            if let Some(first) = self.admit_for_dequeue(ev, backlog) {
+                return Some(first);
+            }
+        }
+    }
+
+    /// [`Harvest::harvest`] for a dequeue: the first event is returned, the rest queued.
+    #[cold]
+    #[inline(never)]
+    fn harvest_for_dequeue(&mut self, backlog: &Backlog<'_, Event>) -> Option<Event> {
+        let mut first = None;
+        self.harvest(backlog.room(), &mut |ev| {
+            if first.is_none() {
+                first = Some(ev);
+            } else {
+                backlog.push(ev);
+            }
+        });
+        first
+    }
+
+    /// A receive of an endpoint whose gate is not known to be open ([`EarlyCompletions`]),
+    /// met by a dequeue: parked (None), or delivered behind what was parked before it (the
+    /// first event returned, the rest queued).
+    #[cold]
+    #[inline(never)]
+    fn admit_for_dequeue(&mut self, ev: Event, backlog: &Backlog<'_, Event>) -> Option<Event> {
+        let ep = self.last.as_ref()?.1.clone();
+        let mut first = None;
+        let admitted = ep.early.admit(ev, backlog.room(), &mut |ev| {
+            if first.is_none() {
+                first = Some(ev);
+            } else {
+                backlog.push(ev);
+            }
+        });
+        if let Admitted::Delivered(_) = admitted
+            && !ep.early.is_open()
+        {
+            self.released.push(ep);
+        }
+        first
     }
 }
 

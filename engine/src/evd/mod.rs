@@ -32,7 +32,9 @@ pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
 pub(crate) use object::EvdShared;
 pub use object::{Evd, EvdParam};
 pub use queue::EventQueue;
-pub use waiter::{DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError};
+pub use waiter::{
+    Backlog, DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError,
+};
 
 /// A pipe (read end, write end) for the tests, both ends close-on-exec.
 #[cfg(all(test, not(loom)))]

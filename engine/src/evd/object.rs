@@ -313,16 +313,17 @@ impl Evd {
     /// `dat_evd_dequeue`: the oldest event, harvesting the CQ first if the queue is empty.
     pub fn dequeue(&self) -> DatResult<Event> {
         let r = match &self.inner.dto {
-            Some(m) => match m.try_lock() {
-                Ok(g) => self.inner.core.dequeue(&mut Source::Cq(g)),
-                Err(TryLockError::Poisoned(p)) => {
-                    self.inner.core.dequeue(&mut Source::Cq(p.into_inner()))
-                }
-                Err(TryLockError::WouldBlock) => {
-                    self.inner.core.dequeue(&mut Source::None(NoSource))
-                }
-            },
-            None => self.inner.core.dequeue(&mut Source::None(NoSource)),
+            Some(m) => self.inner.core.dequeue_with(|backlog| {
+                let mut source = match m.try_lock() {
+                    Ok(g) => g,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    // Another thread harvests (or waits): the queue, empty, is all there
+                    // is for this dequeue.
+                    Err(TryLockError::WouldBlock) => return None,
+                };
+                source.next_event(backlog)
+            }),
+            None => self.inner.core.dequeue(&mut NoSource),
         };
         self.inner.failures.tell();
         r.map_err(wait_error)

@@ -170,6 +170,29 @@ impl From<io::Error> for WaitError {
     }
 }
 
+/// Where a dequeue's harvest puts the events after the one it returns: the EVD's queue,
+/// behind what is there. An event that finds the queue full is dropped and counted in
+/// [`EvdCore::overflows`], as a harvest's surplus is (a harvest takes at most
+/// [`Backlog::room`], so that happens only when producers fill the room meanwhile).
+pub struct Backlog<'a, T> {
+    queue: &'a EventQueue<T>,
+    overflows: &'a AtomicU64,
+}
+
+impl<T> Backlog<'_, T> {
+    /// Free places in the queue now.
+    pub fn room(&self) -> usize {
+        self.queue.capacity().saturating_sub(self.queue.len())
+    }
+
+    /// Queues `event`.
+    pub fn push(&self, event: T) {
+        if self.queue.push(event).is_err() {
+            self.overflows.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 const OWNED: u32 = 1;
 const UNWAITABLE: u32 = 2;
 const ABORTED: u32 = 4;
@@ -408,6 +431,30 @@ impl<T> EvdCore<T> {
     /// empty. Several threads may dequeue at once (each event once); while a waiter owns
     /// the EVD it fails with [`WaitError::Busy`].
     pub fn dequeue<H: Harvest<T>>(&self, src: &mut H) -> Result<T, WaitError> {
+        self.dequeue_with(|backlog| {
+            // The first harvested event is the caller's, straight from the source (the rest
+            // queue behind it), instead of a push and a pop through the queue.
+            let mut first = None;
+            src.harvest(backlog.room(), &mut |ev| {
+                if first.is_none() {
+                    first = Some(ev);
+                } else {
+                    backlog.push(ev);
+                }
+            });
+            first
+        })
+    }
+
+    /// [`EvdCore::dequeue`] with the source's part given as a closure, so a caller that
+    /// knows its source has it inlined: the oldest queued event or, when none is queued,
+    /// the one `source` takes from the source (None: nothing is ready), which may queue
+    /// more behind it in the [`Backlog`].
+    #[inline(always)]
+    pub fn dequeue_with(
+        &self,
+        source: impl FnOnce(&Backlog<'_, T>) -> Option<T>,
+    ) -> Result<T, WaitError> {
         if self.has_waiter() {
             return Err(WaitError::Busy);
         }
@@ -417,18 +464,7 @@ impl<T> EvdCore<T> {
         {
             return Ok(ev);
         }
-        // The queue is empty: the first harvested event is the caller's, straight from the
-        // source (the rest queue behind it), instead of a push and a pop through the queue.
-        let room = q.capacity().saturating_sub(q.len());
-        let mut first = None;
-        src.harvest(room, &mut |ev| {
-            if first.is_none() {
-                first = Some(ev);
-            } else if q.push(ev).is_err() {
-                self.overflows.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        first.ok_or(WaitError::Empty)
+        source(&Backlog { queue: &q, overflows: &self.overflows }).ok_or(WaitError::Empty)
     }
 
     /// `dat_evd_resize`: a queue of `qlen` events with the queued ones moved over in order.
