@@ -142,6 +142,17 @@ impl CqRing {
         n
     }
 
+    /// [`CqRing::poll`] of one completion into `wc`, for callers that take completions
+    /// one at a time (an EVD's dequeue): the same work without the array's bookkeeping.
+    /// True if one was written.
+    #[inline(always)]
+    pub fn poll_one(&mut self, wc: &mut WorkCompletion, model: &impl Model) -> bool {
+        if self.attachments.changed.load(Ordering::Relaxed) {
+            self.apply_attachments();
+        }
+        self.poll_ring_one(wc) || (model.progress() && self.poll_ring_one(wc))
+    }
+
     /// True if a CQE waits (without consuming it).
     pub fn has_completion(&self) -> bool {
         self.owned_cqe(self.ci).is_some()
@@ -213,6 +224,45 @@ impl CqRing {
             }
         }
         n
+    }
+
+    /// [`Self::poll_ring`] for one completion: the entries that complete nothing are
+    /// passed over up to the first that does, or the first the device still owns.
+    #[inline(always)]
+    fn poll_ring_one(&mut self, wc: &mut WorkCompletion) -> bool {
+        let ring_end = self.ring_end;
+        let mut cqe = self.next;
+        let mut parity = self.parity;
+        let mut ci = self.ci;
+        let found = loop {
+            // SAFETY: byte 63 of entry `cqe`, inside the ring.
+            let op_own = unsafe { cqe.read_u8(63) };
+            if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ parity) & 1 != 0 {
+                break false;
+            }
+            from_device_barrier();
+            let decoded = decode(&self.qps, cqe, op_own, wc);
+            ci = ci.wrapping_add(1);
+            // SAFETY: at most one past the last entry, and then replaced by the first.
+            cqe = unsafe { cqe.add(64) };
+            if cqe == ring_end {
+                (cqe, parity) = wrap(self.g.ring, parity);
+            }
+            if decoded {
+                break true;
+            }
+        };
+        if ci != self.ci {
+            self.ci = ci;
+            self.next = cqe;
+            self.parity = parity;
+            to_device_barrier();
+            // SAFETY: word 0 of the CQ doorbell record (geometry contract).
+            unsafe {
+                self.g.dbrec.write_u32(CQ_SET_CI * 4, (ci & CQ_CI_MASK).to_be());
+            }
+        }
+        found
     }
 
     #[cold]

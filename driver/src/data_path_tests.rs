@@ -495,6 +495,78 @@ fn a_detached_qps_leftover_completions_are_skipped() {
 }
 
 #[test]
+fn poll_one_takes_completions_one_by_one_across_wraps_and_past_skipped_entries() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let mut rq_ring = Mem::new(16 * 16);
+    let mut rq_db = Mem::new(64);
+    // SAFETY: memory declared before the queue, alive for the test.
+    let mut rq = unsafe {
+        RecvQueue::new(RecvGeometry {
+            ring: rq_ring.ptr(),
+            wqe_cnt: 16,
+            wqe_shift: 4,
+            max_sge: 1,
+            dbrec_rq: rq_db.ptr(),
+        })
+    };
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let recv = rq.tracker().clone();
+    let qp = || {
+        Arc::new(QpCompletions {
+            send: sq.q.tracker().clone(),
+            recv: RecvSource::Queue(recv.clone()),
+        })
+    };
+    c.cq.attachments().attach(5, qp());
+    c.cq.attachments().attach(6, qp());
+    let mut wc = WorkCompletion::default();
+    assert!(!c.cq.poll_one(&mut wc, &model), "nothing yet (op_own 0xF0)");
+    let s = [sge(0x1000, 8, 1)];
+    // Two passes of the 4-entry ring: a SEND's completion, then one of a detached QP (6),
+    // skipped, then an error; the index goes on past the skipped entry.
+    for pass in 0..2u32 {
+        let p = pass * 4;
+        let wr_id = u64::from(p) + 500;
+        sq.q.post(&[SendWr::new(wr_id, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+        let counter = (pass * 2) as u16;
+        write_cqe(&mut c, p, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
+        write_cqe(&mut c, p + 1, 0, 6, (0x0a << 24) | 0x109, 0, 0, 0, 0);
+        let read = SendOp::RdmaRead(Remote { addr: 0, rkey: 1 });
+        sq.q.post(&[SendWr::new(wr_id + 1, read, Payload::Sges(&s))], &model).unwrap();
+        write_cqe(&mut c, p + 2, 13, 5, (0x10 << 24) | 0x108, counter + 1, 0, 0, 0x13);
+        write_cqe(&mut c, p + 3, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
+        if pass == 0 {
+            c.cq.attachments().detach(6);
+        }
+        assert!(c.cq.poll_one(&mut wc, &model), "pass {pass}");
+        assert_eq!(
+            (wc.wr_id, wc.opcode, wc.status, wc.qpn),
+            (wr_id, WcOpcode::Send, WcStatus::Success, 0x108)
+        );
+        assert_eq!(c.db.be32(0), p + 1, "set_ci after one entry");
+        assert!(c.cq.poll_one(&mut wc, &model));
+        assert_eq!(
+            (wc.wr_id, wc.status),
+            (wr_id + 1, WcStatus::RemoteAccess),
+            "past the skipped entry"
+        );
+        assert_eq!(c.db.be32(0), p + 3, "the skipped entry is consumed too");
+        assert!(c.cq.poll_one(&mut wc, &model));
+        assert_eq!(wc.wr_id, wr_id, "the same WQE again: its wr_id");
+        assert!(!c.cq.poll_one(&mut wc, &model), "the ring's next entry is of the last pass");
+    }
+    // A receive, decoded out of line.
+    write_cqe(&mut c, 8, 3, 5, 0x108, 0, 33, 0x0102_0304, 0);
+    rq.post(&[RecvWr { wr_id: 700, sges: &[sge(0x5000, 64, 9)] }]).unwrap();
+    assert!(c.cq.poll_one(&mut wc, &model));
+    assert_eq!(
+        (wc.wr_id, wc.opcode, wc.byte_len, wc.imm(), wc.src_qp),
+        (700, WcOpcode::Recv, 33, Some(0x0102_0304), 0x77)
+    );
+}
+
+#[test]
 fn arming_writes_the_arm_word_and_the_doorbell() {
     let mut c = cq(8);
     let model = Recorder::default();
