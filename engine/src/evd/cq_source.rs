@@ -97,6 +97,7 @@ impl Released {
     }
 
     /// Whether any endpoint waits (one load on the harvest path).
+    #[inline]
     pub fn has_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }
@@ -210,18 +211,8 @@ impl CqSource {
             Some((qpn, ep)) if *qpn == wc.qpn => ep,
             _ => self.switch_to(wc.qpn)?,
         };
-        // The driver reports a failed receive (flushed, too long) as a receive too.
-        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let cookie = match (&ep.receives, received) {
-            (_, false) => ep.requests.complete(wc.wr_id),
-            (Some(ring), true) => ring.complete(wc.wr_id),
-            (None, true) => Cookie {
-                user_cookie: wc.wr_id,
-                length: 0,
-                operation: dtos::RECEIVE,
-                suppress: false,
-            },
-        };
+        let received = is_receive(wc);
+        let cookie = cookie_of(ep, wc, received);
         if cookie.operation == dtos::BIND_MW && !received {
             return bind_event(ep.ep, wc, &cookie).map(|ev| (ev, false));
         }
@@ -237,11 +228,94 @@ impl CqSource {
         let ep = self.eps.get(&qpn)?.clone();
         Some(&self.last.insert((qpn, ep)).1)
     }
+
+    /// A dequeue's harvest, for a dequeuer that found the EVD's queue empty: the CQ's next
+    /// DTO completion and its endpoint. The common case — no released receives waiting, a
+    /// DTO completion whose endpoint lets it through — is straight-line code polling one
+    /// completion, and its completion is returned as plain values (the caller builds the
+    /// event where it wants it, after letting the locks go). Anything else is done out of
+    /// line and its events go to `backlog` (the EVD's queue), where the dequeue takes the
+    /// oldest: the general harvest for released receives or deferred events, an RMR
+    /// bind's event, a receive that meets a closed gate.
+    #[inline]
+    pub(crate) fn next_completion(
+        &mut self,
+        backlog: &Backlog<'_, Event>,
+    ) -> Option<(ObjectId, DtoCompletion)> {
+        if self.released.has_pending() {
+            self.harvest_for_dequeue(backlog);
+            return None;
+        }
+        let mut wc = WorkCompletion::default();
+        loop {
+            if !self.cq.poll_one(&mut wc) {
+                // The CQ is drained: the events deferred behind it are next, if any.
+                if !self.deferred.looks_empty() {
+                    self.harvest_for_dequeue(backlog);
+                }
+                return None;
+            }
+            if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn)
+                && self.switch_to(wc.qpn).is_none()
+            {
+                continue;
+            }
+            let Some((_, ep)) = &self.last else { continue };
+            let received = is_receive(&wc);
+            let cookie = cookie_of(ep, &wc, received);
+            if cookie.operation == dtos::BIND_MW && !received {
+                if queue_bind_event(ep, &wc, &cookie, &self.failures, backlog) {
+                    return None;
+                }
+                continue;
+            }
+            let Some(completion) = DtoCompletion::from_work_completion(&wc, &cookie) else {
+                continue;
+            };
+            if !wc.is_ok() && failed_status(completion.status) {
+                self.failures.push(ep.clone());
+            }
+            if !received || ep.early.is_open() {
+                return Some((ep.ep, completion));
+            }
+            let ev = Event::Dto { ep: ep.ep, completion };
+            if admit_for_dequeue(ep, ev, &self.released, backlog) {
+                return None;
+            }
+        }
+    }
+
+    /// [`Harvest::harvest`] for a dequeue, into the EVD's queue.
+    #[cold]
+    #[inline(never)]
+    fn harvest_for_dequeue(&mut self, backlog: &Backlog<'_, Event>) {
+        self.harvest(backlog.room(), &mut |ev| backlog.push(ev));
+    }
+}
+
+/// Whether `wc` is a receive's. (The driver reports a failed receive — flushed, too long —
+/// as a receive too.)
+#[inline(always)]
+fn is_receive(wc: &WorkCompletion) -> bool {
+    matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm)
+}
+
+/// What `ep` posted for `wc`: its cookie, from the ring of that direction (which retires
+/// it and the unsignalled requests before it). A receive from an SRQ carries the
+/// consumer's cookie in its wr_id.
+#[inline(always)]
+fn cookie_of(ep: &EpCompletions, wc: &WorkCompletion, received: bool) -> Cookie {
+    match (&ep.receives, received) {
+        (_, false) => ep.requests.complete(wc.wr_id),
+        (Some(ring), true) => ring.complete(wc.wr_id),
+        (None, true) => {
+            Cookie { user_cookie: wc.wr_id, length: 0, operation: dtos::RECEIVE, suppress: false }
+        }
+    }
 }
 
 /// The event of an RMR bind's completion (None: suppressed and successful).
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn bind_event(ep: ObjectId, wc: &WorkCompletion, cookie: &Cookie) -> Option<Event> {
     if cookie.suppress && wc.is_ok() {
         return None;
@@ -254,75 +328,44 @@ fn bind_event(ep: ObjectId, wc: &WorkCompletion, cookie: &Cookie) -> Option<Even
     })
 }
 
-impl CqSource {
-    /// A dequeue's harvest, for a dequeuer that found the EVD's queue empty: the CQ's next
-    /// event. The common case — no released receives waiting, a completion whose endpoint
-    /// lets it through — is straight-line code polling one completion; anything else takes
-    /// the general harvest, whose events after the first queue up in `backlog`.
-    #[inline]
-    pub(crate) fn next_event(&mut self, backlog: &Backlog<'_, Event>) -> Option<Event> {
-        if self.released.has_pending() {
-            return self.harvest_for_dequeue(backlog);
-        }
-        loop {
-            if self.cq.poll(&mut self.wcs[..1]) == 0 {
-                // The CQ is drained: the events deferred behind it are next, if any.
-                if self.deferred.looks_empty() {
-                    return None;
-                }
-                return self.harvest_for_dequeue(backlog);
-            }
-            let wc = self.wcs[0];
-            let Some((ev, received)) = self.event(&wc) else { continue };
-            let Some((_, ep)) = &self.last else { continue };
-            if !wc.is_ok() && failed(&ev) {
-                self.failures.push(ep.clone());
-            }
-            if !received || ep.early.is_open() {
-                return Some(ev);
-            }
-            if let Some(first) = self.admit_for_dequeue(ev, backlog) {
-                return Some(first);
-            }
-        }
+/// An RMR bind's completion met by a dequeue: its event into the EVD's queue, the endpoint
+/// listed if the bind failed; false if it makes no event (suppressed and successful).
+#[cold]
+#[inline(never)]
+fn queue_bind_event(
+    ep: &Arc<EpCompletions>,
+    wc: &WorkCompletion,
+    cookie: &Cookie,
+    failures: &Failures,
+    backlog: &Backlog<'_, Event>,
+) -> bool {
+    let Some(ev) = bind_event(ep.ep, wc, cookie) else { return false };
+    if !wc.is_ok() && failed(&ev) {
+        failures.push(ep.clone());
     }
+    backlog.push(ev);
+    true
+}
 
-    /// [`Harvest::harvest`] for a dequeue: the first event is returned, the rest queued.
-    #[cold]
-    #[inline(never)]
-    fn harvest_for_dequeue(&mut self, backlog: &Backlog<'_, Event>) -> Option<Event> {
-        let mut first = None;
-        self.harvest(backlog.room(), &mut |ev| {
-            if first.is_none() {
-                first = Some(ev);
-            } else {
-                backlog.push(ev);
+/// A receive of an endpoint whose gate is not known to be open ([`EarlyCompletions`]),
+/// met by a dequeue: parked (false), or delivered into the EVD's queue behind what was
+/// parked before it (true).
+#[cold]
+#[inline(never)]
+fn admit_for_dequeue(
+    ep: &Arc<EpCompletions>,
+    ev: Event,
+    released: &Released,
+    backlog: &Backlog<'_, Event>,
+) -> bool {
+    match ep.early.admit(ev, backlog.room(), &mut |ev| backlog.push(ev)) {
+        Admitted::Delivered(_) => {
+            if !ep.early.is_open() {
+                released.push(ep.clone());
             }
-        });
-        first
-    }
-
-    /// A receive of an endpoint whose gate is not known to be open ([`EarlyCompletions`]),
-    /// met by a dequeue: parked (None), or delivered behind what was parked before it (the
-    /// first event returned, the rest queued).
-    #[cold]
-    #[inline(never)]
-    fn admit_for_dequeue(&mut self, ev: Event, backlog: &Backlog<'_, Event>) -> Option<Event> {
-        let ep = self.last.as_ref()?.1.clone();
-        let mut first = None;
-        let admitted = ep.early.admit(ev, backlog.room(), &mut |ev| {
-            if first.is_none() {
-                first = Some(ev);
-            } else {
-                backlog.push(ev);
-            }
-        });
-        if let Admitted::Delivered(_) = admitted
-            && !ep.early.is_open()
-        {
-            self.released.push(ep);
+            true
         }
-        first
+        Admitted::Parked => false,
     }
 }
 
@@ -394,12 +437,18 @@ impl Harvest<Event> for CqSource {
 }
 
 /// Whether `ev` reports a DTO (or bind) that failed for a reason other than a flush.
+#[inline(always)]
 fn failed(ev: &Event) -> bool {
-    let status = match ev {
-        Event::Dto { completion, .. } => completion.status,
-        Event::RmrBind { status, .. } => *status,
-        _ => return false,
-    };
+    match ev {
+        Event::Dto { completion, .. } => failed_status(completion.status),
+        Event::RmrBind { status, .. } => failed_status(*status),
+        _ => false,
+    }
+}
+
+/// Whether a DTO (or bind) status is a failure other than a flush.
+#[inline(always)]
+fn failed_status(status: u32) -> bool {
     status != dto_status::SUCCESS && status != dto_status::ERR_FLUSHED
 }
 

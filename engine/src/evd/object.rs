@@ -311,22 +311,29 @@ impl Evd {
     }
 
     /// `dat_evd_dequeue`: the oldest event, harvesting the CQ first if the queue is empty.
+    /// Inlined into its callers (the C provider's `dat_evd_dequeue`, Rust consumers'
+    /// polling loops): it is the busy-polling consumer's hot path.
+    #[inline]
     pub fn dequeue(&self) -> DatResult<Event> {
         let r = match &self.inner.dto {
-            Some(m) => self.inner.core.dequeue_with(|backlog| {
-                let mut source = match m.try_lock() {
-                    Ok(g) => g,
-                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                    // Another thread harvests (or waits): the queue, empty, is all there
-                    // is for this dequeue.
-                    Err(TryLockError::WouldBlock) => return None,
-                };
-                source.next_event(backlog)
-            }),
-            None => self.inner.core.dequeue(&mut NoSource),
+            Some(m) => self.inner.core.dequeue_with(
+                |backlog| {
+                    let mut source = match m.try_lock() {
+                        Ok(g) => g,
+                        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                        // Another thread harvests (or waits): the queue, empty, is all
+                        // there is for this dequeue.
+                        Err(TryLockError::WouldBlock) => return None,
+                    };
+                    source.next_completion(backlog)
+                },
+                |(ep, completion)| Event::Dto { ep, completion },
+                wait_error,
+            ),
+            None => self.inner.core.dequeue(&mut NoSource).map_err(wait_error),
         };
         self.inner.failures.tell();
-        r.map_err(wait_error)
+        r
     }
 
     /// `dat_evd_wait(timeout µs, threshold)`: blocks until `threshold` events are queued,

@@ -170,13 +170,16 @@ impl From<io::Error> for WaitError {
     }
 }
 
-/// Where a dequeue's harvest puts the events after the one it returns: the EVD's queue,
-/// behind what is there. An event that finds the queue full is dropped and counted in
-/// [`EvdCore::overflows`], as a harvest's surplus is (a harvest takes at most
-/// [`Backlog::room`], so that happens only when producers fill the room meanwhile).
+/// Where a dequeue's harvest puts events it does not hand back itself: the EVD's queue,
+/// behind what is there; the dequeue then takes the oldest queued. An event that finds
+/// the queue full is dropped and counted in [`EvdCore::overflows`], as a harvest's
+/// surplus is (a harvest takes at most [`Backlog::room`], so that happens only when
+/// producers fill the room meanwhile).
 pub struct Backlog<'a, T> {
     queue: &'a EventQueue<T>,
     overflows: &'a AtomicU64,
+    /// Something was pushed: the dequeue looks at the queue again.
+    pushed: std::cell::Cell<bool>,
 }
 
 impl<T> Backlog<'_, T> {
@@ -187,6 +190,7 @@ impl<T> Backlog<'_, T> {
 
     /// Queues `event`.
     pub fn push(&self, event: T) {
+        self.pushed.set(true);
         if self.queue.push(event).is_err() {
             self.overflows.fetch_add(1, Ordering::Relaxed);
         }
@@ -431,32 +435,42 @@ impl<T> EvdCore<T> {
     /// empty. Several threads may dequeue at once (each event once); while a waiter owns
     /// the EVD it fails with [`WaitError::Busy`].
     pub fn dequeue<H: Harvest<T>>(&self, src: &mut H) -> Result<T, WaitError> {
-        self.dequeue_with(|backlog| {
-            // The first harvested event is the caller's, straight from the source (the rest
-            // queue behind it), instead of a push and a pop through the queue.
-            let mut first = None;
-            src.harvest(backlog.room(), &mut |ev| {
-                if first.is_none() {
-                    first = Some(ev);
-                } else {
-                    backlog.push(ev);
-                }
-            });
-            first
-        })
+        self.dequeue_with(
+            |backlog| {
+                // The first harvested event is the caller's, straight from the source (the
+                // rest queue behind it), instead of a push and a pop through the queue.
+                let mut first = None;
+                src.harvest(backlog.room(), &mut |ev| {
+                    if first.is_none() {
+                        first = Some(ev);
+                    } else {
+                        backlog.push(ev);
+                    }
+                });
+                first
+            },
+            |ev| ev,
+            |e| e,
+        )
     }
 
-    /// [`EvdCore::dequeue`] with the source's part given as a closure, so a caller that
+    /// [`EvdCore::dequeue`] with the source's part given as closures, so a caller that
     /// knows its source has it inlined: the oldest queued event or, when none is queued,
-    /// the one `source` takes from the source (None: nothing is ready), which may queue
-    /// more behind it in the [`Backlog`].
+    /// the one `source` takes from the source, as an `R` that `into_event` makes the event
+    /// of once the queue is let go (so a small `R` can stay in registers until the event
+    /// is built where the caller wants it). `source` may instead (or besides) queue events
+    /// in the [`Backlog`]; when it returns None, the oldest queued event is the dequeue's,
+    /// if there is one. Errors are the caller's, made by `fail` (so the result is built
+    /// once, in the caller's type).
     #[inline(always)]
-    pub fn dequeue_with(
+    pub fn dequeue_with<R, E>(
         &self,
-        source: impl FnOnce(&Backlog<'_, T>) -> Option<T>,
-    ) -> Result<T, WaitError> {
+        source: impl FnOnce(&Backlog<'_, T>) -> Option<R>,
+        into_event: impl FnOnce(R) -> T,
+        fail: impl Fn(WaitError) -> E,
+    ) -> Result<T, E> {
         if self.has_waiter() {
-            return Err(WaitError::Busy);
+            return Err(fail(WaitError::Busy));
         }
         let q = self.q();
         if !q.looks_empty()
@@ -464,7 +478,24 @@ impl<T> EvdCore<T> {
         {
             return Ok(ev);
         }
-        source(&Backlog { queue: &q, overflows: &self.overflows }).ok_or(WaitError::Empty)
+        let backlog =
+            Backlog { queue: &q, overflows: &self.overflows, pushed: std::cell::Cell::new(false) };
+        let made = source(&backlog);
+        if made.is_none() && backlog.pushed.get() {
+            return self.pop_queued(&q).map_err(fail);
+        }
+        drop(q);
+        match made {
+            Some(made) => Ok(into_event(made)),
+            None => Err(fail(WaitError::Empty)),
+        }
+    }
+
+    /// The oldest queued event, after a harvest queued some.
+    #[cold]
+    #[inline(never)]
+    fn pop_queued(&self, q: &EventQueue<T>) -> Result<T, WaitError> {
+        q.pop().ok_or(WaitError::Empty)
     }
 
     /// `dat_evd_resize`: a queue of `qlen` events with the queued ones moved over in order.
