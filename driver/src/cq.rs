@@ -263,7 +263,8 @@ impl Cq {
     }
 
     /// [`Cq::poll`] of one completion into `wc` (true if one was written), for callers
-    /// that take completions one at a time: the same work without the array's bookkeeping.
+    /// that take completions one at a time and need no slice. The channel of the model
+    /// entry points is looked up only when the CQ is found empty.
     #[inline]
     pub fn poll_one(&mut self, wc: &mut WorkCompletion) -> bool {
         self.ring.poll_one(wc, &LazyChannel(&self.inner.ctx))
