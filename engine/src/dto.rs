@@ -155,6 +155,9 @@ impl DtoCompletion {
 /// A request's DAT operation and, for the IB extension operations, its extension type.
 #[inline(always)]
 fn request_kind(operation: u32) -> (u32, Option<(u32, Option<u32>)>) {
+    if operation < dtos::EXTENSION_BASE {
+        return (operation, None);
+    }
     let ext = match operation {
         dtos::IB_RDMA_WRITE_IMMED => ib_ext_type::RDMA_WRITE_IMMED,
         dtos::IB_CMP_SWAP => ib_ext_type::CMP_AND_SWAP,

@@ -4,7 +4,7 @@
 
 use super::early_completions::{Admitted, EarlyCompletions};
 use super::queue::EventQueue;
-use super::waiter::{Backlog, Harvest, SourceError};
+use super::waiter::{Backlog, Harvest, Harvested, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
 use ferrodat_abi::dat::{dto_status, dtos};
@@ -207,10 +207,10 @@ impl CqSource {
     /// The DTO event of `wc`, and whether it is a receive (which may have to park).
     #[inline(always)]
     fn event(&mut self, wc: &WorkCompletion) -> Option<(Event, bool)> {
-        let ep = match &self.last {
-            Some((qpn, ep)) if *qpn == wc.qpn => ep,
-            _ => self.switch_to(wc.qpn)?,
-        };
+        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) && !self.switch_to(wc.qpn) {
+            return None;
+        }
+        let (_, ep) = self.last.as_ref()?;
         let received = is_receive(wc);
         let cookie = cookie_of(ep, wc, received);
         if cookie.operation == dtos::BIND_MW && !received {
@@ -220,77 +220,81 @@ impl CqSource {
             .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
     }
 
-    /// The completion is of another QP than the last one: its endpoint, remembered as the
-    /// last (None for a QP no endpoint attached).
+    /// The completion is of another QP than the last one: its endpoint becomes the last
+    /// (false for a QP no endpoint is attached under).
     #[cold]
     #[inline(never)]
-    fn switch_to(&mut self, qpn: u32) -> Option<&Arc<EpCompletions>> {
-        let ep = self.eps.get(&qpn)?.clone();
-        Some(&self.last.insert((qpn, ep)).1)
+    fn switch_to(&mut self, qpn: u32) -> bool {
+        let Some(ep) = self.eps.get(&qpn) else { return false };
+        self.last = Some((qpn, ep.clone()));
+        true
     }
 
     /// A dequeue's harvest, for a dequeuer that found the EVD's queue empty: the CQ's next
     /// DTO completion and its endpoint. The common case — no released receives waiting, a
-    /// DTO completion whose endpoint lets it through — is straight-line code polling one
-    /// completion, and its completion is returned as plain values (the caller builds the
-    /// event where it wants it, after letting the locks go). Anything else is done out of
-    /// line and its events go to `backlog` (the EVD's queue), where the dequeue takes the
-    /// oldest: the general harvest for released receives or deferred events, an RMR
-    /// bind's event, a receive that meets a closed gate.
-    #[inline]
+    /// DTO completion of the endpoint of the last one, which lets it through — is
+    /// straight-line code polling one completion, and its completion is returned as plain
+    /// values (the caller builds the event where it wants it, after letting the locks go).
+    /// Anything else is done out of line, its events going to `backlog` (the EVD's queue),
+    /// where the dequeue takes the oldest: the general harvest for released receives,
+    /// deferred events, or what follows a completion that makes no event; an RMR bind's
+    /// event; a receive that meets a closed gate. No loop here, and the calls return
+    /// flags, not the result: it stays in registers.
+    #[inline(always)]
     pub(crate) fn next_completion(
         &mut self,
-        backlog: &Backlog<'_, Event>,
-    ) -> Option<(ObjectId, DtoCompletion)> {
+        backlog: Backlog<'_, Event>,
+    ) -> Harvested<(ObjectId, DtoCompletion)> {
         if self.released.has_pending() {
-            self.harvest_for_dequeue(backlog);
-            return None;
+            return queued(self.harvest_into(backlog));
         }
         let mut wc = WorkCompletion::default();
-        loop {
-            if !self.cq.poll_one(&mut wc) {
-                // The CQ is drained: the events deferred behind it are next, if any.
-                if !self.deferred.looks_empty() {
-                    self.harvest_for_dequeue(backlog);
-                }
-                return None;
+        if !self.cq.poll_one(&mut wc) {
+            // The CQ is drained: the events deferred behind it are next, if any.
+            if self.deferred.looks_empty() {
+                return Harvested::Nothing;
             }
-            if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn)
-                && self.switch_to(wc.qpn).is_none()
-            {
-                continue;
-            }
-            let Some((_, ep)) = &self.last else { continue };
-            let received = is_receive(&wc);
-            let cookie = cookie_of(ep, &wc, received);
-            if cookie.operation == dtos::BIND_MW && !received {
-                if queue_bind_event(ep, &wc, &cookie, &self.failures, backlog) {
-                    return None;
-                }
-                continue;
-            }
-            let Some(completion) = DtoCompletion::from_work_completion(&wc, &cookie) else {
-                continue;
-            };
-            if !wc.is_ok() && failed_status(completion.status) {
-                self.failures.push(ep.clone());
-            }
-            if !received || ep.early.is_open() {
-                return Some((ep.ep, completion));
-            }
-            let ev = Event::Dto { ep: ep.ep, completion };
-            if admit_for_dequeue(ep, ev, &self.released, backlog) {
-                return None;
-            }
+            return queued(self.harvest_into(backlog));
         }
+        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) && !self.switch_to(wc.qpn) {
+            // A QP no endpoint has (any more): nothing; the rest as usual.
+            return queued(self.harvest_into(backlog));
+        }
+        let Some((_, ep)) = &self.last else { return Harvested::Nothing };
+        let received = is_receive(&wc);
+        let cookie = cookie_of(ep, &wc, received);
+        if cookie.operation == dtos::BIND_MW && !received {
+            let queued_bind = queue_bind_event(ep, wc, cookie, &self.failures, backlog);
+            return queued(usize::from(queued_bind) + self.harvest_into(backlog));
+        }
+        let Some(completion) = DtoCompletion::from_work_completion(&wc, &cookie) else {
+            // A suppressed success: no event; the rest as usual.
+            return queued(self.harvest_into(backlog));
+        };
+        if !wc.is_ok() && failed_status(completion.status) {
+            self.failures.push(ep.clone());
+        }
+        if !received || ep.early.is_open() {
+            return Harvested::One((ep.ep, completion));
+        }
+        // (The completion is made again there from its inputs: handing it over would keep
+        // it in memory on the fast path too.)
+        let delivered = admit_for_dequeue(ep, &wc, cookie, &self.released, backlog);
+        queued(usize::from(delivered) + if delivered { 0 } else { self.harvest_into(backlog) })
     }
 
-    /// [`Harvest::harvest`] for a dequeue, into the EVD's queue.
+    /// [`Harvest::harvest`] for a dequeue, into the EVD's queue: how many events went.
     #[cold]
     #[inline(never)]
-    fn harvest_for_dequeue(&mut self, backlog: &Backlog<'_, Event>) {
-        self.harvest(backlog.room(), &mut |ev| backlog.push(ev));
+    fn harvest_into(&mut self, backlog: Backlog<'_, Event>) -> usize {
+        self.harvest(backlog.room(), &mut |ev| backlog.push(ev))
     }
+}
+
+/// What a dequeue's harvest that queued `n` events found.
+#[inline(always)]
+fn queued<R>(n: usize) -> Harvested<R> {
+    if n == 0 { Harvested::Nothing } else { Harvested::Queued }
 }
 
 /// Whether `wc` is a receive's. (The driver reports a failed receive — flushed, too long —
@@ -330,16 +334,17 @@ fn bind_event(ep: ObjectId, wc: &WorkCompletion, cookie: &Cookie) -> Option<Even
 
 /// An RMR bind's completion met by a dequeue: its event into the EVD's queue, the endpoint
 /// listed if the bind failed; false if it makes no event (suppressed and successful).
+/// (Everything by value: nothing of the caller's stays in memory for this call.)
 #[cold]
 #[inline(never)]
 fn queue_bind_event(
     ep: &Arc<EpCompletions>,
-    wc: &WorkCompletion,
-    cookie: &Cookie,
+    wc: WorkCompletion,
+    cookie: Cookie,
     failures: &Failures,
-    backlog: &Backlog<'_, Event>,
+    backlog: Backlog<'_, Event>,
 ) -> bool {
-    let Some(ev) = bind_event(ep.ep, wc, cookie) else { return false };
+    let Some(ev) = bind_event(ep.ep, &wc, &cookie) else { return false };
     if !wc.is_ok() && failed(&ev) {
         failures.push(ep.clone());
     }
@@ -354,10 +359,15 @@ fn queue_bind_event(
 #[inline(never)]
 fn admit_for_dequeue(
     ep: &Arc<EpCompletions>,
-    ev: Event,
+    wc: &WorkCompletion,
+    cookie: Cookie,
     released: &Released,
-    backlog: &Backlog<'_, Event>,
+    backlog: Backlog<'_, Event>,
 ) -> bool {
+    let Some(completion) = DtoCompletion::from_work_completion(wc, &cookie) else {
+        return false;
+    };
+    let ev = Event::Dto { ep: ep.ep, completion };
     match ep.early.admit(ev, backlog.room(), &mut |ev| backlog.push(ev)) {
         Admitted::Delivered(_) => {
             if !ep.early.is_open() {
