@@ -262,6 +262,14 @@ impl Cq {
         self.ring.poll(out, self.inner.ctx.channel())
     }
 
+    /// [`Cq::poll`] of one completion into `wc` (true if one was written), for callers
+    /// that take completions one at a time and need no slice. The channel of the model
+    /// entry points is looked up only when the CQ is found empty.
+    #[inline]
+    pub fn poll_one(&mut self, wc: &mut WorkCompletion) -> bool {
+        self.ring.poll_one(wc, &LazyChannel(&self.inner.ctx))
+    }
+
     /// True if a completion waits (nothing is consumed).
     pub fn has_completion(&self) -> bool {
         self.ring.has_completion()
@@ -408,5 +416,20 @@ impl CqInner {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
+    }
+}
+
+/// The model entry points of a context's channel, looked up only when one is called (by a
+/// poll that found the CQ empty), not on every poll.
+struct LazyChannel<'a>(&'a Context);
+
+impl crate::doorbell::Model for LazyChannel<'_> {
+    #[inline(always)]
+    fn doorbell_rung(&self, uar_page: u32, offset: u32) {
+        self.0.channel().doorbell_rung(uar_page, offset);
+    }
+    #[inline(always)]
+    fn progress(&self) -> bool {
+        self.0.channel().progress()
     }
 }

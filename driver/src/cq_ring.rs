@@ -135,11 +135,29 @@ impl CqRing {
         if self.attachments.changed.load(Ordering::Relaxed) {
             self.apply_attachments();
         }
+        // One entry, the commonest request (a consumer taking completions one by one):
+        // straight-line code for the entry at the consumer index.
+        if let [wc] = out {
+            return usize::from(
+                self.poll_ring_one(wc) || (model.progress() && self.poll_ring_one(wc)),
+            );
+        }
         let mut n = self.poll_ring(out);
         if n == 0 && !out.is_empty() && model.progress() {
             n = self.poll_ring(out);
         }
         n
+    }
+
+    /// [`CqRing::poll`] of one completion into `wc` (what a one-entry `out` gets), for
+    /// callers that take completions one at a time (an EVD's dequeue) and need no slice.
+    /// True if one was written.
+    #[inline(always)]
+    pub fn poll_one(&mut self, wc: &mut WorkCompletion, model: &impl Model) -> bool {
+        if self.attachments.changed.load(Ordering::Relaxed) {
+            self.apply_attachments();
+        }
+        self.poll_ring_one(wc) || (model.progress() && self.poll_ring_one(wc))
     }
 
     /// True if a CQE waits (without consuming it).
@@ -213,6 +231,77 @@ impl CqRing {
             }
         }
         n
+    }
+
+    /// [`Self::poll_ring`] for one completion. The entry at the consumer index is looked
+    /// at in straight-line code; if it completes nothing (a resize marker, a detached QP's
+    /// leftover), the loop that passes over such entries takes over, out of line.
+    #[inline(always)]
+    fn poll_ring_one(&mut self, wc: &mut WorkCompletion) -> bool {
+        let cqe = self.next;
+        // SAFETY: byte 63 of entry `cqe`, inside the ring.
+        let op_own = unsafe { cqe.read_u8(63) };
+        if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ self.parity) & 1 != 0 {
+            return false;
+        }
+        from_device_barrier();
+        if !decode(&self.qps, cqe, op_own, wc) {
+            return self.poll_ring_one_past_skipped(wc);
+        }
+        self.consumed_one(cqe);
+        true
+    }
+
+    /// Moves the consumer index past entry `cqe` (the one at the index) and publishes it.
+    #[inline(always)]
+    fn consumed_one(&mut self, cqe: DevPtr) {
+        self.step_past(cqe);
+        self.publish_ci();
+    }
+
+    /// Moves the consumer index past entry `cqe` (the one at the index).
+    #[inline(always)]
+    fn step_past(&mut self, cqe: DevPtr) {
+        // SAFETY: at most one past the last entry, and then replaced by the first.
+        let mut next = unsafe { cqe.add(64) };
+        if next == self.ring_end {
+            (next, self.parity) = wrap(self.g.ring, self.parity);
+        }
+        self.next = next;
+        self.ci = self.ci.wrapping_add(1);
+    }
+
+    /// Tells the device how far software has consumed (the doorbell record's set_ci).
+    #[inline(always)]
+    fn publish_ci(&mut self) {
+        to_device_barrier();
+        // SAFETY: word 0 of the CQ doorbell record (geometry contract).
+        unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
+    }
+
+    /// [`Self::poll_ring_one`] after an entry that completes nothing: passes over it and
+    /// any more such, up to the first that completes something (true, in `wc`) or the
+    /// first the device still owns.
+    #[cold]
+    #[inline(never)]
+    fn poll_ring_one_past_skipped(&mut self, wc: &mut WorkCompletion) -> bool {
+        let found = loop {
+            let cqe = self.next;
+            self.step_past(cqe);
+            let cqe = self.next;
+            // SAFETY: byte 63 of entry `cqe`, inside the ring.
+            let op_own = unsafe { cqe.read_u8(63) };
+            if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ self.parity) & 1 != 0 {
+                break false;
+            }
+            from_device_barrier();
+            if decode(&self.qps, cqe, op_own, wc) {
+                self.step_past(cqe);
+                break true;
+            }
+        };
+        self.publish_ci();
+        found
     }
 
     #[cold]

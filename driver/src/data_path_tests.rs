@@ -237,6 +237,32 @@ fn one_segment_requests_of_every_fast_opcode_have_the_prm_bytes() {
 }
 
 #[test]
+fn the_fence_after_a_bind_reaches_the_next_request_of_a_batch_and_only_it() {
+    use crate::mw::MwBind;
+    let mut sq = send_queue(8, 0x42, 256);
+    let model = Recorder::default();
+    let region = [sge(0x7f00_1000_2000, 0x3000, 0x5605)];
+    let bind = MwBind { window_key: 0x100, new_key: 0x101, access: crate::mr::Access::REMOTE_READ };
+    sq.q.post(&[SendWr::new(1, SendOp::BindMw(bind), Payload::Sges(&region))], &model).unwrap();
+    // Three one-segment requests in one batch after the bind's three blocks: the first is
+    // fenced (built by the general builders), the others take the fast path again.
+    let s = [sge(0x1000, 8, 1)];
+    let send = |i| SendWr::new(i, SendOp::Send, Payload::Sges(&s));
+    sq.q.post(&[send(2), send(3), send(4)], &model).unwrap();
+    assert_eq!(sq.ring.bytes(3 * 64 + 11, 1), [0x28], "CQ_UPDATE | INITIATOR_SMALL_FENCE");
+    assert_eq!(sq.ring.bytes(4 * 64 + 11, 1), [0x08]);
+    assert_eq!(sq.ring.bytes(5 * 64 + 11, 1), [0x08]);
+    // The ring (8 blocks) has 2 left; the room check sees the real retired count again.
+    sq.q.post(&[send(5)], &model).unwrap();
+    sq.q.post(&[send(6)], &model).unwrap();
+    let err = sq.q.post(&[send(7)], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 8 }), "{err}");
+    assert_eq!(sq.q.tracker().complete(7), 6, "the last block's completion retires them all");
+    sq.q.post(&[send(7)], &model).unwrap();
+    assert_eq!(sq.ring.bytes(11, 1), [0x08], "block 0 again, unfenced");
+}
+
+#[test]
 fn a_full_ring_refuses_until_completions_retire_blocks_then_posts_again() {
     let mut sq = send_queue(4, 1, 256);
     let model = Recorder::default();
@@ -466,6 +492,81 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     assert_eq!(c.cq.poll(&mut out, &model), 1);
     assert_eq!(out[0].qpn, 2);
     assert_eq!(c.db.be32(0), 3, "the skipped entries are consumed too");
+}
+
+#[test]
+fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
+    let mut sq = send_queue(16, 0x108, 256);
+    let mut rq_ring = Mem::new(16 * 16);
+    let mut rq_db = Mem::new(64);
+    // SAFETY: memory declared before the queue, alive for the test.
+    let mut rq = unsafe {
+        RecvQueue::new(RecvGeometry {
+            ring: rq_ring.ptr(),
+            wqe_cnt: 16,
+            wqe_shift: 4,
+            max_sge: 1,
+            dbrec_rq: rq_db.ptr(),
+        })
+    };
+    let mut c = cq(4);
+    let model = Recorder::default();
+    let recv = rq.tracker().clone();
+    let qp = || {
+        Arc::new(QpCompletions {
+            send: sq.q.tracker().clone(),
+            recv: RecvSource::Queue(recv.clone()),
+        })
+    };
+    c.cq.attachments().attach(5, qp());
+    c.cq.attachments().attach(6, qp());
+    let mut wc = WorkCompletion::default();
+    assert!(!c.cq.poll_one(&mut wc, &model), "nothing yet (op_own 0xF0)");
+    let s = [sge(0x1000, 8, 1)];
+    // Two passes of the 4-entry ring: a SEND's completion, then one of a detached QP (6),
+    // skipped, then an error; the index goes on past the skipped entry.
+    for pass in 0..2u32 {
+        let p = pass * 4;
+        let wr_id = u64::from(p) + 500;
+        sq.q.post(&[SendWr::new(wr_id, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+        let counter = (pass * 2) as u16;
+        write_cqe(&mut c, p, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
+        write_cqe(&mut c, p + 1, 0, 6, (0x0a << 24) | 0x109, 0, 0, 0, 0);
+        let read = SendOp::RdmaRead(Remote { addr: 0, rkey: 1 });
+        sq.q.post(&[SendWr::new(wr_id + 1, read, Payload::Sges(&s))], &model).unwrap();
+        write_cqe(&mut c, p + 2, 13, 5, (0x10 << 24) | 0x108, counter + 1, 0, 0, 0x13);
+        write_cqe(&mut c, p + 3, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
+        if pass == 0 {
+            c.cq.attachments().detach(6);
+        }
+        assert!(c.cq.poll_one(&mut wc, &model), "pass {pass}");
+        assert_eq!(
+            (wc.wr_id, wc.opcode, wc.status, wc.qpn),
+            (wr_id, WcOpcode::Send, WcStatus::Success, 0x108)
+        );
+        assert_eq!(c.db.be32(0), p + 1, "set_ci after one entry");
+        assert!(c.cq.poll_one(&mut wc, &model));
+        assert_eq!(
+            (wc.wr_id, wc.status),
+            (wr_id + 1, WcStatus::RemoteAccess),
+            "past the skipped entry"
+        );
+        assert_eq!(c.db.be32(0), p + 3, "the skipped entry is consumed too");
+        // poll() with one entry takes the same path.
+        let mut one = [WorkCompletion::default()];
+        assert_eq!(c.cq.poll(&mut one, &model), 1);
+        assert_eq!(one[0].wr_id, wr_id, "the same WQE again: its wr_id");
+        assert_eq!(c.cq.poll(&mut one, &model), 0, "the next entry is of the last pass");
+        assert!(!c.cq.poll_one(&mut wc, &model));
+    }
+    // A receive, decoded out of line.
+    write_cqe(&mut c, 8, 3, 5, 0x108, 0, 33, 0x0102_0304, 0);
+    rq.post(&[RecvWr { wr_id: 700, sges: &[sge(0x5000, 64, 9)] }]).unwrap();
+    assert!(c.cq.poll_one(&mut wc, &model));
+    assert_eq!(
+        (wc.wr_id, wc.opcode, wc.byte_len, wc.imm(), wc.src_qp),
+        (700, WcOpcode::Recv, 33, Some(0x0102_0304), 0x77)
+    );
 }
 
 #[test]

@@ -30,8 +30,9 @@ compile_error!("ferrodat-driver builds WQEs for little-endian hosts (x86_64, aar
 /// is released by the poller and acquired by the poster, which may then reuse the blocks.
 #[derive(Debug)]
 pub struct SendTracker {
-    /// Per first WQEBB of a WQE: the caller's wr_id and where the WQE ends.
-    slots: Box<[Slot]>,
+    /// Per first WQEBB of a WQE: the caller's wr_id and where the WQE ends. (The send
+    /// queue holds the slots too, one pointer closer than through the tracker.)
+    slots: Arc<[Slot]>,
     /// Running count of WQEBBs the device is done with (16-bit wrap is not used: 32 bits).
     retired: AtomicU32,
     mask: u32,
@@ -100,12 +101,17 @@ pub struct SendQueue {
     cur_post: u32,
     /// `wqe_cnt - 1`: ring and tracker index mask.
     mask: u32,
-    /// The tracker's retired count as last read: the fast path checks room against it and
-    /// reads the shared counter only when it says the ring is full.
+    /// What the fast path checks room against: the tracker's retired count as last read
+    /// (it reads the shared counter only when this says the ring is full), or, while a
+    /// fence from a bind is pending, `cur_post - wqe_cnt`, which says "full" so that the
+    /// fast path steps aside without a test of its own (both are lower bounds of the
+    /// retired count: the ring never holds more than `wqe_cnt` blocks).
     retired_seen: u32,
     /// The second half of a control segment's first 8 bytes in memory order (qpn << 8,
     /// big-endian) without the size, which goes in the top byte.
     ctrl_qpn: u64,
+    /// Inline bytes the one-segment path takes: 12, or the queue's limit if lower.
+    one_segment_inline: u32,
     /// CQ_UPDATE when every WQE is signalled (`sq_sig_all`), else 0.
     sig_all_bits: u8,
     /// The fence the next WQE gets unless it asks for FENCE: the small fence after a bind
@@ -113,6 +119,8 @@ pub struct SendQueue {
     fence_cache: u8,
     bf: BlueFlame,
     tracker: Arc<SendTracker>,
+    /// The tracker's slots (the same allocation).
+    slots: Arc<[Slot]>,
 }
 
 impl SendQueue {
@@ -129,9 +137,11 @@ impl SendQueue {
             mask: g.wqe_cnt - 1,
             retired_seen: 0,
             ctrl_qpn,
+            one_segment_inline: g.max_inline.min(12),
             sig_all_bits,
             fence_cache: 0,
             bf,
+            slots: tracker.slots.clone(),
             tracker,
         }
     }
@@ -192,8 +202,7 @@ impl SendQueue {
             let mut b = self.builder();
             let built = b.build(wr);
             let (cur_post, fence_cache) = (b.cur_post, b.fence_cache);
-            self.cur_post = cur_post;
-            self.fence_cache = fence_cache;
+            self.built(cur_post, fence_cache);
             return match built {
                 Ok((first, ds)) => {
                     self.ring(first, ds, true, model);
@@ -216,8 +225,7 @@ impl SendQueue {
                     let mut b = self.builder();
                     let built = b.build(wr);
                     let (cur_post, fence_cache) = (b.cur_post, b.fence_cache);
-                    self.cur_post = cur_post;
-                    self.fence_cache = fence_cache;
+                    self.built(cur_post, fence_cache);
                     built
                 }
             };
@@ -341,10 +349,9 @@ impl SendQueue {
             Payload::Sges([s]) if !s.is_empty() && self.g.max_sge != 0 => {
                 (((u64::from(s.len()) << 32) | u64::from(s.lkey())).to_be(), s.addr().to_be())
             }
+            // 1 to 12 bytes, within the queue's limit (one compare).
             Payload::Inline(bytes)
-                if (1..=12).contains(&bytes.len())
-                    && bytes.len() <= self.g.max_inline as usize
-                    && !matches!(wr.op, SendOp::RdmaRead(_)) =>
+                if bytes.len().wrapping_sub(1) < self.one_segment_inline as usize =>
             {
                 small_inline_seg(bytes)
             }
@@ -359,6 +366,8 @@ impl SendQueue {
             SendOp::RdmaWriteImm(r, imm) => {
                 self.one_segment_wqe(wr, data, opcode::RDMA_WRITE_IMM, imm, Some(r))
             }
+            // A READ scatters into memory: no inline data (the general path says so).
+            SendOp::RdmaRead(_) if matches!(wr.payload, Payload::Inline(_)) => None,
             SendOp::RdmaRead(r) => self.one_segment_wqe(wr, data, opcode::RDMA_READ, 0, Some(r)),
             _ => None,
         }
@@ -374,15 +383,29 @@ impl SendQueue {
         imm: u32,
         remote: Option<Remote>,
     ) -> Option<(DevPtr, u32)> {
-        if self.fence_cache != 0 {
-            return None;
-        }
         let first = self.cur_post;
+        // Also how a pending fence sends the request to the general builders (see
+        // `retired_seen`).
         if first.wrapping_sub(self.retired_seen) >= self.g.wqe_cnt && !self.refresh_room(first) {
             return None;
         }
-        // SAFETY: block `first & mask` is inside the ring.
-        let block = unsafe { self.g.ring.add(((first & self.mask) as usize) << 6) };
+        let index = (first & self.mask) as usize;
+        // The tracker's record first, and everything the WQE needs read into locals: the
+        // device stores below are volatile, so nothing read after them could be kept in a
+        // register across them.
+        // SAFETY: the tracker's slots are wqe_cnt (`new`), so a masked index is in bounds.
+        let slot = unsafe { self.slots.get_unchecked(index) };
+        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
+        slot.end.store(first.wrapping_add(1), Ordering::Relaxed);
+        self.cur_post = first.wrapping_add(1);
+        let ds = if remote.is_some() { 3 } else { 2 };
+        // Control segment: [idx:16 opcode:8] then [qpn:24 ds:8], both big-endian.
+        let idx_op = (((first & 0xffff) << 8) | u32::from(op)).to_be();
+        let ctrl = u64::from(idx_op) | self.ctrl_qpn | (u64::from(ds) << 56);
+        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
+        let ctrl_hi = ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be();
+        // SAFETY: block `index` is inside the ring.
+        let block = unsafe { self.g.ring.add(index << 6) };
         let put = |k: u32, lo: u64, hi: u64| {
             // SAFETY: segment k < 4 of the block.
             unsafe {
@@ -390,31 +413,23 @@ impl SendQueue {
                 block.write_u64(((k as usize) << 4) + 8, hi);
             }
         };
-        let mut k = 1;
         if let Some(r) = remote {
             let (lo, hi) = raddr_seg(r);
             put(1, lo, hi);
-            k = 2;
         }
-        put(k, data_lo, data_hi);
-        let ds = k + 1;
-        // Control segment: [idx:16 opcode:8] then [qpn:24 ds:8], both big-endian.
-        let idx_op = (((first & 0xffff) << 8) | u32::from(op)).to_be();
-        let ctrl = u64::from(idx_op) | self.ctrl_qpn | (u64::from(ds) << 56);
-        let fm_ce_se = wr.flags.fm_ce_se() | self.sig_all_bits;
-        put(0, ctrl, ((u64::from(fm_ce_se) << 32) | u64::from(imm)).to_be());
-        // SAFETY: the tracker has wqe_cnt slots (`new`), so a masked index is in bounds.
-        let slot = unsafe { self.tracker.slots.get_unchecked((first & self.mask) as usize) };
-        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
-        slot.end.store(first.wrapping_add(1), Ordering::Relaxed);
-        self.cur_post = first.wrapping_add(1);
+        put(ds - 1, data_lo, data_hi);
+        put(0, ctrl, ctrl_hi);
         Some((block, ds))
     }
 
     /// The fast path's room check found the ring full by the retired count it knew: read
-    /// the poller's latest; true if there is room now.
+    /// the poller's latest; true if there is room now. False while a fence is pending: the
+    /// general builders apply it.
     #[cold]
     fn refresh_room(&mut self, first: u32) -> bool {
+        if self.fence_cache != 0 {
+            return false;
+        }
         self.retired_seen = self.tracker.retired.load(Ordering::Acquire);
         first.wrapping_sub(self.retired_seen) < self.g.wqe_cnt
     }
@@ -433,6 +448,18 @@ impl SendQueue {
             // SAFETY: the control segment, inside the ring.
             let ctrl = unsafe { block.read_u64(0) };
             self.bf.ring_doorbell(ctrl, model);
+        }
+    }
+
+    /// Takes over where the general builder left the queue: its position, and the fence
+    /// the next WQE gets. A pending fence also makes the fast path's room check fail (see
+    /// `retired_seen`), so the next request goes through the builders, which apply it.
+    #[inline(always)]
+    fn built(&mut self, cur_post: u32, fence_cache: u8) {
+        self.cur_post = cur_post;
+        self.fence_cache = fence_cache;
+        if fence_cache != 0 {
+            self.retired_seen = cur_post.wrapping_sub(self.g.wqe_cnt);
         }
     }
 
@@ -850,18 +877,22 @@ impl Segments {
 fn small_inline_seg(b: &[u8]) -> (u64, u64) {
     let len = b.len();
     let u32_at = |at: usize| u64::from(u32::from_le_bytes(b[at..at + 4].try_into().expect("4")));
-    // The bytes as a little-endian number: bytes 0..8 in `head`, 8..12 in `tail`.
-    let (head, tail) = if len >= 8 {
-        let head = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-        (head, u32_at(len - 4) >> (8 * (12 - len)))
-    } else if len >= 4 {
-        (u32_at(0) | ((u32_at(len - 4) >> (8 * (8 - len))) << 32), 0)
+    let header = u64::from((len as u32 | INLINE_SEG).to_be());
+    if len >= 8 {
+        // Bytes 0..4 follow the header; the second half is bytes 4..12: the last 8 bytes
+        // (len-8..len) shifted down past the 12 - len of them before byte 4 (0 to 32
+        // bits), zeros coming in above byte `len`.
+        let last8 = u64::from_le_bytes(b[len - 8..].try_into().expect("8 bytes"));
+        return (header | (u32_at(0) << 32), last8 >> (8 * (12 - len)));
+    }
+    // The bytes as a little-endian number, at most 7 of them.
+    let bytes = if len >= 4 {
+        u32_at(0) | ((u32_at(len - 4) >> (8 * (8 - len))) << 32)
     } else {
         let byte = |i: usize| u64::from(b[i]) << (8 * i);
-        (byte(0) | byte(len / 2) | byte(len - 1), 0)
+        byte(0) | byte(len / 2) | byte(len - 1)
     };
-    let header = u64::from((len as u32 | INLINE_SEG).to_be());
-    (header | (head << 32), (head >> 32) | (tail << 32))
+    (header | (bytes << 32), bytes >> 32)
 }
 
 /// Up to 16 bytes as a little-endian number: the value whose memory image (on the

@@ -17,7 +17,14 @@ use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 
 /// The DAT completion status (`DAT_DTO_COMPLETION_STATUS`) of a work completion's status,
 /// as OFA dapl maps the verbs statuses.
+#[inline]
 pub fn dto_status(status: WcStatus) -> u32 {
+    // One load from a table (a match compiles to a jump per status).
+    DTO_STATUS[status as usize]
+}
+
+/// [`dto_status`] as a match.
+const fn dto_status_of(status: WcStatus) -> u32 {
     match status {
         WcStatus::Success => dto_status::SUCCESS,
         WcStatus::Flushed => dto_status::ERR_FLUSHED,
@@ -34,6 +41,38 @@ pub fn dto_status(status: WcStatus) -> u32 {
         WcStatus::MwBind => dto_status::RMR_OPERATION_FAILED,
     }
 }
+
+/// Every work completion status, in the order of their values (checked below).
+const WC_STATUSES: [WcStatus; 15] = [
+    WcStatus::Success,
+    WcStatus::LocalLength,
+    WcStatus::LocalQpOperation,
+    WcStatus::LocalProtection,
+    WcStatus::Flushed,
+    WcStatus::MwBind,
+    WcStatus::BadResponse,
+    WcStatus::LocalAccess,
+    WcStatus::RemoteInvalidRequest,
+    WcStatus::RemoteAccess,
+    WcStatus::RemoteOperation,
+    WcStatus::RetryExceeded,
+    WcStatus::RnrRetryExceeded,
+    WcStatus::RemoteAborted,
+    WcStatus::General,
+];
+
+/// [`dto_status`] by the status's value.
+const DTO_STATUS: [u32; WC_STATUSES.len()] = {
+    let mut table = [0; WC_STATUSES.len()];
+    let mut i = 0;
+    while i < WC_STATUSES.len() {
+        // The list is in value order, so every status has its place (and no other).
+        assert!(WC_STATUSES[i] as usize == i, "WC_STATUSES out of order");
+        table[i] = dto_status_of(WC_STATUSES[i]);
+        i += 1;
+    }
+    table
+};
 
 /// What a posted DTO was, for its completion event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,38 +107,40 @@ pub struct DtoCompletion {
 impl DtoCompletion {
     /// The completion event for `wc`, whose request was `cookie`; None if the consumer
     /// suppressed it and it succeeded.
+    #[inline]
     pub fn from_work_completion(wc: &WorkCompletion, cookie: &Cookie) -> Option<DtoCompletion> {
         if cookie.suppress && wc.is_ok() {
             return None;
         }
-        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let transfered_length = match wc.opcode {
-            WcOpcode::Recv | WcOpcode::RecvRdmaWithImm | WcOpcode::RdmaRead => {
-                u64::from(wc.byte_len)
-            }
-            WcOpcode::CompareSwap | WcOpcode::FetchAdd => 8,
-            _ => cookie.length,
-        };
-        let (operation, ib_extension) = match (wc.opcode, wc.imm()) {
+        let (transfered_length, operation, ib_extension) = match wc.opcode {
             // An RDMA WRITE with immediate consumed this receive: no data in it, the
             // length is the write's (the receive reports what arrived).
-            (WcOpcode::RecvRdmaWithImm, imm) => {
-                (dtos::IB_RECV_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, imm)))
-            }
-            (WcOpcode::Recv, Some(imm)) => {
-                (dtos::IB_RECV_MSG_IMMED, Some((ib_ext_type::RECV_IMMED_DATA, Some(imm))))
-            }
-            _ if received => (dtos::RECEIVE, None),
-            _ => match cookie.operation {
-                dtos::IB_RDMA_WRITE_IMMED => {
-                    (dtos::IB_RDMA_WRITE_IMMED, Some((ib_ext_type::RDMA_WRITE_IMMED, None)))
-                }
-                dtos::IB_CMP_SWAP => (dtos::IB_CMP_SWAP, Some((ib_ext_type::CMP_AND_SWAP, None))),
-                dtos::IB_FETCH_ADD => {
-                    (dtos::IB_FETCH_ADD, Some((ib_ext_type::FETCH_AND_ADD, None)))
-                }
-                op => (op, None),
+            WcOpcode::RecvRdmaWithImm => (
+                u64::from(wc.byte_len),
+                dtos::IB_RECV_IMMED,
+                Some((ib_ext_type::RDMA_WRITE_IMMED_DATA, wc.imm())),
+            ),
+            WcOpcode::Recv => match wc.imm() {
+                None => (u64::from(wc.byte_len), dtos::RECEIVE, None),
+                Some(imm) => (
+                    u64::from(wc.byte_len),
+                    dtos::IB_RECV_MSG_IMMED,
+                    Some((ib_ext_type::RECV_IMMED_DATA, Some(imm))),
+                ),
             },
+            // A request: what the cookie says, with the length read or fetched.
+            WcOpcode::RdmaRead => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (u64::from(wc.byte_len), operation, ext)
+            }
+            WcOpcode::CompareSwap | WcOpcode::FetchAdd => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (8, operation, ext)
+            }
+            _ => {
+                let (operation, ext) = request_kind(cookie.operation);
+                (cookie.length, operation, ext)
+            }
         };
         Some(DtoCompletion {
             user_cookie: cookie.user_cookie,
@@ -111,14 +152,27 @@ impl DtoCompletion {
     }
 }
 
+/// A request's DAT operation and, for the IB extension operations, its extension type.
+#[inline(always)]
+fn request_kind(operation: u32) -> (u32, Option<(u32, Option<u32>)>) {
+    if operation < dtos::EXTENSION_BASE {
+        return (operation, None);
+    }
+    let ext = match operation {
+        dtos::IB_RDMA_WRITE_IMMED => ib_ext_type::RDMA_WRITE_IMMED,
+        dtos::IB_CMP_SWAP => ib_ext_type::CMP_AND_SWAP,
+        dtos::IB_FETCH_ADD => ib_ext_type::FETCH_AND_ADD,
+        _ => return (operation, None),
+    };
+    (operation, Some((ext, None)))
+}
+
 /// One direction's cookies of one EP: a window of `capacity` slots. One poster at a time
-/// (the EP serialises its posts) and one harvester at a time (the EVD's).
+/// (the EP posts under its QP's lock, which also makes the slot it reserves the one the
+/// device gets) and one harvester at a time (the EVD's).
 #[derive(Debug)]
 pub struct CookieRing {
-    user_cookies: Box<[AtomicU64]>,
-    lengths: Box<[AtomicU64]>,
-    /// operation | suppress << 31.
-    kinds: Box<[AtomicU32]>,
+    slots: Box<[CookieSlot]>,
     mask: u32,
     /// Slots filled so far (written by the poster).
     posted: AtomicU32,
@@ -127,16 +181,29 @@ pub struct CookieRing {
     retired: AtomicU32,
 }
 
+/// One posted DTO's cookie, its fields side by side (one cache line for both the poster
+/// and the harvester).
+#[derive(Debug)]
+struct CookieSlot {
+    user_cookie: AtomicU64,
+    length: AtomicU64,
+    /// operation | suppress << 31.
+    kind: AtomicU32,
+}
+
 const SUPPRESS_BIT: u32 = 1 << 31;
 
 impl CookieRing {
     /// A ring for at least `capacity` outstanding DTOs.
     pub fn new(capacity: u32) -> CookieRing {
         let n = capacity.max(1).next_power_of_two();
+        let slot = |_| CookieSlot {
+            user_cookie: AtomicU64::new(0),
+            length: AtomicU64::new(0),
+            kind: AtomicU32::new(0),
+        };
         CookieRing {
-            user_cookies: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            lengths: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            kinds: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            slots: (0..n).map(slot).collect(),
             mask: n - 1,
             posted: AtomicU32::new(0),
             retired: AtomicU32::new(0),
@@ -160,35 +227,51 @@ impl CookieRing {
         self.posted.load(Ordering::Relaxed).wrapping_sub(self.retired.load(Ordering::Acquire))
     }
 
+    #[inline(always)]
+    fn slot(&self, index: u32) -> &CookieSlot {
+        let i = (index & self.mask) as usize;
+        // SAFETY: `slots` has mask + 1 entries (`new`), so a masked index is in bounds.
+        unsafe { self.slots.get_unchecked(i) }
+    }
+
     /// Stores `cookie` in the next slot; its wr_id, or DAT_INSUFFICIENT_RESOURCES when as
     /// many DTOs are outstanding as the EP allows. The slot counts as posted only after
-    /// [`CookieRing::commit`], so a post the device refuses costs nothing.
+    /// [`CookieRing::commit`], so a post the device refuses costs nothing. The caller is
+    /// the ring's only poster until it commits (or gives the slot up by not committing).
+    #[inline]
     pub fn reserve(&self, cookie: Cookie) -> DatResult<u64> {
         let posted = self.posted.load(Ordering::Relaxed);
         if posted.wrapping_sub(self.retired.load(Ordering::Acquire)) > self.mask {
-            return Err(DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(
-                format!(
-                    "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
-                 unsignalled DTO is retired only by a later completion) or create the EP with \
-                 larger max_request_dtos/max_recv_dtos",
-                    self.capacity()
-                ),
-            ));
+            return Err(self.full());
         }
-        let i = (posted & self.mask) as usize;
-        self.user_cookies[i].store(cookie.user_cookie, Ordering::Relaxed);
-        self.lengths[i].store(cookie.length, Ordering::Relaxed);
+        let slot = self.slot(posted);
+        slot.user_cookie.store(cookie.user_cookie, Ordering::Relaxed);
+        slot.length.store(cookie.length, Ordering::Relaxed);
         let kind = cookie.operation | if cookie.suppress { SUPPRESS_BIT } else { 0 };
-        self.kinds[i].store(kind, Ordering::Relaxed);
+        slot.kind.store(kind, Ordering::Relaxed);
         Ok(u64::from(posted))
     }
 
+    #[cold]
+    #[inline(never)]
+    fn full(&self) -> DatError {
+        DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!(
+            "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
+             unsignalled DTO is retired only by a later completion) or create the EP with \
+             larger max_request_dtos/max_recv_dtos",
+            self.capacity()
+        ))
+    }
+
     /// The reserved slot was handed to the device.
+    #[inline]
     pub fn commit(&self) {
-        // Release: the harvester reads the slot after it sees the completion, which the
-        // device writes only after this post reached it; the counter's order is for
+        // One poster at a time (see `reserve`): a plain store of the next count. Release:
+        // the harvester reads the slot after it sees the completion, which the device
+        // writes only after this post reached it; the counter's order is for
         // `outstanding` readers on other threads.
-        self.posted.fetch_add(1, Ordering::Release);
+        let posted = self.posted.load(Ordering::Relaxed);
+        self.posted.store(posted.wrapping_add(1), Ordering::Release);
     }
 
     /// `dat_ep_reset`: the QP was recycled; its work requests are gone with it and the
@@ -201,12 +284,13 @@ impl CookieRing {
 
     /// The completion for `wr_id` was harvested: its cookie; it and every slot before it
     /// are free again (the ones before were unsignalled, retired by this completion).
+    #[inline]
     pub fn complete(&self, wr_id: u64) -> Cookie {
-        let i = (wr_id as u32 & self.mask) as usize;
-        let kind = self.kinds[i].load(Ordering::Relaxed);
+        let slot = self.slot(wr_id as u32);
+        let kind = slot.kind.load(Ordering::Relaxed);
         let cookie = Cookie {
-            user_cookie: self.user_cookies[i].load(Ordering::Relaxed),
-            length: self.lengths[i].load(Ordering::Relaxed),
+            user_cookie: slot.user_cookie.load(Ordering::Relaxed),
+            length: slot.length.load(Ordering::Relaxed),
             operation: kind & !SUPPRESS_BIT,
             suppress: kind & SUPPRESS_BIT != 0,
         };

@@ -351,19 +351,22 @@ impl Ep {
         let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
         let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
         let length = local.iter().map(|t| t.segment_length).sum();
+        // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
+        // the one this receive is posted with.
+        let mut qp = lock(&self.inner.qp);
         let wr_id = ring.reserve(Cookie {
             user_cookie: cookie,
             length,
             operation: dtos::RECEIVE,
             suppress: false,
         })?;
-        let mut qp = lock(&self.inner.qp);
         qp.post_recv(&[RecvWr { wr_id, sges }]).map_err(|e| post_error("dat_ep_post_recv", e))?;
         ring.commit();
         Ok(())
     }
 
     /// `dat_ep_post_send`.
+    #[inline]
     pub fn post_send(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
         self.post_request(
             Trigger::PostSend,
@@ -484,7 +487,11 @@ impl Ep {
         )
     }
 
+    /// The request posts. One segment on a CONNECTED endpoint — nearly every post — goes
+    /// straight to the QP (inlined into each post call, so the operation is a constant
+    /// there); anything else takes [`Ep::post_request_general`].
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn post_request(
         &self,
         trigger: Trigger,
@@ -495,9 +502,39 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
+        // CONNECTED allows every post with no effect (a test in ep_state pins that down).
+        if let [t] = local
+            && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
+            && let Ok(len) = u32::try_from(t.segment_length)
+            && self.inner.request_iov_limit.load(Ordering::Relaxed) != 0
+        {
+            let cookie = request_cookie(cookie, t.segment_length, operation, flags);
+            return self.post_with_cookie(cookie, verb, |qp, wr_id| {
+                // SAFETY: as in `sges`: the triplet names memory the consumer registered;
+                // the device checks key and bounds and fails the DTO otherwise, touching
+                // nothing.
+                let sge = [unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) }];
+                qp.post_send(&[request_wr(wr_id, op, &sge, flags)])
+            });
+        }
+        self.post_request_general(trigger, op, operation, local, cookie, flags, verb)
+    }
+
+    /// [`Ep::post_request`] in any state, with any number of segments: the state machine's
+    /// verdict (a DISCONNECTED endpoint completes the post as flushed), the IOV checks.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn post_request_general(
+        &self,
+        trigger: Trigger,
+        op: SendOp,
+        operation: u32,
+        local: &[LmrTriplet],
+        cookie: u64,
+        flags: u32,
+        verb: &'static str,
+    ) -> DatResult<()> {
         let length = local.iter().map(|t| t.segment_length).sum();
-        // CONNECTED, the state of nearly every post, allows it with no effect (a test in
-        // ep_state pins that down); any other state asks the state machine.
         let state = self.current();
         if state != EpState::Connected {
             let step = transition(state, trigger)?;
@@ -508,19 +545,27 @@ impl Ep {
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
         let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
         let sges = sges(local, max_iov, verb, &mut buf)?;
-        let suppress = flags & completion_flags::SUPPRESS != 0;
+        let cookie = request_cookie(cookie, length, operation, flags);
+        self.post_with_cookie(cookie, verb, |qp, wr_id| {
+            qp.post_send(&[request_wr(wr_id, op, sges, flags)])
+        })
+    }
+
+    /// Reserves the request's cookie slot, has `post` post the work request with that
+    /// slot as its wr_id, and commits the slot if it was posted.
+    #[inline(always)]
+    fn post_with_cookie(
+        &self,
+        cookie: Cookie,
+        verb: &'static str,
+        post: impl FnOnce(&mut Qp<'static>, u64) -> Result<(), PostError>,
+    ) -> DatResult<()> {
         let ring = &self.inner.completions.requests;
-        let wr_id = ring.reserve(Cookie { user_cookie: cookie, length, operation, suppress })?;
-        let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
-        if flags & completion_flags::SOLICITED_WAIT != 0 {
-            send_flags = send_flags | SendFlags::SOLICITED;
-        }
-        if flags & completion_flags::BARRIER_FENCE != 0 {
-            send_flags = send_flags | SendFlags::FENCE;
-        }
-        let wr = SendWr::new(wr_id, op, Payload::Sges(sges)).flags(send_flags);
+        // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
+        // the one this request is posted with.
         let mut qp = lock(&self.inner.qp);
-        qp.post_send(&[wr]).map_err(|e| post_error(verb, e))?;
+        let wr_id = ring.reserve(cookie)?;
+        post(&mut qp, wr_id).map_err(|e| post_error(verb, e))?;
         ring.commit();
         Ok(())
     }
@@ -558,12 +603,13 @@ impl Ep {
         let suppress = flags & completion_flags::SUPPRESS != 0;
         let ring = &self.inner.completions.requests;
         let bind = Cookie { user_cookie: cookie, length: rmr, operation: dtos::BIND_MW, suppress };
-        let wr_id = ring.reserve(bind)?;
         let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
         if flags & completion_flags::BARRIER_FENCE != 0 {
             send_flags = send_flags | SendFlags::FENCE;
         }
+        // Under the QP's lock, as every post (see `post_sges`).
         let mut qp = lock(&self.inner.qp);
+        let wr_id = ring.reserve(bind)?;
         let key = qp
             .bind_mw(mw, wr_id, region, access, send_flags)
             .map_err(|e| post_error("dat_rmr_bind", e))?;
@@ -938,7 +984,33 @@ impl CmEvents for EpEvents {
     }
 }
 
-/// Driver SGEs for DAT LMR triplets.
+/// The cookie of a request of `length` bytes posted with DAT completion `flags`.
+#[inline(always)]
+fn request_cookie(user_cookie: u64, length: u64, operation: u32, flags: u32) -> Cookie {
+    let suppress = flags & completion_flags::SUPPRESS != 0;
+    Cookie { user_cookie, length, operation, suppress }
+}
+
+/// The work request of a DAT request posted with completion `flags`: signalled unless
+/// suppressed, solicited for SOLICITED_WAIT, fenced for BARRIER_FENCE.
+#[inline(always)]
+fn request_wr<'s>(
+    wr_id: u64,
+    op: SendOp,
+    sges: &'s [Sge<'static>],
+    flags: u32,
+) -> SendWr<'static, 's> {
+    let suppress = flags & completion_flags::SUPPRESS != 0;
+    let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
+    if flags & completion_flags::SOLICITED_WAIT != 0 {
+        send_flags = send_flags | SendFlags::SOLICITED;
+    }
+    if flags & completion_flags::BARRIER_FENCE != 0 {
+        send_flags = send_flags | SendFlags::FENCE;
+    }
+    SendWr::new(wr_id, op, Payload::Sges(sges)).flags(send_flags)
+}
+
 /// The most segments one DTO's IOV may have here (above every device's max_sge we drive,
 /// 30 for mlx5): SGE lists live on the stack, so a post allocates nothing.
 const MAX_IOV: usize = 32;
@@ -974,6 +1046,8 @@ fn sges<'b>(
     Ok(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<Sge<'static>>(), local.len()) })
 }
 
+#[cold]
+#[inline(never)]
 fn post_error(verb: &str, e: PostError) -> DatError {
     let d = match e.reason {
         PostErrorReason::QueueFull { .. } => {

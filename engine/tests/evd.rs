@@ -51,6 +51,33 @@ fn software_events_come_back_in_order_and_a_full_evd_says_queue_full() {
 }
 
 #[test]
+fn a_dto_evd_dequeues_its_queued_events_in_order_across_a_resize() {
+    // A DTO EVD that also takes software events: they wait in its queue, which a dequeue
+    // holding the CQ source reads without the queue's lock; a resize replaces the queue
+    // under that lock, so the dequeues after it must see the new one.
+    let ia = support::ia();
+    let evd = Evd::create(&ia, 4, evd_flags::SOFTWARE | evd_flags::DTO).unwrap();
+    for p in [1, 2, 3] {
+        evd.post_se(p).unwrap();
+    }
+    assert_eq!(software(evd.dequeue().unwrap()), 1);
+    evd.resize(16).unwrap();
+    for p in 4..=10 {
+        evd.post_se(p).unwrap();
+    }
+    let got: Vec<u64> = (0..9).map(|_| software(evd.dequeue().unwrap())).collect();
+    assert_eq!(got, [2, 3, 4, 5, 6, 7, 8, 9, 10], "nothing lost or reordered by the resize");
+    let e = evd.dequeue().unwrap_err();
+    assert_eq!(e.return_type(), ret::QUEUE_EMPTY, "{e}");
+    evd.resize(2).unwrap();
+    evd.post_se(11).unwrap();
+    evd.post_se(12).unwrap();
+    assert_eq!(evd.post_se(13).unwrap_err().return_type(), ret::QUEUE_FULL, "qlen 2 now");
+    assert_eq!(software(evd.dequeue().unwrap()), 11);
+    assert_eq!(software(evd.wait(0, 1).unwrap().0), 12);
+}
+
+#[test]
 fn a_wait_returns_only_when_the_threshold_is_met_and_times_out_with_nothing_taken() {
     let ia = support::ia();
     let evd = Evd::create(&ia, 8, evd_flags::SOFTWARE).unwrap();

@@ -4,7 +4,7 @@
 
 use super::early_completions::{Admitted, EarlyCompletions};
 use super::queue::EventQueue;
-use super::waiter::{Harvest, SourceError};
+use super::waiter::{Backlog, Harvest, Harvested, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
 use crate::event::{Event, ObjectId};
 use ferrodat_abi::dat::{dto_status, dtos};
@@ -97,6 +97,7 @@ impl Released {
     }
 
     /// Whether any endpoint waits (one load on the harvest path).
+    #[inline]
     pub fn has_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }
@@ -204,38 +205,177 @@ impl CqSource {
     }
 
     /// The DTO event of `wc`, and whether it is a receive (which may have to park).
+    #[inline(always)]
     fn event(&mut self, wc: &WorkCompletion) -> Option<(Event, bool)> {
-        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) {
-            let ep = self.eps.get(&wc.qpn)?.clone();
-            self.last = Some((wc.qpn, ep));
+        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) && !self.switch_to(wc.qpn) {
+            return None;
         }
-        let ep = &self.last.as_ref()?.1;
-        // The driver reports a failed receive (flushed, too long) as a receive too.
-        let received = matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
-        let cookie = match (&ep.receives, received) {
-            (_, false) => ep.requests.complete(wc.wr_id),
-            (Some(ring), true) => ring.complete(wc.wr_id),
-            (None, true) => Cookie {
-                user_cookie: wc.wr_id,
-                length: 0,
-                operation: dtos::RECEIVE,
-                suppress: false,
-            },
-        };
+        let (_, ep) = self.last.as_ref()?;
+        let received = is_receive(wc);
+        let cookie = cookie_of(ep, wc, received);
         if cookie.operation == dtos::BIND_MW && !received {
-            if cookie.suppress && wc.is_ok() {
-                return None;
-            }
-            let event = Event::RmrBind {
-                rmr: cookie.length,
-                ep: ep.ep,
-                user_cookie: cookie.user_cookie,
-                status: crate::dto::dto_status(wc.status),
-            };
-            return Some((event, false));
+            return bind_event(ep.ep, wc, &cookie).map(|ev| (ev, false));
         }
         DtoCompletion::from_work_completion(wc, &cookie)
             .map(|completion| (Event::Dto { ep: ep.ep, completion }, received))
+    }
+
+    /// The completion is of another QP than the last one: its endpoint becomes the last
+    /// (false for a QP no endpoint is attached under).
+    #[cold]
+    #[inline(never)]
+    fn switch_to(&mut self, qpn: u32) -> bool {
+        let Some(ep) = self.eps.get(&qpn) else { return false };
+        self.last = Some((qpn, ep.clone()));
+        true
+    }
+
+    /// A dequeue's harvest, for a dequeuer that found the EVD's queue empty: the CQ's next
+    /// DTO completion and its endpoint. The common case — no released receives waiting, a
+    /// DTO completion of the endpoint of the last one, which lets it through — is
+    /// straight-line code polling one completion, and its completion is returned as plain
+    /// values (the caller builds the event where it wants it, after letting the locks go).
+    /// Anything else is done out of line, its events going to `backlog` (the EVD's queue),
+    /// where the dequeue takes the oldest: the general harvest for released receives,
+    /// deferred events, or what follows a completion that makes no event; an RMR bind's
+    /// event; a receive that meets a closed gate. No loop here, and the calls return
+    /// flags, not the result: it stays in registers.
+    #[inline(always)]
+    pub(crate) fn next_completion(
+        &mut self,
+        backlog: Backlog<'_, Event>,
+    ) -> Harvested<(ObjectId, DtoCompletion)> {
+        if self.released.has_pending() {
+            return queued(self.harvest_into(backlog));
+        }
+        let mut wc = WorkCompletion::default();
+        if !self.cq.poll_one(&mut wc) {
+            // The CQ is drained: the events deferred behind it are next, if any.
+            if self.deferred.looks_empty() {
+                return Harvested::Nothing;
+            }
+            return queued(self.harvest_into(backlog));
+        }
+        if !matches!(&self.last, Some((qpn, _)) if *qpn == wc.qpn) && !self.switch_to(wc.qpn) {
+            // A QP no endpoint has (any more): nothing; the rest as usual.
+            return queued(self.harvest_into(backlog));
+        }
+        let Some((_, ep)) = &self.last else { return Harvested::Nothing };
+        let received = is_receive(&wc);
+        let cookie = cookie_of(ep, &wc, received);
+        if cookie.operation == dtos::BIND_MW && !received {
+            let queued_bind = queue_bind_event(ep, wc, cookie, &self.failures, backlog);
+            return queued(usize::from(queued_bind) + self.harvest_into(backlog));
+        }
+        let Some(completion) = DtoCompletion::from_work_completion(&wc, &cookie) else {
+            // A suppressed success: no event; the rest as usual.
+            return queued(self.harvest_into(backlog));
+        };
+        if !wc.is_ok() && failed_status(completion.status) {
+            self.failures.push(ep.clone());
+        }
+        if !received || ep.early.is_open() {
+            return Harvested::One((ep.ep, completion));
+        }
+        // (The completion is made again there from its inputs: handing it over would keep
+        // it in memory on the fast path too.)
+        let delivered = admit_for_dequeue(ep, &wc, cookie, &self.released, backlog);
+        queued(usize::from(delivered) + if delivered { 0 } else { self.harvest_into(backlog) })
+    }
+
+    /// [`Harvest::harvest`] for a dequeue, into the EVD's queue: how many events went.
+    #[cold]
+    #[inline(never)]
+    fn harvest_into(&mut self, backlog: Backlog<'_, Event>) -> usize {
+        self.harvest(backlog.room(), &mut |ev| backlog.push(ev))
+    }
+}
+
+/// What a dequeue's harvest that queued `n` events found.
+#[inline(always)]
+fn queued<R>(n: usize) -> Harvested<R> {
+    if n == 0 { Harvested::Nothing } else { Harvested::Queued }
+}
+
+/// Whether `wc` is a receive's. (The driver reports a failed receive — flushed, too long —
+/// as a receive too.)
+#[inline(always)]
+fn is_receive(wc: &WorkCompletion) -> bool {
+    matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm)
+}
+
+/// What `ep` posted for `wc`: its cookie, from the ring of that direction (which retires
+/// it and the unsignalled requests before it). A receive from an SRQ carries the
+/// consumer's cookie in its wr_id.
+#[inline(always)]
+fn cookie_of(ep: &EpCompletions, wc: &WorkCompletion, received: bool) -> Cookie {
+    match (&ep.receives, received) {
+        (_, false) => ep.requests.complete(wc.wr_id),
+        (Some(ring), true) => ring.complete(wc.wr_id),
+        (None, true) => {
+            Cookie { user_cookie: wc.wr_id, length: 0, operation: dtos::RECEIVE, suppress: false }
+        }
+    }
+}
+
+/// The event of an RMR bind's completion (None: suppressed and successful).
+#[inline(always)]
+fn bind_event(ep: ObjectId, wc: &WorkCompletion, cookie: &Cookie) -> Option<Event> {
+    if cookie.suppress && wc.is_ok() {
+        return None;
+    }
+    Some(Event::RmrBind {
+        rmr: cookie.length,
+        ep,
+        user_cookie: cookie.user_cookie,
+        status: crate::dto::dto_status(wc.status),
+    })
+}
+
+/// An RMR bind's completion met by a dequeue: its event into the EVD's queue, the endpoint
+/// listed if the bind failed; false if it makes no event (suppressed and successful).
+/// (Everything by value: nothing of the caller's stays in memory for this call.)
+#[cold]
+#[inline(never)]
+fn queue_bind_event(
+    ep: &Arc<EpCompletions>,
+    wc: WorkCompletion,
+    cookie: Cookie,
+    failures: &Failures,
+    backlog: Backlog<'_, Event>,
+) -> bool {
+    let Some(ev) = bind_event(ep.ep, &wc, &cookie) else { return false };
+    if !wc.is_ok() && failed(&ev) {
+        failures.push(ep.clone());
+    }
+    backlog.push(ev);
+    true
+}
+
+/// A receive of an endpoint whose gate is not known to be open ([`EarlyCompletions`]),
+/// met by a dequeue: parked (false), or delivered into the EVD's queue behind what was
+/// parked before it (true).
+#[cold]
+#[inline(never)]
+fn admit_for_dequeue(
+    ep: &Arc<EpCompletions>,
+    wc: &WorkCompletion,
+    cookie: Cookie,
+    released: &Released,
+    backlog: Backlog<'_, Event>,
+) -> bool {
+    let Some(completion) = DtoCompletion::from_work_completion(wc, &cookie) else {
+        return false;
+    };
+    let ev = Event::Dto { ep: ep.ep, completion };
+    match ep.early.admit(ev, backlog.room(), &mut |ev| backlog.push(ev)) {
+        Admitted::Delivered(_) => {
+            if !ep.early.is_open() {
+                released.push(ep.clone());
+            }
+            true
+        }
+        Admitted::Parked => false,
     }
 }
 
@@ -307,12 +447,18 @@ impl Harvest<Event> for CqSource {
 }
 
 /// Whether `ev` reports a DTO (or bind) that failed for a reason other than a flush.
+#[inline(always)]
 fn failed(ev: &Event) -> bool {
-    let status = match ev {
-        Event::Dto { completion, .. } => completion.status,
-        Event::RmrBind { status, .. } => *status,
-        _ => return false,
-    };
+    match ev {
+        Event::Dto { completion, .. } => failed_status(completion.status),
+        Event::RmrBind { status, .. } => failed_status(*status),
+        _ => false,
+    }
+}
+
+/// Whether a DTO (or bind) status is a failure other than a flush.
+#[inline(always)]
+fn failed_status(status: u32) -> bool {
     status != dto_status::SUCCESS && status != dto_status::ERR_FLUSHED
 }
 

@@ -25,6 +25,7 @@ pub mod cq_source;
 pub mod early_completions;
 pub mod notify;
 mod object;
+mod plain_mutex;
 pub mod queue;
 pub mod waiter;
 
@@ -32,7 +33,9 @@ pub use notify::{Notifier, Ready, Ticket, WakeReason, Woken};
 pub(crate) use object::EvdShared;
 pub use object::{Evd, EvdParam};
 pub use queue::EventQueue;
-pub use waiter::{DAT_TIMEOUT_INFINITE, EvdCore, Harvest, NoSource, SourceError, WaitError};
+pub use waiter::{
+    Backlog, DAT_TIMEOUT_INFINITE, EvdCore, Harvest, Harvested, NoSource, SourceError, WaitError,
+};
 
 /// A pipe (read end, write end) for the tests, both ends close-on-exec.
 #[cfg(all(test, not(loom)))]

@@ -2,6 +2,7 @@
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
 use super::cq_source::{CqSource, EpCompletions, Failures, Released};
+use super::plain_mutex::{PlainGuard, PlainMutex};
 use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
@@ -13,7 +14,7 @@ use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// An event dispatcher. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -38,39 +39,49 @@ pub(crate) struct EvdShared {
     /// Endpoints whose DTOs failed in a harvest, told after it (see [`Failures`]).
     failures: Arc<Failures>,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
-    /// it busy harvests nothing and looks at the queue only).
-    dto: Option<Mutex<CqSource>>,
+    /// it busy harvests nothing and looks at the queue only). A mutex without poisoning:
+    /// every dequeue takes it (see [`PlainMutex`]).
+    dto: Option<PlainMutex<DtoSide>>,
+}
+
+/// What a DTO EVD keeps behind its CQ lock: the CQ source, and the EVD's event queue as
+/// it is now. A resize replaces the queue (and this copy of it) only while holding this
+/// lock, so a dequeue that holds it uses the queue without the queue's own lock.
+#[derive(Debug)]
+pub(crate) struct DtoSide {
+    source: CqSource,
+    queue: Arc<EventQueue<Event>>,
 }
 
 /// The sources a wait or dequeue harvests: the CQ if there is one.
 enum Source<'a> {
     None(NoSource),
-    Cq(MutexGuard<'a, CqSource>),
+    Cq(PlainGuard<'a, DtoSide>),
 }
 
 impl Harvest<Event> for Source<'_> {
     fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
         match self {
             Source::None(s) => s.harvest(max, sink),
-            Source::Cq(s) => s.harvest(max, sink),
+            Source::Cq(s) => s.source.harvest(max, sink),
         }
     }
     fn arm(&mut self) {
         match self {
             Source::None(s) => Harvest::<Event>::arm(s),
-            Source::Cq(s) => s.arm(),
+            Source::Cq(s) => s.source.arm(),
         }
     }
     fn fds(&self) -> &[RawFd] {
         match self {
             Source::None(s) => Harvest::<Event>::fds(s),
-            Source::Cq(s) => s.fds(),
+            Source::Cq(s) => s.source.fds(),
         }
     }
     fn acknowledge(&mut self, index: usize) -> Result<(), SourceError> {
         match self {
             Source::None(s) => Harvest::<Event>::acknowledge(s, index),
-            Source::Cq(s) => s.acknowledge(index),
+            Source::Cq(s) => s.source.acknowledge(index),
         }
     }
 }
@@ -132,13 +143,9 @@ impl Evd {
                 &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
             )
             .map_err(resource)?;
-            Some(Mutex::new(CqSource::new(
-                cq,
-                channel,
-                deferred.clone(),
-                released.clone(),
-                failures.clone(),
-            )))
+            let source =
+                CqSource::new(cq, channel, deferred.clone(), released.clone(), failures.clone());
+            Some(PlainMutex::new(DtoSide { source, queue: core.current_queue() }))
         } else {
             None
         };
@@ -271,16 +278,16 @@ impl Evd {
                 .inner
                 .dto
                 .as_ref()
-                .is_some_and(|m| m.try_lock().is_ok_and(|s| s.cq().has_completion()))
+                .is_some_and(|m| m.try_lock().is_some_and(|s| s.source.cq().has_completion()))
     }
 
     /// Arms the CQ for a CNO's sleep; the completion channel fds to poll.
     pub(crate) fn arm_for_cno(&self) -> Vec<RawFd> {
         match &self.inner.dto {
             Some(m) => {
-                let mut s = lock(m);
-                s.arm();
-                s.fds().to_vec()
+                let mut s = m.lock();
+                s.source.arm();
+                s.source.fds().to_vec()
             }
             None => Vec::new(),
         }
@@ -289,7 +296,7 @@ impl Evd {
     /// Consumes the completion events that woke a CNO's sleep.
     pub(crate) fn acknowledge_channel(&self) {
         if let Some(m) = &self.inner.dto {
-            let _ = lock(m).acknowledge(0);
+            let _ = m.lock().source.acknowledge(0);
         }
     }
 
@@ -311,21 +318,32 @@ impl Evd {
     }
 
     /// `dat_evd_dequeue`: the oldest event, harvesting the CQ first if the queue is empty.
+    /// Inlined into its callers (the C provider's `dat_evd_dequeue`, Rust consumers'
+    /// polling loops): it is the busy-polling consumer's hot path.
+    #[inline]
     pub fn dequeue(&self) -> DatResult<Event> {
-        let r = match &self.inner.dto {
-            Some(m) => match m.try_lock() {
-                Ok(g) => self.inner.core.dequeue(&mut Source::Cq(g)),
-                Err(TryLockError::Poisoned(p)) => {
-                    self.inner.core.dequeue(&mut Source::Cq(p.into_inner()))
-                }
-                Err(TryLockError::WouldBlock) => {
-                    self.inner.core.dequeue(&mut Source::None(NoSource))
-                }
-            },
-            None => self.inner.core.dequeue(&mut Source::None(NoSource)),
+        let core = &self.inner.core;
+        // Without the CQ (none, or another thread harvests or waits): the queue is all
+        // there is for this dequeue.
+        let r = match self.inner.dto.as_ref().and_then(PlainMutex::try_lock) {
+            Some(mut side) => Self::dequeue_dto(core, &mut side),
+            None => core.dequeue(&mut NoSource).map_err(wait_error),
         };
         self.inner.failures.tell();
-        r.map_err(wait_error)
+        r
+    }
+
+    /// A dequeue holding the CQ lock: the queue (without its lock: see [`DtoSide`]), then
+    /// the CQ's next completion, whose event is built once the lock is let go.
+    #[inline(always)]
+    fn dequeue_dto(core: &EvdCore<Event>, side: &mut DtoSide) -> DatResult<Event> {
+        let DtoSide { source, queue } = side;
+        core.dequeue_from(
+            queue,
+            |backlog| source.next_completion(backlog),
+            |(ep, completion)| Event::Dto { ep, completion },
+            wait_error,
+        )
     }
 
     /// `dat_evd_wait(timeout µs, threshold)`: blocks until `threshold` events are queued,
@@ -338,12 +356,11 @@ impl Evd {
                 // lock only briefly (a dequeue's harvest, attaching a QP).
                 let g = loop {
                     match m.try_lock() {
-                        Ok(g) => break g,
-                        Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-                        Err(TryLockError::WouldBlock) if self.inner.core.has_waiter() => {
+                        Some(g) => break g,
+                        None if self.inner.core.has_waiter() => {
                             return Err(wait_error(WaitError::Busy));
                         }
-                        Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+                        None => std::thread::yield_now(),
                     }
                 };
                 self.inner.core.wait(&mut Source::Cq(g), threshold, timeout_us)
@@ -369,11 +386,16 @@ impl Evd {
             ));
         }
         if let Some(m) = &self.inner.dto {
-            let mut s = lock(m);
-            s.resize_cq(qlen).map_err(|e| {
+            // The queue is replaced under the CQ lock, and the side's copy with it (see
+            // [`DtoSide`]).
+            let mut s = m.lock();
+            s.source.resize_cq(qlen).map_err(|e| {
                 DatError::insufficient_resources(subtype::RESOURCE_TEVD)
                     .with_detail(format!("dat_evd_resize: {e}"))
             })?;
+            self.inner.core.resize(q).map_err(wait_error)?;
+            s.queue = self.inner.core.current_queue();
+            return Ok(());
         }
         self.inner.core.resize(q).map_err(wait_error)
     }
@@ -416,7 +438,7 @@ impl Evd {
             DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_REQUEST)
                 .with_detail("this EVD was created without DAT_EVD_DTO_FLAG; DTO streams need it")
         })?;
-        Ok(f(&mut m.lock().unwrap_or_else(|e| e.into_inner())))
+        Ok(f(&mut m.lock().source))
     }
 
     /// `ep`'s connection outcome is reported: its parked early receives go out with the

@@ -36,7 +36,10 @@
 //! never held across a sleep or a harvest callback into user code other than pushing);
 //! only `resize` takes the write side. `resize` also takes OWNED for its duration, so it is
 //! refused while a waiter sleeps (a waiter's threshold is checked against the qlen it
-//! started with) and waits/dequeues racing with it fail `Busy`.
+//! started with) and waits/dequeues racing with it fail `Busy`. One dequeue skips the
+//! read side: [`EvdCore::dequeue_from`], for a caller that excludes resizes by a lock of
+//! its own (a DTO EVD's dequeue, under the CQ source's lock, which its resize holds too,
+//! on the queue the source keeps a handle of: the queue is behind an `Arc` for that).
 //!
 //! # Overflow
 //!
@@ -53,6 +56,7 @@ use std::fmt;
 use std::io;
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `DAT_TIMEOUT_INFINITE`: wait without a deadline.
@@ -170,13 +174,58 @@ impl From<io::Error> for WaitError {
     }
 }
 
+/// Where a dequeue's harvest puts events it does not hand back itself: the EVD's queue,
+/// behind what is there. An event that finds the queue full is dropped and counted in
+/// [`EvdCore::overflows`], as a harvest's surplus is (a harvest takes at most
+/// [`Backlog::room`], so that happens only when producers fill the room meanwhile).
+/// Two references, passed in registers.
+pub struct Backlog<'a, T> {
+    queue: &'a EventQueue<T>,
+    overflows: &'a AtomicU64,
+}
+
+// Not derived: the derive would want `T: Copy`; only the references are copied.
+impl<T> Clone for Backlog<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Backlog<'_, T> {}
+
+impl<T> Backlog<'_, T> {
+    /// Free places in the queue now.
+    pub fn room(&self) -> usize {
+        self.queue.capacity().saturating_sub(self.queue.len())
+    }
+
+    /// Queues `event`.
+    pub fn push(&self, event: T) {
+        if self.queue.push(event).is_err() {
+            self.overflows.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a dequeue's source found ([`EvdCore::dequeue_with`]).
+pub enum Harvested<R> {
+    /// One completion, the dequeue's.
+    One(R),
+    /// Events went to the [`Backlog`]: the dequeue takes the oldest queued.
+    Queued,
+    /// Nothing is ready.
+    Nothing,
+}
+
 const OWNED: u32 = 1;
 const UNWAITABLE: u32 = 2;
 const ABORTED: u32 = 4;
 
 /// The waitable core of an EVD: its event queue, notifier and waiter state.
 pub struct EvdCore<T> {
-    queue: RwLock<EventQueue<T>>,
+    /// Behind an `Arc` so that a DTO EVD's CQ source can hold the current queue too, for
+    /// the dequeue that holds the source's lock (see [`EvdCore::dequeue_from`]).
+    queue: RwLock<Arc<EventQueue<T>>>,
     notifier: Notifier,
     flags: AtomicU32,
     overflows: AtomicU64,
@@ -209,7 +258,7 @@ impl<T> EvdCore<T> {
     /// A waitable, enabled core with a queue of `qlen` events.
     pub fn new(qlen: NonZeroUsize) -> io::Result<EvdCore<T>> {
         Ok(EvdCore {
-            queue: RwLock::new(EventQueue::new(qlen)),
+            queue: RwLock::new(Arc::new(EventQueue::new(qlen))),
             notifier: Notifier::new()?,
             flags: AtomicU32::new(0),
             overflows: AtomicU64::new(0),
@@ -223,8 +272,13 @@ impl<T> EvdCore<T> {
         self
     }
 
-    fn q(&self) -> crate::sync::RwLockReadGuard<'_, EventQueue<T>> {
+    fn q(&self) -> crate::sync::RwLockReadGuard<'_, Arc<EventQueue<T>>> {
         self.queue.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The event queue as it is now ([`EvdCore::resize`] replaces it).
+    pub fn current_queue(&self) -> Arc<EventQueue<T>> {
+        self.q().clone()
     }
 
     /// The qlen.
@@ -408,27 +462,77 @@ impl<T> EvdCore<T> {
     /// empty. Several threads may dequeue at once (each event once); while a waiter owns
     /// the EVD it fails with [`WaitError::Busy`].
     pub fn dequeue<H: Harvest<T>>(&self, src: &mut H) -> Result<T, WaitError> {
-        if self.has_waiter() {
-            return Err(WaitError::Busy);
-        }
+        self.dequeue_with(
+            |backlog| {
+                // The first harvested event is the caller's, straight from the source (the
+                // rest queue behind it), instead of a push and a pop through the queue.
+                let mut first = None;
+                src.harvest(backlog.room(), &mut |ev| {
+                    if first.is_none() {
+                        first = Some(ev);
+                    } else {
+                        backlog.push(ev);
+                    }
+                });
+                first.map_or(Harvested::Nothing, Harvested::One)
+            },
+            |ev| ev,
+            |e| e,
+        )
+    }
+
+    /// [`EvdCore::dequeue`] with the source's part given as closures, so a caller that
+    /// knows its source has it inlined: the oldest queued event or, when none is queued,
+    /// what `source` finds: one completion, as an `R` that `into_event` makes the event of
+    /// once the queue is let go (so a small `R` can stay in registers until the event is
+    /// built where the caller wants it); or events it queued in the [`Backlog`], of which
+    /// the dequeue takes the oldest. Errors are the caller's, made by `fail` (so the result
+    /// is built once, in the caller's type).
+    #[inline(always)]
+    pub fn dequeue_with<R, E>(
+        &self,
+        source: impl FnOnce(Backlog<'_, T>) -> Harvested<R>,
+        into_event: impl FnOnce(R) -> T,
+        fail: impl Fn(WaitError) -> E,
+    ) -> Result<T, E> {
         let q = self.q();
-        if !q.looks_empty()
-            && let Some(ev) = q.pop()
+        self.dequeue_from(&q, source, into_event, fail)
+    }
+
+    /// [`EvdCore::dequeue_with`] on `queue`, which must be the queue this core holds now
+    /// ([`EvdCore::current_queue`]) and stay so for the call: the caller excludes
+    /// [`EvdCore::resize`] by other means than the queue's lock (a DTO EVD's CQ source
+    /// lock, which its resize holds too), and spares the dequeue that lock. (Otherwise
+    /// nothing unsafe happens, but events would go to, or be looked for in, a queue the
+    /// EVD no longer has.)
+    #[inline(always)]
+    pub fn dequeue_from<R, E>(
+        &self,
+        queue: &EventQueue<T>,
+        source: impl FnOnce(Backlog<'_, T>) -> Harvested<R>,
+        into_event: impl FnOnce(R) -> T,
+        fail: impl Fn(WaitError) -> E,
+    ) -> Result<T, E> {
+        if self.has_waiter() {
+            return Err(fail(WaitError::Busy));
+        }
+        if !queue.looks_empty()
+            && let Some(ev) = queue.pop()
         {
             return Ok(ev);
         }
-        // The queue is empty: the first harvested event is the caller's, straight from the
-        // source (the rest queue behind it), instead of a push and a pop through the queue.
-        let room = q.capacity().saturating_sub(q.len());
-        let mut first = None;
-        src.harvest(room, &mut |ev| {
-            if first.is_none() {
-                first = Some(ev);
-            } else if q.push(ev).is_err() {
-                self.overflows.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        first.ok_or(WaitError::Empty)
+        match source(Backlog { queue, overflows: &self.overflows }) {
+            Harvested::One(made) => Ok(into_event(made)),
+            Harvested::Queued => self.pop_queued(queue).map_err(fail),
+            Harvested::Nothing => Err(fail(WaitError::Empty)),
+        }
+    }
+
+    /// The oldest queued event, after a harvest queued some.
+    #[cold]
+    #[inline(never)]
+    fn pop_queued(&self, q: &EventQueue<T>) -> Result<T, WaitError> {
+        q.pop().ok_or(WaitError::Empty)
     }
 
     /// `dat_evd_resize`: a queue of `qlen` events with the queued ones moved over in order.
@@ -447,7 +551,7 @@ impl<T> EvdCore<T> {
                 unreachable!("{queued} events fit into a queue of {qlen}");
             }
         }
-        *guard = new;
+        *guard = Arc::new(new);
         Ok(())
     }
 
