@@ -20,7 +20,7 @@ use ferrodat_engine::ia::{Ia, IaSpec};
 use ferrodat_engine::lmr::{Lmr, LmrTriplet, MemPriv};
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::sp::Psp;
-use ferrodat_softhca::fabric::SHM_DIR_ENV;
+use ferrodat_softhca::fabric::use_private_fabric;
 use iai_callgrind::{LibraryBenchmarkConfig, library_benchmark, library_benchmark_group, main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -34,13 +34,7 @@ struct Connected {
 }
 
 fn connected() -> Box<Connected> {
-    let dir = format!("/dev/shm/ferrodat-bench-engine-{}", std::process::id());
-    std::fs::create_dir_all(&dir).unwrap();
-    // SAFETY: set before any device is opened and before this process starts threads.
-    unsafe {
-        std::env::set_var(SHM_DIR_ENV, &dir);
-        std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1");
-    }
+    use_private_fabric("bench-engine");
     let spec = IaSpec::parse("softhca0 1 127.0.0.1").unwrap();
     let (sia, cia) = (Ia::open("ferro0", &spec).unwrap(), Ia::open("ferro0", &spec).unwrap());
     let (spz, cpz) = (Pz::create(&sia).unwrap(), Pz::create(&cia).unwrap());

@@ -9,33 +9,13 @@ use ferrodat_abi::dat::{
     self as abi, evd_flags, handle_type, mem_priv, mem_type, ret, subtype, va_type,
 };
 use std::ptr::null_mut;
-use std::sync::Once;
 
 mod va_list;
 mod wired;
 
 /// A private softhca fabric for this test binary, set before any device opens.
 fn private_fabric() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let dir = format!("/dev/shm/ferrodat-capi-unit-{}", std::process::id());
-        std::fs::create_dir_all(&dir).unwrap();
-        extern "C" fn remove_fabric() {
-            let _ = std::fs::remove_dir_all(format!(
-                "/dev/shm/ferrodat-capi-unit-{}",
-                std::process::id()
-            ));
-        }
-        // SAFETY: a plain function with no state, run once at exit.
-        unsafe { libc::atexit(remove_fabric) };
-        // SAFETY: set once, before any thread of this binary reads the fabric variable.
-        unsafe { std::env::set_var("FERRODAT_SOFTHCA_SHM_DIR", &dir) };
-        // Both sides of a connection live in this process and a side may sleep in
-        // dat_evd_wait while the other's QP must answer: softhca's progress thread does
-        // that, as silicon would.
-        // SAFETY: as above.
-        unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1") };
-    });
+    ferrodat_softhca::fabric::use_private_fabric("capi-unit");
 }
 
 fn info(name: &str) -> abi::ProviderInfo {

@@ -96,6 +96,47 @@ pub const SHM_DIR_ENV: &str = "FERRODAT_SOFTHCA_SHM_DIR";
 /// The fabric directory used when [`SHM_DIR_ENV`] is not set.
 pub const DEFAULT_SHM_DIR: &str = "/dev/shm/ferrodat-softhca";
 
+/// Gives this process a fabric directory of its own, `/dev/shm/ferrodat-<tag>-<pid>`,
+/// removed when the process exits normally, and turns on the progress thread (one process
+/// playing both sides of a connection needs a QP to answer while the other side sleeps in a
+/// wait, as silicon would). For test binaries, benchmarks and single-process programs: call
+/// it before any device is opened and before the process reads the environment from other
+/// threads. A second call does nothing; if [`SHM_DIR_ENV`] is already set (a child process
+/// joining its parent's fabric), only the progress thread is turned on. Returns the
+/// directory in use.
+pub fn use_private_fabric(tag: &str) -> PathBuf {
+    use std::sync::OnceLock;
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os(SHM_DIR_ENV).filter(|d| !d.is_empty()) {
+            // SAFETY: see the function's contract: no other thread reads the environment yet.
+            unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1") };
+            return PathBuf::from(dir);
+        }
+        let dir = PathBuf::from(format!("/dev/shm/ferrodat-{tag}-{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            panic!(
+                "create the private softhca fabric {}: {e} (is /dev/shm mounted?)",
+                dir.display()
+            );
+        }
+        extern "C" fn remove_private_fabric() {
+            if let Some(dir) = DIR.get() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        // SAFETY: registers a plain function without state; it runs once, at exit.
+        unsafe { libc::atexit(remove_private_fabric) };
+        // SAFETY: see the function's contract.
+        unsafe {
+            std::env::set_var(SHM_DIR_ENV, &dir);
+            std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1");
+        }
+        dir
+    })
+    .clone()
+}
+
 /// The directory holding the registries and rings of all HCAs of this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FabricDir {
