@@ -42,8 +42,9 @@
 //!
 //! A REJ instead of the REP ends the attempt: `PeerRejected` (the consumer rejected) or
 //! `NonPeerRejected` (no listener any more, backlog full, request dropped). TCP refused is
-//! tried again for up to [`NO_LISTENER_GRACE`], then `NonPeerRejected` too, a failing route `Unreachable`, and no REP within the timeout
-//! `TimedOut`. On the passive side a closed socket, a REJ or no RTU within
+//! tried again for up to [`NO_LISTENER_GRACE`], then `NonPeerRejected` too; a failing
+//! route is `Unreachable`, and no REP within the timeout `TimedOut`. On the passive side a
+//! closed socket, a REJ or no RTU within
 //! [`CmConfig::rtu_timeout`] after the REP is `AcceptCompletionError`.
 //!
 //! # Disconnect
@@ -93,8 +94,9 @@ use std::time::{Duration, Instant};
 /// (bounded by the connect's own timeout) before it reports NON_PEER_REJECTED. IB's CM
 /// resends an unanswered REQ in the same way, so a consumer may connect a moment before
 /// its peer creates the PSP (dtest and dtestx do: they tell the client their address
-/// first).
-pub const NO_LISTENER_GRACE: Duration = Duration::from_secs(2);
+/// first). Kept short: dapltest's transaction test, whose client connects several
+/// endpoints while the server is still creating their PSPs one by one, hung with 2 s.
+pub const NO_LISTENER_GRACE: Duration = Duration::from_millis(300);
 
 /// The ports [`Cm::listen_any`] picks from.
 pub const CONN_QUAL_ANY: RangeInclusive<u16> = 20000..=29999;
