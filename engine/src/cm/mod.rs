@@ -94,9 +94,8 @@ use std::time::{Duration, Instant};
 /// (bounded by the connect's own timeout) before it reports NON_PEER_REJECTED. IB's CM
 /// resends an unanswered REQ in the same way, so a consumer may connect a moment before
 /// its peer creates the PSP (dtest and dtestx do: they tell the client their address
-/// first). Kept short: dapltest's transaction test, whose client connects several
-/// endpoints while the server is still creating their PSPs one by one, hung with 2 s.
-pub const NO_LISTENER_GRACE: Duration = Duration::from_millis(300);
+/// first).
+pub const NO_LISTENER_GRACE: Duration = Duration::from_secs(2);
 
 /// The ports [`Cm::listen_any`] picks from.
 pub const CONN_QUAL_ANY: RangeInclusive<u16> = 20000..=29999;
