@@ -127,6 +127,26 @@ pub enum WcStatus {
 }
 
 impl WcStatus {
+    /// Every status, in the order of their values (a table indexed by `status as usize`
+    /// can be built from it).
+    pub const ALL: [WcStatus; 15] = [
+        WcStatus::Success,
+        WcStatus::LocalLength,
+        WcStatus::LocalQpOperation,
+        WcStatus::LocalProtection,
+        WcStatus::Flushed,
+        WcStatus::MwBind,
+        WcStatus::BadResponse,
+        WcStatus::LocalAccess,
+        WcStatus::RemoteInvalidRequest,
+        WcStatus::RemoteAccess,
+        WcStatus::RemoteOperation,
+        WcStatus::RetryExceeded,
+        WcStatus::RnrRetryExceeded,
+        WcStatus::RemoteAborted,
+        WcStatus::General,
+    ];
+
     /// The status an mlx5 error syndrome stands for (rdma-core's `mlx5_handle_error_cqe`).
     pub fn from_syndrome(syndrome: u8) -> WcStatus {
         match syndrome {

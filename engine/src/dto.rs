@@ -43,23 +43,7 @@ const fn dto_status_of(status: WcStatus) -> u32 {
 }
 
 /// Every work completion status, in the order of their values (checked below).
-const WC_STATUSES: [WcStatus; 15] = [
-    WcStatus::Success,
-    WcStatus::LocalLength,
-    WcStatus::LocalQpOperation,
-    WcStatus::LocalProtection,
-    WcStatus::Flushed,
-    WcStatus::MwBind,
-    WcStatus::BadResponse,
-    WcStatus::LocalAccess,
-    WcStatus::RemoteInvalidRequest,
-    WcStatus::RemoteAccess,
-    WcStatus::RemoteOperation,
-    WcStatus::RetryExceeded,
-    WcStatus::RnrRetryExceeded,
-    WcStatus::RemoteAborted,
-    WcStatus::General,
-];
+const WC_STATUSES: [WcStatus; 15] = WcStatus::ALL;
 
 /// [`dto_status`] by the status's value.
 const DTO_STATUS: [u32; WC_STATUSES.len()] = {

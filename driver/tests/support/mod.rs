@@ -171,23 +171,6 @@ fn wc_line(w: &WorkCompletion) -> String {
     )
 }
 
-const ALL_STATUS: [WcStatus; 15] = [
-    WcStatus::Success,
-    WcStatus::LocalLength,
-    WcStatus::LocalQpOperation,
-    WcStatus::LocalProtection,
-    WcStatus::Flushed,
-    WcStatus::MwBind,
-    WcStatus::BadResponse,
-    WcStatus::LocalAccess,
-    WcStatus::RemoteInvalidRequest,
-    WcStatus::RemoteAccess,
-    WcStatus::RemoteOperation,
-    WcStatus::RetryExceeded,
-    WcStatus::RnrRetryExceeded,
-    WcStatus::RemoteAborted,
-    WcStatus::General,
-];
 const ALL_OPCODES: [WcOpcode; 8] = [
     WcOpcode::Send,
     WcOpcode::RdmaWrite,
@@ -202,7 +185,7 @@ const ALL_OPCODES: [WcOpcode; 8] = [
 /// A `WC` line back into a completion (no syndrome, solicited false).
 fn parse_wc(rest: &str) -> WorkCompletion {
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let status = *ALL_STATUS.iter().find(|s| format!("{s:?}") == f[1]).expect("status");
+    let status = *WcStatus::ALL.iter().find(|s| format!("{s:?}") == f[1]).expect("status");
     let opcode = *ALL_OPCODES.iter().find(|o| format!("{o:?}") == f[2]).expect("opcode");
     let mut w = WorkCompletion::default();
     w.wr_id = f[0].parse().unwrap();
