@@ -7,13 +7,23 @@ use ferrodat_driver::completion::{WcOpcode, WcStatus};
 use ferrodat_driver::work_request::{
     Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
 };
-use ferrodat_driver::{Access, Context, QpCaps, Srq};
+use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpCaps, Srq};
 use support::*;
 
 fn open(tag: &str) -> (Context, TestFabric) {
     let fabric = TestFabric::new(tag);
     let ctx = Context::open_softhca(device(fabric.dir(), false)).expect("open softhca0");
     (ctx, fabric)
+}
+
+/// Two QPs of `pd` on one CQ, connected to each other on port 1 (PSNs 1 and 2).
+fn loopback_pair<'m>(ctx: &Context, pd: &Pd, c: &Cq, caps: QpCaps) -> (Qp<'m>, Qp<'m>) {
+    let mut a = new_qp(pd, c, c, None, caps);
+    let mut b = new_qp(pd, c, c, None, caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
+    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    (a, b)
 }
 
 #[test]
@@ -23,11 +33,7 @@ fn malformed_requests_are_refused_and_nothing_is_posted() {
     let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
     let mut c = cq(&ctx, 32);
     let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, ..Default::default() };
-    let mut a = new_qp(&pd, &c, &c, None, caps);
-    let mut b = new_qp(&pd, &c, &c, None, caps);
-    let gid = ctx.gid(1, 0).unwrap();
-    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
-    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    let (mut a, mut b) = loopback_pair(&ctx, &pd, &c, caps);
     let space = a.send_space();
     let remote = Remote { addr: mr.addr() + 1024, rkey: mr.rkey() };
     let eight = [mr.sge(0, 8).unwrap()];
@@ -100,11 +106,7 @@ fn moving_to_err_flushes_every_posted_receive_with_its_wr_id() {
     let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
     let mut c = cq(&ctx, 64);
     let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, ..Default::default() };
-    let mut a = new_qp(&pd, &c, &c, None, caps);
-    let mut b = new_qp(&pd, &c, &c, None, caps);
-    let gid = ctx.gid(1, 0).unwrap();
-    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
-    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    let (mut a, mut b) = loopback_pair(&ctx, &pd, &c, caps);
     let n = a.geometry().rq_wqe_cnt as u64;
     // Fill the RQ, consume half, fill it again: the flush starts mid-ring and wraps.
     let sges: Vec<_> = (0..n).map(|i| [mr.sge(64 * i as usize, 64).unwrap()]).collect();
@@ -151,11 +153,7 @@ fn a_receive_posted_in_err_is_flushed_by_the_next_poll() {
     let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
     let mut c = cq(&ctx, 64);
     let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, ..Default::default() };
-    let mut a = new_qp(&pd, &c, &c, None, caps);
-    let mut b = new_qp(&pd, &c, &c, None, caps);
-    let gid = ctx.gid(1, 0).unwrap();
-    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
-    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    let (mut a, mut b) = loopback_pair(&ctx, &pd, &c, caps);
     a.to_error().unwrap();
     assert!(poll_now(&mut c).is_empty(), "nothing was outstanding");
     let sge = [mr.sge(0, 64).unwrap()];
@@ -182,6 +180,7 @@ fn a_receive_posted_in_err_is_flushed_by_the_next_poll() {
     a.reset().unwrap();
     b.reset().unwrap();
     assert!(poll_now(&mut c).is_empty(), "RESET writes no completion");
+    let gid = ctx.gid(1, 0).unwrap();
     connect_qp(&mut a, gid, b.qpn(), 10, 20, 7);
     connect_qp(&mut b, gid, a.qpn(), 20, 10, 7);
     a.post_recv(&[RecvWr { wr_id: 40, sges: &sge }]).unwrap();

@@ -550,32 +550,11 @@ fn dup_connect_reaches_the_same_peer() {
     let client = side();
     let _psp = Psp::create(&server.ia, 31162, &server.cr_evd).unwrap();
     connect(&server, &client, 31162);
-    let second = Ep::create(
-        &client.ep.pz(),
-        &client.recv_evd,
-        &client.req_evd,
-        Some(&client.conn_evd),
-        None,
-    )
-    .unwrap();
-    let lonely = Ep::create(
-        &client.ep.pz(),
-        &client.recv_evd,
-        &client.req_evd,
-        Some(&client.conn_evd),
-        None,
-    )
-    .unwrap();
+    let second = client.another_ep();
+    let lonely = client.another_ep();
     let e = second.dup_connect(&lonely, None, b"").unwrap_err();
     assert!(e.to_string().contains("no connection"), "{e}");
-    let server_second = Ep::create(
-        &server.ep.pz(),
-        &server.recv_evd,
-        &server.req_evd,
-        Some(&server.conn_evd),
-        None,
-    )
-    .unwrap();
+    let server_second = server.another_ep();
     second.dup_connect(&client.ep, None, b"dup").unwrap();
     let Event::ConnectionRequest { cr, conn_qual, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
     else {
@@ -638,14 +617,7 @@ fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
     // A freed PSP is no handoff target any more.
     drop(back);
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
-    let ep2 = Ep::create(
-        &client.ep.pz().clone(),
-        &client.recv_evd,
-        &client.req_evd,
-        Some(&client.conn_evd),
-        None,
-    )
-    .unwrap();
+    let ep2 = client.another_ep();
     ep2.connect(server.ia.attr().address, 31170, None, b"").unwrap();
     let Event::ConnectionRequest { cr, .. } = front_evd.wait(WAIT_US, 1).unwrap().0 else {
         panic!("expected a second request")
@@ -676,22 +648,8 @@ fn a_thousand_connections_through_one_psp() {
     let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
     let mut fds_after_first = 0;
     for i in 0..CONNECTIONS {
-        let server_ep = Ep::create(
-            &server.ep.pz(),
-            &server.recv_evd,
-            &server.req_evd,
-            Some(&server.conn_evd),
-            None,
-        )
-        .unwrap();
-        let client_ep = Ep::create(
-            &client.ep.pz(),
-            &client.recv_evd,
-            &client.req_evd,
-            Some(&client.conn_evd),
-            None,
-        )
-        .unwrap();
+        let server_ep = server.another_ep();
+        let client_ep = client.another_ep();
         server_ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], i, 0).unwrap();
         client_ep.connect(server.ia.attr().address, 31173, None, &i.to_le_bytes()).unwrap();
         let Event::ConnectionRequest { cr, sp, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0

@@ -34,6 +34,20 @@ pub struct Side {
     pub buf: ferrodat_engine::lmr::Lmr,
 }
 
+impl Side {
+    /// Another endpoint on this side's PZ and EVDs (requests, receives, connection events).
+    pub fn another_ep(&self) -> ferrodat_engine::ep::Ep {
+        ferrodat_engine::ep::Ep::create(
+            &self.pz,
+            &self.recv_evd,
+            &self.req_evd,
+            Some(&self.conn_evd),
+            None,
+        )
+        .unwrap()
+    }
+}
+
 /// A fresh [`Side`] on its own IA.
 pub fn side() -> Side {
     use ferrodat_abi::dat::{evd_flags, mem_priv};
