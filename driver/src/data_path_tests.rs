@@ -79,6 +79,29 @@ fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
     Sq { ring, db, uar, q }
 }
 
+/// A receive queue of `wqe_cnt` one-SGE entries with its ring and doorbell record.
+struct Rq {
+    ring: Mem,
+    db: Mem,
+    q: RecvQueue,
+}
+
+fn recv_queue(wqe_cnt: u32) -> Rq {
+    let mut ring = Mem::new(wqe_cnt as usize * 16);
+    let mut db = Mem::new(64);
+    // SAFETY: the memory lives in the returned struct, next to the queue.
+    let q = unsafe {
+        RecvQueue::new(RecvGeometry {
+            ring: ring.ptr(),
+            wqe_cnt,
+            wqe_shift: 4,
+            max_sge: 1,
+            dbrec_rq: db.ptr(),
+        })
+    };
+    Rq { ring, db, q }
+}
+
 fn sge(addr: u64, len: u32, lkey: u32) -> Sge<'static> {
     Sge::new(addr, len, lkey)
 }
@@ -397,32 +420,21 @@ fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
 #[test]
 fn polling_decodes_completions_and_follows_ownership_across_wraps() {
     let mut sq = send_queue(16, 0x108, 256);
-    let mut rq_ring = Mem::new(16 * 16);
-    let mut rq_db = Mem::new(64);
-    // SAFETY: memory declared before the queue, alive for the test.
-    let mut rq = unsafe {
-        RecvQueue::new(RecvGeometry {
-            ring: rq_ring.ptr(),
-            wqe_cnt: 16,
-            wqe_shift: 4,
-            max_sge: 1,
-            dbrec_rq: rq_db.ptr(),
-        })
-    };
+    let mut rq = recv_queue(16);
     let mut c = cq(4);
     let model = Recorder::default();
     let qp = Arc::new(QpCompletions {
         send: sq.q.tracker().clone(),
-        recv: RecvSource::Queue(rq.tracker().clone()),
+        recv: RecvSource::Queue(rq.q.tracker().clone()),
     });
     c.cq.attachments().attach(5, qp);
 
     let buf = [sge(0x5000, 64, 9)];
     for i in 0..12 {
-        rq.post(&[RecvWr { wr_id: 100 + i, sges: &buf }]).unwrap();
+        rq.q.post(&[RecvWr { wr_id: 100 + i, sges: &buf }]).unwrap();
     }
-    assert_eq!(rq_db.be32(0), 12);
-    assert_eq!(rq_ring.bytes(16, 16), [0, 0, 0, 64, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0x50, 0]);
+    assert_eq!(rq.db.be32(0), 12);
+    assert_eq!(rq.ring.bytes(16, 16), [0, 0, 0, 64, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0x50, 0]);
 
     let mut out = [WorkCompletion::default(); 8];
     assert_eq!(c.cq.poll(&mut out, &model), 0, "nothing yet (op_own 0xF0)");
@@ -497,21 +509,10 @@ fn a_detached_qps_leftover_completions_are_skipped() {
 #[test]
 fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
     let mut sq = send_queue(16, 0x108, 256);
-    let mut rq_ring = Mem::new(16 * 16);
-    let mut rq_db = Mem::new(64);
-    // SAFETY: memory declared before the queue, alive for the test.
-    let mut rq = unsafe {
-        RecvQueue::new(RecvGeometry {
-            ring: rq_ring.ptr(),
-            wqe_cnt: 16,
-            wqe_shift: 4,
-            max_sge: 1,
-            dbrec_rq: rq_db.ptr(),
-        })
-    };
+    let mut rq = recv_queue(16);
     let mut c = cq(4);
     let model = Recorder::default();
-    let recv = rq.tracker().clone();
+    let recv = rq.q.tracker().clone();
     let qp = || {
         Arc::new(QpCompletions {
             send: sq.q.tracker().clone(),
@@ -561,7 +562,7 @@ fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
     }
     // A receive, decoded out of line.
     write_cqe(&mut c, 8, 3, 5, 0x108, 0, 33, 0x0102_0304, 0);
-    rq.post(&[RecvWr { wr_id: 700, sges: &[sge(0x5000, 64, 9)] }]).unwrap();
+    rq.q.post(&[RecvWr { wr_id: 700, sges: &[sge(0x5000, 64, 9)] }]).unwrap();
     assert!(c.cq.poll_one(&mut wc, &model));
     assert_eq!(
         (wc.wr_id, wc.opcode, wc.byte_len, wc.imm(), wc.src_qp),
