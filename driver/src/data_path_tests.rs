@@ -36,15 +36,18 @@ impl Mem {
     }
 }
 
-/// Records the model calls.
+/// Records the model calls: where each doorbell store went, and the bytes the model was
+/// told were stored.
 #[derive(Default)]
 struct Recorder {
     rung: RefCell<Vec<(u32, u32)>>,
+    stored: RefCell<Vec<[u8; 8]>>,
 }
 
 impl Model for Recorder {
-    fn doorbell_rung(&self, uar_page: u32, offset: u32) {
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
         self.rung.borrow_mut().push((uar_page, offset));
+        self.stored.borrow_mut().push(stored);
     }
     fn progress(&self) -> bool {
         false
@@ -124,6 +127,7 @@ fn a_send_wqe_has_the_bytes_rdma_core_writes_and_goes_by_blueflame() {
     assert_eq!(sq.db.be32(4), 1, "SQ counter: one WQEBB posted");
     assert_eq!(sq.uar.bytes(0xa00, 64), sq.ring.bytes(0, 64), "BlueFlame copy of the WQE");
     assert_eq!(*model.rung.borrow(), [(6, 0xa00)]);
+    assert_eq!(model.stored.borrow()[0].to_vec(), sq.ring.bytes(0, 8), "the model gets the store");
     // The next ring uses the other half of the register.
     sq.q.post(&[SendWr::new(8, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
     assert_eq!(model.rung.borrow()[1], (6, 0xa00 + 256));
@@ -157,6 +161,11 @@ fn a_batch_rings_once_with_the_last_control_segment() {
     // One doorbell: the first 8 bytes of the last control segment, no BlueFlame copy.
     assert_eq!(*model.rung.borrow(), [(6, 0xa00)]);
     assert_eq!(sq.uar.bytes(0xa00, 8), sq.ring.bytes(128, 8));
+    assert_eq!(
+        model.stored.borrow()[0].to_vec(),
+        sq.ring.bytes(128, 8),
+        "the model gets the store"
+    );
     assert_eq!(sq.uar.bytes(0xa08, 8), [0; 8]);
 }
 
@@ -577,6 +586,7 @@ fn arming_writes_the_arm_word_and_the_doorbell() {
     c.cq.arm(false, 0, &model);
     assert_eq!(c.db.be32(4), 0);
     assert_eq!(c.uar.bytes(0x20, 8), [0, 0, 0, 0, 0, 0, 0, 0x40]);
+    assert_eq!(model.stored.borrow()[0], [0, 0, 0, 0, 0, 0, 0, 0x40], "the model gets the store");
     write_cqe(&mut c, 0, 0, 9, 1, 0, 0, 0, 0); // unattached: consumed, not reported
     let mut out = [WorkCompletion::default(); 1];
     c.cq.poll(&mut out, &model);
@@ -585,6 +595,7 @@ fn arming_writes_the_arm_word_and_the_doorbell() {
     assert_eq!(c.db.be32(4), word);
     assert_eq!(c.uar.bytes(0x20, 8), [0x11, 0, 0, 1, 0, 0, 0, 0x40]);
     assert_eq!(*model.rung.borrow(), [(0, 0x20), (0, 0x20)]);
+    assert_eq!(model.stored.borrow()[1], [0x11, 0, 0, 1, 0, 0, 0, 0x40]);
 }
 
 #[test]

@@ -9,8 +9,11 @@ use crate::mmio::{DevPtr, wc_barrier};
 /// are no-ops. Implemented by the uverbs channel; the data path is generic over
 /// it, so there is no virtual call per post or poll.
 pub trait Model {
-    /// A store to UAR page `uar_page` at byte `offset` just happened.
-    fn doorbell_rung(&self, uar_page: u32, offset: u32);
+    /// The 8 bytes `stored` were just stored to UAR page `uar_page` at byte `offset` (for a
+    /// BlueFlame copy: its first 8, the control segment's). The value is passed, not read
+    /// back, because threads share a page's CQ doorbell: a read-back could find another
+    /// thread's later store.
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]);
     /// A poll found the CQ empty; true if the model made progress (worth polling again).
     fn progress(&self) -> bool;
 }
@@ -21,7 +24,7 @@ pub struct Hardware;
 
 impl Model for Hardware {
     #[inline(always)]
-    fn doorbell_rung(&self, _: u32, _: u32) {}
+    fn doorbell_rung(&self, _: u32, _: u32, _: [u8; 8]) {}
     #[inline(always)]
     fn progress(&self) -> bool {
         false
@@ -65,7 +68,7 @@ impl BlueFlame {
         unsafe { self.reg.write_u64(at as usize, ctrl_head) };
         wc_barrier();
         self.offset ^= self.buf_size;
-        model.doorbell_rung(self.uar_page, self.offset_in_page + at);
+        model.doorbell_rung(self.uar_page, self.offset_in_page + at, ctrl_head.to_ne_bytes());
     }
 
     /// Rings by copying a whole WQE into the register: `chunks` 64-byte blocks, produced by
@@ -89,7 +92,13 @@ impl BlueFlame {
         }
         wc_barrier();
         self.offset ^= self.buf_size;
-        model.doorbell_rung(self.uar_page, self.offset_in_page + at as u32);
+        // SAFETY: the first 8 bytes of the first block, which the loop just copied.
+        let ctrl_head = unsafe { block(0).read_u64(0) };
+        model.doorbell_rung(
+            self.uar_page,
+            self.offset_in_page + at as u32,
+            ctrl_head.to_ne_bytes(),
+        );
     }
 }
 
@@ -115,14 +124,14 @@ impl CqDoorbell {
         // SAFETY: offset 0x20 of a mapped UAR page (`new`), 8-byte aligned.
         unsafe { self.page.write_u64(offset, doorbell.to_be()) };
         wc_barrier();
-        model.doorbell_rung(self.uar_page, offset as u32);
+        model.doorbell_rung(self.uar_page, offset as u32, doorbell.to_be_bytes());
     }
 }
 
 impl Model for crate::channel::Channel {
     #[inline(always)]
-    fn doorbell_rung(&self, uar_page: u32, offset: u32) {
-        crate::channel::Channel::doorbell_rung(self, uar_page, offset);
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+        crate::channel::Channel::doorbell_rung(self, uar_page, offset, stored);
     }
     #[inline(always)]
     fn progress(&self) -> bool {

@@ -35,7 +35,8 @@
 //! asked. Two entry points stand in for what the silicon does by itself, and are no-ops on
 //! hardware:
 //!
-//! - [`Uverbs::doorbell_rung`] after the driver wrote a UAR: a send doorbell executes the
+//! - [`Uverbs::doorbell_rung`] after the driver stored to a UAR, with the bytes it stored (not
+//!   read back: threads share a page's CQ doorbell): a send doorbell executes the
 //!   QP's new WQEs right away, on the caller's thread; the CQ doorbell arms the CQ (one
 //!   completion event per arm, at once if completions already wait).
 //! - [`Uverbs::progress`] when a poll finds the CQ empty: read the peers' packets (answer

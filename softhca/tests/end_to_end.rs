@@ -262,6 +262,51 @@ fn completion_channel_fires_once_per_arm() {
     close(ch);
 }
 
+/// Two threads arm their own CQs through the one CQ doorbell of UAR page 0: both stores
+/// land before either tells the model (B's overwrote A's in the register). The device sees
+/// every store, so both CQs are armed and each completion fires its own channel. (softhca
+/// once read the register back and armed B twice: A's waiter slept through its
+/// completion, the dapltest hang with four threads.)
+#[test]
+fn arms_of_two_cqs_through_the_shared_doorbell_are_both_seen() {
+    let v = Verbs::open();
+    let pd = v.alloc_pd();
+    let (ch_a, ch_b) = (v.create_comp_channel(), v.create_comp_channel());
+    let mut rcq_a = v.create_cq(15, Some(ch_a), 0xa);
+    let mut rcq_b = v.create_cq(15, Some(ch_b), 0xb);
+    let mut scq = v.create_cq(15, None, 0x5c);
+    let mut a = v.create_qp(&pd, &scq, &rcq_a, None, QpCaps::default());
+    let mut b = v.create_qp(&pd, &scq, &rcq_b, None, QpCaps::default());
+    v.connect(&a, b.qpn);
+    v.connect(&b, a.qpn);
+    let mr = v.reg_mr(&pd, 4096, LOCAL);
+    v.post_recv(&mut a, &[mr.sge(0, 64)]);
+    v.post_recv(&mut b, &[mr.sge(64, 64)]);
+
+    let stored_a = v.store_cq_arm(&rcq_a, false);
+    let stored_b = v.store_cq_arm(&rcq_b, false);
+    v.cq_doorbell_rung(stored_a);
+    v.cq_doorbell_rung(stored_b);
+
+    v.post_send(&mut a, &[send(vec![mr.sge(2048, 8)])]);
+    v.post_send(&mut b, &[send(vec![mr.sge(2048, 8)])]);
+    v.drive_until("the event of A's receive CQ", || readable(ch_a, 0));
+    v.drive_until("the event of B's receive CQ", || readable(ch_b, 0));
+    assert_eq!(comp_event(ch_a).cq_handle, 0xa);
+    assert_eq!(comp_event(ch_b).cq_handle, 0xb);
+    assert_eq!(v.wait(&mut rcq_a, 1)[0].opcode, cqe_opcode::RESP_SEND);
+    assert_eq!(v.wait(&mut rcq_b, 1)[0].opcode, cqe_opcode::RESP_SEND);
+    v.wait(&mut scq, 2);
+
+    v.destroy_qp(&a).unwrap();
+    v.destroy_qp(&b).unwrap();
+    assert_eq!(v.destroy_cq(&rcq_a).unwrap().comp_events_reported, 1);
+    assert_eq!(v.destroy_cq(&rcq_b).unwrap().comp_events_reported, 1);
+    v.destroy_cq(&scq).unwrap();
+    close(ch_a);
+    close(ch_b);
+}
+
 // =======================================================================================
 
 #[test]

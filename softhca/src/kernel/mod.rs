@@ -252,32 +252,35 @@ impl Uverbs {
         mmap::mmap(self.lock().context.as_ref(), pgoff, len)
     }
 
-    /// Model entry point (a no-op on hardware): the driver wrote to UAR page `uar_page` at
-    /// byte `offset`. At the CQ doorbell (0x20) softhca reads the 64-bit arm word and arms
-    /// that CQ; in a BlueFlame register (0x800 and up) it reads the control segment's QPN
-    /// and executes that QP's new WQEs, up to the SQ counter in its doorbell record. Writes
-    /// elsewhere are ignored, as the device ignores them.
-    pub fn doorbell_rung(&self, uar_page: u32, offset: u32) {
-        let Some(page) =
-            self.lock().context.as_ref().and_then(|ctx| ctx.uar.page(uar_page as usize))
-        else {
-            return;
-        };
+    /// Model entry point (a no-op on hardware): the driver stored the 8 bytes `stored` to
+    /// UAR page `uar_page` at byte `offset`. At the CQ doorbell (0x20) they are the 64-bit
+    /// arm doorbell, and softhca arms that CQ; in a BlueFlame register (0x800 and up) they
+    /// are the control segment's first 8 bytes, and softhca executes that QP's new WQEs, up
+    /// to the SQ counter in its doorbell record. Stores elsewhere, or to a page the context
+    /// does not have, are ignored, as the device ignores them.
+    ///
+    /// The caller passes the value it stored rather than softhca reading the register back:
+    /// several threads share a UAR page's CQ doorbell (and may share a BlueFlame register),
+    /// and a read-back could see another thread's later store, losing this one, where the
+    /// device sees every store.
+    pub fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+        let page_exists = self
+            .lock()
+            .context
+            .as_ref()
+            .is_some_and(|ctx| ctx.uar.page(uar_page as usize).is_some());
         let offset = offset as usize;
-        if offset + 8 > mlx5::ADAPTER_PAGE_SIZE {
+        if !page_exists || offset + 8 > mlx5::ADAPTER_PAGE_SIZE {
             return;
         }
-        // SAFETY: the page is softhca's own mapping of the context's UAR memory, alive while
-        // the context is; 8 bytes at `offset` are inside it (checked above). Volatile: the
-        // driver writes it through its own mapping of the same memory.
-        let word = unsafe { std::ptr::read_volatile(page.as_ptr().add(offset) as *const [u8; 8]) };
         let engine = self.device.engine();
         if offset == mlx5::CQ_DOORBELL {
-            let arm = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-            let cqn = u32::from_be_bytes([word[4], word[5], word[6], word[7]]) & 0x00ff_ffff;
+            let arm = u32::from_be_bytes([stored[0], stored[1], stored[2], stored[3]]);
+            let cqn =
+                u32::from_be_bytes([stored[4], stored[5], stored[6], stored[7]]) & 0x00ff_ffff;
             engine.arm_cq(cqn, arm);
         } else if offset >= mlx5::BF_OFFSET {
-            let qpn_ds = u32::from_be_bytes([word[4], word[5], word[6], word[7]]);
+            let qpn_ds = u32::from_be_bytes([stored[4], stored[5], stored[6], stored[7]]);
             engine.sq_doorbell(qpn_ds >> 8);
         }
     }

@@ -743,6 +743,7 @@ impl Verbs {
         // SAFETY: `page` is our one-page mapping of the QP's UAR; the register and its
         // halves (bf_reg + up to bf_reg_size) are inside the page.
         let reg = unsafe { page.add(reg_off as usize) };
+        let ctrl: [u8; 8] = read_bytes(qp.sq_addr(u32::from(idx)), 8).try_into().unwrap();
         // rdma-core prefers BlueFlame for a lone WQE that fits a register half.
         if wrs.len() == 1 && qp.bf_buf_size != 0 && ds > 1 && ds * 16 <= qp.bf_buf_size as usize {
             // BlueFlame: the whole WQE, in 64-byte chunks, wrapping at the SQ end.
@@ -756,12 +757,11 @@ impl Verbs {
                 }
             }
         } else {
-            let ctrl: [u8; 8] = read_bytes(qp.sq_addr(u32::from(idx)), 8).try_into().unwrap();
             // SAFETY: an 8-byte store into the register, 8-byte aligned.
             unsafe { (reg as *mut [u8; 8]).write_volatile(ctrl) };
         }
         fence(Ordering::SeqCst);
-        self.uv.doorbell_rung(qp.bf_page, reg_off);
+        self.uv.doorbell_rung(qp.bf_page, reg_off, ctrl);
         qp.bf_offset ^= qp.bf_buf_size;
         idxs
     }
@@ -802,10 +802,17 @@ impl Verbs {
         srq.tail = idx;
     }
 
-    /// Arms `cq` (`mlx5_arm_cq`): dbrec[1] = `sn<<28 | cmd | ci`, then the 64-bit
-    /// big-endian store `(word << 32) | cqn` at UAR page 0 + 0x20, then the model's
-    /// doorbell entry point.
+    /// Arms `cq` (`mlx5_arm_cq`): [`Verbs::store_cq_arm`], then the model's doorbell entry
+    /// point with the stored bytes.
     pub fn arm_cq(&self, cq: &Cq, solicited: bool) {
+        let stored = self.store_cq_arm(cq, solicited);
+        self.uv.doorbell_rung(0, CQ_DOORBELL as u32, stored);
+    }
+
+    /// The stores of an arm without telling the model: dbrec[1] = `sn<<28 | cmd | ci`, then
+    /// the 64-bit big-endian `(word << 32) | cqn` at UAR page 0 + 0x20. Returns the bytes
+    /// stored there (for interleaving two threads' arms of one shared doorbell).
+    pub fn store_cq_arm(&self, cq: &Cq, solicited: bool) -> [u8; 8] {
         let command = if solicited { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
         let word = cq_arm_word(cq.arm_sn & 3, command, cq.ci & mlx5::CQ_CI_MASK);
         write_be32(cq.dbrec + 4 * mlx5::CQ_ARM_DB as u64, word);
@@ -814,7 +821,12 @@ impl Verbs {
         // SAFETY: our mapping of UAR page 0; 0x20..0x28 is inside it and 8-byte aligned.
         unsafe { (self.uar[0].as_ptr().add(CQ_DOORBELL) as *mut [u8; 8]).write_volatile(doorbell) };
         fence(Ordering::SeqCst);
-        self.uv.doorbell_rung(0, CQ_DOORBELL as u32);
+        doorbell
+    }
+
+    /// The model's doorbell entry point for a CQ arm whose bytes were `stored`.
+    pub fn cq_doorbell_rung(&self, stored: [u8; 8]) {
+        self.uv.doorbell_rung(0, CQ_DOORBELL as u32, stored);
     }
 
     /// Polls until `cond` holds, calling the model's progress entry point when it does not;
