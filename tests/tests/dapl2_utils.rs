@@ -168,15 +168,15 @@ fn dapltest_client(world: &DatWorld, test: &str, args: &[&str]) -> Run {
 }
 
 /// dapltest's transaction test with data validation: a send each way and an RDMA write,
-/// one thread with one endpoint waited, one thread with four endpoints polled (-P), and
-/// four threads with two endpoints each waited, all against one server (which resets and
-/// reuses its endpoints between runs); then `-T Q` stops the server.
+/// with one thread of one endpoint waited, one thread of four endpoints polled (-P), and
+/// four threads of two endpoints each, waited and polled, all against one server (which
+/// resets and reuses its endpoints between runs); then `-T Q` stops the server.
 #[test]
 fn dapltest_transaction_tests_pass_with_validation_and_quit_stops_the_server() {
-    // Four polling threads a side (-t 4 -P) busy-spin eight threads on this 2-core machine
-    // beside both progress threads; dapltest then sometimes gives up waiting for the
-    // server's test connections ("did not report ready"), so polling runs one thread.
-    dapltest_transactions("dapltest-t", &[("1", "1", false), ("1", "4", true), ("4", "2", false)]);
+    dapltest_transactions(
+        "dapltest-t",
+        &[("1", "1", false), ("1", "4", true), ("4", "2", false), ("4", "2", true)],
+    );
 }
 
 /// dapltest's transaction test with data validation for each (threads, endpoints per
