@@ -205,14 +205,14 @@ impl Channel {
         }
     }
 
-    /// Model entry point: the driver just stored `stored` to UAR page `uar_page` at byte
+    /// Model entry point: the driver just stored `stored()` to UAR page `uar_page` at byte
     /// `offset` (a send doorbell/BlueFlame or the CQ arm doorbell). softhca executes the new
     /// WQEs or arms the CQ on this thread; on hardware this is a no-op.
     #[inline]
-    pub fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+    pub fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: impl FnOnce() -> [u8; 8]) {
         match self {
             Channel::Kernel(_) => {}
-            Channel::Softhca(uv) => uv.doorbell_rung(uar_page, offset, stored),
+            Channel::Softhca(uv) => uv.doorbell_rung(uar_page, offset, stored()),
         }
     }
 

@@ -425,7 +425,7 @@ struct LazyChannel<'a>(&'a Context);
 
 impl crate::doorbell::Model for LazyChannel<'_> {
     #[inline(always)]
-    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: impl FnOnce() -> [u8; 8]) {
         self.0.channel().doorbell_rung(uar_page, offset, stored);
     }
     #[inline(always)]

@@ -45,9 +45,9 @@ struct Recorder {
 }
 
 impl Model for Recorder {
-    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: impl FnOnce() -> [u8; 8]) {
         self.rung.borrow_mut().push((uar_page, offset));
-        self.stored.borrow_mut().push(stored);
+        self.stored.borrow_mut().push(stored());
     }
     fn progress(&self) -> bool {
         false

@@ -9,11 +9,12 @@ use crate::mmio::{DevPtr, wc_barrier};
 /// are no-ops. Implemented by the uverbs channel; the data path is generic over
 /// it, so there is no virtual call per post or poll.
 pub trait Model {
-    /// The 8 bytes `stored` were just stored to UAR page `uar_page` at byte `offset` (for a
-    /// BlueFlame copy: its first 8, the control segment's). The value is passed, not read
-    /// back, because threads share a page's CQ doorbell: a read-back could find another
-    /// thread's later store.
-    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]);
+    /// 8 bytes were just stored to UAR page `uar_page` at byte `offset`; `stored` gives them
+    /// (for a BlueFlame copy: its first 8, the control segment's) to a model that needs
+    /// them, and costs nothing on hardware, which does not call it. The value comes from
+    /// the storer, not from a read-back, because threads share a page's CQ doorbell: a
+    /// read-back could find another thread's later store.
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: impl FnOnce() -> [u8; 8]);
     /// A poll found the CQ empty; true if the model made progress (worth polling again).
     fn progress(&self) -> bool;
 }
@@ -24,7 +25,7 @@ pub struct Hardware;
 
 impl Model for Hardware {
     #[inline(always)]
-    fn doorbell_rung(&self, _: u32, _: u32, _: [u8; 8]) {}
+    fn doorbell_rung(&self, _: u32, _: u32, _: impl FnOnce() -> [u8; 8]) {}
     #[inline(always)]
     fn progress(&self) -> bool {
         false
@@ -68,7 +69,7 @@ impl BlueFlame {
         unsafe { self.reg.write_u64(at as usize, ctrl_head) };
         wc_barrier();
         self.offset ^= self.buf_size;
-        model.doorbell_rung(self.uar_page, self.offset_in_page + at, ctrl_head.to_ne_bytes());
+        model.doorbell_rung(self.uar_page, self.offset_in_page + at, || ctrl_head.to_ne_bytes());
     }
 
     /// Rings by copying a whole WQE into the register: `chunks` 64-byte blocks, produced by
@@ -92,13 +93,10 @@ impl BlueFlame {
         }
         wc_barrier();
         self.offset ^= self.buf_size;
-        // SAFETY: the first 8 bytes of the first block, which the loop just copied.
-        let ctrl_head = unsafe { block(0).read_u64(0) };
-        model.doorbell_rung(
-            self.uar_page,
-            self.offset_in_page + at as u32,
-            ctrl_head.to_ne_bytes(),
-        );
+        model.doorbell_rung(self.uar_page, self.offset_in_page + at as u32, || {
+            // SAFETY: the first 8 bytes of the first block, which the loop just copied.
+            unsafe { block(0).read_u64(0) }.to_ne_bytes()
+        });
     }
 }
 
@@ -124,13 +122,13 @@ impl CqDoorbell {
         // SAFETY: offset 0x20 of a mapped UAR page (`new`), 8-byte aligned.
         unsafe { self.page.write_u64(offset, doorbell.to_be()) };
         wc_barrier();
-        model.doorbell_rung(self.uar_page, offset as u32, doorbell.to_be_bytes());
+        model.doorbell_rung(self.uar_page, offset as u32, || doorbell.to_be_bytes());
     }
 }
 
 impl Model for crate::channel::Channel {
     #[inline(always)]
-    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
+    fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: impl FnOnce() -> [u8; 8]) {
         crate::channel::Channel::doorbell_rung(self, uar_page, offset, stored);
     }
     #[inline(always)]
