@@ -58,16 +58,20 @@ pub struct BfReg {
     pub uar_page: u32,
     /// Byte offset of `reg` in that page.
     pub offset_in_page: u32,
-    /// Size of one BlueFlame half (`bf_reg_size / 2`); 0 for bfreg 0, which is
-    /// doorbell-only (never BlueFlame). Successive rings alternate `reg` and
-    /// `reg + buf_size`.
+    /// Size of one BlueFlame half (`bf_reg_size / 2`) for a dedicated (low-latency) bfreg;
+    /// 0 for a doorbell-only one: bfreg 0, and the medium bfregs the kernel hands to
+    /// several QPs. Those take only 8-byte doorbell stores, each one write the device
+    /// sees whole, so QPs posting on different threads never interleave two BlueFlame
+    /// copies in one register (rdma-core copies into them under a per-register lock
+    /// instead). Successive rings alternate `reg` and `reg + buf_size`.
     pub buf_size: u32,
     /// The bfreg index in the 4-per-UAR numbering CREATE_QP answered.
     pub index: u32,
 }
 
 // SAFETY: a BfReg is an address in a UAR mapping the context owns; it grants no access by
-// itself, and the data path serialises its stores to one register.
+// itself. A dedicated register is rung by one QP, whose send queue serialises its stores;
+// a shared one only takes single 8-byte stores.
 unsafe impl Send for BfReg {}
 // SAFETY: as above.
 unsafe impl Sync for BfReg {}
@@ -441,9 +445,19 @@ impl Context {
             reg,
             uar_page: sys_page,
             offset_in_page: offset,
-            buf_size: if index == 0 { 0 } else { m.bf_reg_size / 2 },
+            buf_size: if self.bfreg_is_dedicated(index) { m.bf_reg_size / 2 } else { 0 },
             index,
         })
+    }
+
+    /// Whether bfreg `index` (4-per-UAR numbering) is one of the low-latency bfregs, which
+    /// the kernel gives to one QP each: the last [`LOW_LATENCY_BFREGS`] of its 2-per-UAR
+    /// numbering (mlx5_ib's high class). The others below them are shared by several QPs;
+    /// bfreg 0 by every QP that gets no other.
+    fn bfreg_is_dedicated(&self, index: u32) -> bool {
+        let kernel_index = index / BFREGS_PER_UAR * 2 + index % BFREGS_PER_UAR;
+        index != 0
+            && kernel_index >= self.inner.ucontext.tot_bfregs.saturating_sub(LOW_LATENCY_BFREGS)
     }
 
     /// A fresh doorbell record (zeroed, in its own cache-line slot).

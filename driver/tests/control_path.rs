@@ -104,8 +104,14 @@ fn get_context_values_and_bfregs() {
     assert_eq!(ctx.uar_pages(), 8);
     let b0 = ctx.bfreg(0).unwrap();
     assert_eq!((b0.uar_page, b0.offset_in_page, b0.buf_size), (0, 0x800, 0));
+    // bfreg 1 is of the medium class, shared by QPs: doorbells only, no BlueFlame copies
+    // two threads could interleave. 24, 25, 28, 29 are the four low-latency ones.
     let b1 = ctx.bfreg(1).unwrap();
-    assert_eq!((b1.uar_page, b1.offset_in_page, b1.buf_size), (0, 0xa00, 256));
+    assert_eq!((b1.uar_page, b1.offset_in_page, b1.buf_size), (0, 0xa00, 0));
+    assert_eq!(ctx.bfreg(21).unwrap().buf_size, 0, "the last medium bfreg");
+    for dedicated in [24, 25, 28, 29] {
+        assert_eq!(ctx.bfreg(dedicated).unwrap().buf_size, 256, "bfreg {dedicated}");
+    }
     let b25 = ctx.bfreg(25).unwrap();
     assert_eq!((b25.uar_page, b25.offset_in_page), (6, 0xa00));
     let (p6, i6) = ctx.uar_page(6).unwrap();

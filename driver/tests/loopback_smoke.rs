@@ -113,3 +113,43 @@ fn resize_cq_keeps_waiting_completions_and_continues_in_the_new_ring() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&path);
 }
+
+/// The kernel gives the first QPs of a context a low-latency bfreg each and the next ones
+/// a medium bfreg that later QPs share: those take doorbells only (no BlueFlame copies that
+/// two posting threads could interleave in one register), and posting through them works.
+#[test]
+fn qps_past_the_dedicated_bfregs_post_through_shared_doorbell_only_registers() {
+    let path = format!("/dev/shm/ferrodat-drv-bfreg-{}", std::process::id());
+    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+    let ctx =
+        Context::open_softhca(Device::new_in(config, FabricDir::new(&path)).unwrap()).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
+    let (first, second) = loopback::connected_pair(&ctx, &pd, &cq, false);
+    let (third, fourth) = loopback::connected_pair(&ctx, &pd, &cq, false);
+    for q in [&first, &second, &third, &fourth] {
+        assert_eq!(q.geometry().bfreg.buf_size, 256, "a dedicated bfreg: BlueFlame");
+    }
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, false);
+    for q in [&a, &b] {
+        let bfreg = q.geometry().bfreg;
+        assert_ne!(bfreg.index, 0);
+        assert_eq!(bfreg.buf_size, 0, "bfreg {} is shared: doorbells only", bfreg.index);
+    }
+
+    let mut dst = vec![0u8; 4096];
+    let dst_mr = pd.reg_mr(&mut dst, Access::ALL).unwrap();
+    b.post_recv(&[RecvWr { wr_id: 9, sges: &[dst_mr.sge(0, 64).unwrap()] }]).unwrap();
+    // An inline SEND of more than a control segment: BlueFlame on a dedicated register.
+    a.post_send(&[SendWr::new(3, SendOp::Send, Payload::Inline(b"through a shared bfreg"))])
+        .unwrap();
+    let mut wc = [WorkCompletion::default(); 2];
+    assert_eq!(cq.poll_wait(&mut wc, Duration::from_secs(5)), 2);
+    let recv = wc.iter().find(|w| w.opcode == WcOpcode::Recv).expect("a receive");
+    assert_eq!((recv.wr_id, recv.byte_len, recv.status), (9, 22, WcStatus::Success));
+    let mut got = [0u8; 22];
+    dst_mr.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"through a shared bfreg");
+    drop((a, b, first, second, third, fourth));
+    let _ = std::fs::remove_dir_all(&path);
+}
