@@ -102,12 +102,12 @@ impl Cno {
                 return Err(dead());
             }
             let evds = self.evds();
-            if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
+            if let Some(ready) = evds.iter().find(|e| e.triggers_cno() && e.has_events()) {
                 return Ok(Some(ready.clone()));
             }
             let ticket = self.inner.notifier.announce();
             let mut fds = Vec::new();
-            for e in evds.iter().filter(|e| e.enabled()) {
+            for e in evds.iter().filter(|e| e.triggers_cno()) {
                 fds.extend(e.arm_for_cno());
             }
             // Re-check after announcing and arming: an event (or a release) in between is
@@ -115,7 +115,7 @@ impl Cno {
             if self.inner.releases.load(Ordering::Acquire) != releases {
                 return Ok(None);
             }
-            if let Some(ready) = evds.iter().find(|e| e.enabled() && e.has_events()) {
+            if let Some(ready) = evds.iter().find(|e| e.triggers_cno() && e.has_events()) {
                 return Ok(Some(ready.clone()));
             }
             // The EVDs are not held while sleeping: dat_evd_free must work meanwhile (it
@@ -213,6 +213,12 @@ impl Cno {
         if let Some(agent) = agent {
             agent(Some(evd));
         }
+    }
+
+    /// An attached EVD's direct waiter returned: a sleeping wait looks at the EVDs again
+    /// (and arms that one's CQ), without calling the agent.
+    pub(crate) fn rescan(&self) {
+        self.inner.notifier.notify();
     }
 
     /// `dat_cno_free`: refused, as the man page says, while an EVD is attached or a thread

@@ -753,3 +753,63 @@ fn a_connect_nobody_answers_times_out() {
     assert_eq!(client.ep.state(), EpState::Unconnected);
     drop(silent);
 }
+
+/// A thread waiting on an EVD directly owns it: its CNO is not triggered by that EVD, and a
+/// CNO wait meanwhile honours its own timeout instead of blocking behind the waiter. Once
+/// the waiter returns, the CNO watches the EVD again, within the same CNO wait.
+#[test]
+fn a_cno_wait_is_not_held_up_by_a_direct_waiter_and_watches_the_evd_after_it() {
+    use ferrodat_engine::cno::Cno;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 31163, &server.cr_evd).unwrap();
+    let cno = Cno::create(&server.ia).unwrap();
+    server.recv_evd.modify_cno(Some(&cno));
+    connect(&server, &client, 31163);
+    for cookie in [1, 2] {
+        server.ep.post_recv(&[server.buf.triplet(64 * cookie, 64).unwrap()], cookie, 0).unwrap();
+    }
+    let send = |what: &[u8]| {
+        client.buf.write(4096, what).unwrap();
+        client.ep.post_send(&[client.buf.triplet(4096, what.len() as u64).unwrap()], 9, 0).unwrap();
+        assert_eq!(dto(client.req_evd.wait(WAIT_US, 1).unwrap().0).status, 0);
+    };
+
+    let evd = server.recv_evd.clone();
+    let waiter = std::thread::spawn(move || evd.wait(WAIT_US, 1));
+    std::thread::sleep(Duration::from_millis(50)); // the waiter is asleep on the EVD
+    let (tx, rx) = mpsc::channel();
+    let c = cno.clone();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let r = c.wait(Some(Duration::from_millis(20)));
+        tx.send((r.map(|e| e.map(|e| e.id())), start.elapsed())).unwrap();
+    });
+    let Ok((timed_out, took)) = rx.recv_timeout(Duration::from_secs(3)) else {
+        send(b"release the waiter");
+        panic!("the CNO wait blocked behind the EVD's direct waiter past its 20 ms timeout");
+    };
+    assert!(timed_out.is_err(), "no event yet: {timed_out:?}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+
+    // A CNO wait that starts while the waiter still owns the EVD...
+    let (tx, rx) = mpsc::channel();
+    let c = cno.clone();
+    std::thread::spawn(move || {
+        tx.send(c.wait(Some(Duration::from_secs(10))).map(|e| e.map(|e| e.id()))).unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    // ...does not take the waiter's event,
+    send(b"one");
+    let (ev, _) = waiter.join().unwrap().expect("the direct waiter gets its receive");
+    assert_eq!(dto(ev).user_cookie, 1);
+    assert!(rx.try_recv().is_err(), "the waiter's event does not trigger the CNO");
+    // and watches the EVD's CQ again once the waiter is gone.
+    send(b"two");
+    let hint = rx.recv_timeout(Duration::from_secs(5)).expect("the CNO woke for the second");
+    assert_eq!(hint.unwrap(), Some(server.recv_evd.id()));
+    assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 2);
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+}

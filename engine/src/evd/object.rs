@@ -281,11 +281,34 @@ impl Evd {
                 .is_some_and(|m| m.try_lock().is_some_and(|s| s.source.cq().has_completion()))
     }
 
-    /// Arms the CQ for a CNO's sleep; the completion channel fds to poll.
+    /// Whether an event arriving now would trigger its CNO: it is enabled and no thread
+    /// waits on it directly (that waiter takes the event).
+    pub(crate) fn triggers_cno(&self) -> bool {
+        self.enabled() && !self.inner.core.has_waiter()
+    }
+
+    /// The CQ side for a CNO: after others' brief holds (a dequeue's harvest), or None if a
+    /// direct waiter holds it for its whole sleep; the CNO then leaves this EVD out until
+    /// that waiter returns and kicks it ([`Evd::wait`]), instead of blocking behind it past
+    /// its own timeout.
+    fn dto_side_for_cno(&self) -> Option<crate::evd::plain_mutex::PlainGuard<'_, DtoSide>> {
+        let m = self.inner.dto.as_ref()?;
+        loop {
+            if let Some(g) = m.try_lock() {
+                return Some(g);
+            }
+            if self.inner.core.has_waiter() {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Arms the CQ for a CNO's sleep; the completion channel fds to poll (none while a
+    /// direct waiter owns the EVD).
     pub(crate) fn arm_for_cno(&self) -> Vec<RawFd> {
-        match &self.inner.dto {
-            Some(m) => {
-                let mut s = m.lock();
+        match self.dto_side_for_cno() {
+            Some(mut s) => {
                 s.source.arm();
                 s.source.fds().to_vec()
             }
@@ -295,8 +318,8 @@ impl Evd {
 
     /// Consumes the completion events that woke a CNO's sleep.
     pub(crate) fn acknowledge_channel(&self) {
-        if let Some(m) = &self.inner.dto {
-            let _ = m.lock().source.acknowledge(0);
+        if let Some(mut s) = self.dto_side_for_cno() {
+            let _ = s.source.acknowledge(0);
         }
     }
 
@@ -367,6 +390,11 @@ impl Evd {
             }
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
         };
+        // A CNO sleeping meanwhile left this EVD's channel out (see `arm_for_cno`): now that
+        // the EVD is free again, it must watch it.
+        if let Some(cno) = lock(&self.inner.cno).as_ref() {
+            cno.rescan();
+        }
         self.inner.failures.tell();
         r.map_err(wait_error)
     }
