@@ -813,3 +813,38 @@ fn a_cno_wait_is_not_held_up_by_a_direct_waiter_and_watches_the_evd_after_it() {
     assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 2);
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
+
+/// A server thread waits for completions on the receive EVD its endpoints share while
+/// another thread creates, connects and frees endpoints on that EVD: none of those calls
+/// waits for the sleeping waiter, and the waiter gets the completion of a new endpoint.
+#[test]
+fn endpoints_come_and_go_on_an_evd_another_thread_waits_on() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let server = side();
+    let client = side();
+    let _psp = Psp::create(&server.ia, 31164, &server.cr_evd).unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| server.recv_evd.wait(2 * WAIT_US, 1));
+        std::thread::sleep(Duration::from_millis(50)); // the waiter sleeps on the EVD
+        let (tx, rx) = mpsc::channel();
+        let server = &server;
+        s.spawn(move || {
+            let passing = server.another_ep();
+            passing.reset().unwrap();
+            passing.free().unwrap();
+            tx.send(server.another_ep()).unwrap();
+        });
+        let ep = rx
+            .recv_timeout(Duration::from_secs(3))
+            .expect("dat_ep_create/reset/free waited for the EVD's sleeping waiter");
+        connect_ep(server, &ep, &client.ep, &client.conn_evd, 31164);
+        ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 77, 0).unwrap();
+        client.buf.write(4096, b"late").unwrap();
+        client.ep.post_send(&[client.buf.triplet(4096, 4).unwrap()], 1, 0).unwrap();
+        let (ev, _) = waiter.join().unwrap().expect("the waiter gets the new endpoint's receive");
+        let c = dto(ev);
+        assert_eq!((c.user_cookie, c.status, c.transfered_length), (77, 0, 4));
+        client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    });
+}

@@ -53,35 +53,49 @@ pub(crate) struct DtoSide {
     queue: Arc<EventQueue<Event>>,
 }
 
-/// The sources a wait or dequeue harvests: the CQ if there is one.
+/// The sources a wait harvests: the CQ if there is one. The waiter takes the CQ lock for
+/// each step (harvest, arm, acknowledge), never across its sleep: endpoints are created,
+/// reset and freed on the EVD meanwhile (they attach and detach QPs under that lock),
+/// and one waiter at a time is ensured by the EVD's ownership, not by the lock.
 enum Source<'a> {
     None(NoSource),
-    Cq(PlainGuard<'a, DtoSide>),
+    Cq {
+        side: &'a PlainMutex<DtoSide>,
+        /// The completion channel's fd, fixed for the EVD's life.
+        fds: [RawFd; 1],
+    },
+}
+
+impl<'a> Source<'a> {
+    fn cq(side: &'a PlainMutex<DtoSide>) -> Source<'a> {
+        let fds = [side.lock().source.fds()[0]];
+        Source::Cq { side, fds }
+    }
 }
 
 impl Harvest<Event> for Source<'_> {
     fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
         match self {
             Source::None(s) => s.harvest(max, sink),
-            Source::Cq(s) => s.source.harvest(max, sink),
+            Source::Cq { side, .. } => side.lock().source.harvest(max, sink),
         }
     }
     fn arm(&mut self) {
         match self {
             Source::None(s) => Harvest::<Event>::arm(s),
-            Source::Cq(s) => s.source.arm(),
+            Source::Cq { side, .. } => side.lock().source.arm(),
         }
     }
     fn fds(&self) -> &[RawFd] {
         match self {
             Source::None(s) => Harvest::<Event>::fds(s),
-            Source::Cq(s) => s.source.fds(),
+            Source::Cq { fds, .. } => fds,
         }
     }
     fn acknowledge(&mut self, index: usize) -> Result<(), SourceError> {
         match self {
             Source::None(s) => Harvest::<Event>::acknowledge(s, index),
-            Source::Cq(s) => s.source.acknowledge(index),
+            Source::Cq { side, .. } => side.lock().source.acknowledge(index),
         }
     }
 }
@@ -287,21 +301,13 @@ impl Evd {
         self.enabled() && !self.inner.core.has_waiter()
     }
 
-    /// The CQ side for a CNO: after others' brief holds (a dequeue's harvest), or None if a
-    /// direct waiter holds it for its whole sleep; the CNO then leaves this EVD out until
-    /// that waiter returns and kicks it ([`Evd::wait`]), instead of blocking behind it past
-    /// its own timeout.
-    fn dto_side_for_cno(&self) -> Option<crate::evd::plain_mutex::PlainGuard<'_, DtoSide>> {
-        let m = self.inner.dto.as_ref()?;
-        loop {
-            if let Some(g) = m.try_lock() {
-                return Some(g);
-            }
-            if self.inner.core.has_waiter() {
-                return None;
-            }
-            std::thread::yield_now();
-        }
+    /// The CQ side for a CNO, or None while a direct waiter owns the EVD: the CNO then
+    /// leaves this EVD out until that waiter returns and kicks it ([`Evd::wait`]). Checked
+    /// under the lock the waiter arms and acknowledges under, so the CNO never consumes a
+    /// channel event the waiter sleeps for.
+    fn dto_side_for_cno(&self) -> Option<PlainGuard<'_, DtoSide>> {
+        let g = self.inner.dto.as_ref()?.lock();
+        (!self.inner.core.has_waiter()).then_some(g)
     }
 
     /// Arms the CQ for a CNO's sleep; the completion channel fds to poll (none while a
@@ -373,21 +379,7 @@ impl Evd {
     /// then dequeues one; returns it and how many remain.
     pub fn wait(&self, timeout_us: u32, threshold: u32) -> DatResult<(Event, usize)> {
         let r = match &self.inner.dto {
-            Some(m) => {
-                // A waiter sleeps holding the CQ: a second one must be refused (DAT: the
-                // EVD has one waiter), not queued behind it on the lock. Others hold the
-                // lock only briefly (a dequeue's harvest, attaching a QP).
-                let g = loop {
-                    match m.try_lock() {
-                        Some(g) => break g,
-                        None if self.inner.core.has_waiter() => {
-                            return Err(wait_error(WaitError::Busy));
-                        }
-                        None => std::thread::yield_now(),
-                    }
-                };
-                self.inner.core.wait(&mut Source::Cq(g), threshold, timeout_us)
-            }
+            Some(m) => self.inner.core.wait(&mut Source::cq(m), threshold, timeout_us),
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
         };
         // A CNO sleeping meanwhile left this EVD's channel out (see `arm_for_cno`): now that
@@ -417,11 +409,16 @@ impl Evd {
             // The queue is replaced under the CQ lock, and the side's copy with it (see
             // [`DtoSide`]).
             let mut s = m.lock();
-            s.source.resize_cq(qlen).map_err(|e| {
-                DatError::insufficient_resources(subtype::RESOURCE_TEVD)
-                    .with_detail(format!("dat_evd_resize: {e}"))
-            })?;
-            self.inner.core.resize(q).map_err(wait_error)?;
+            // The CQ is resized only once the queue's resize may go ahead (no waiter owns
+            // the EVD, the events fit), and the queue only if the CQ's resize worked.
+            self.inner
+                .core
+                .resize_with(q, || s.source.resize_cq(qlen).map(drop))
+                .map_err(wait_error)?
+                .map_err(|e| {
+                    DatError::insufficient_resources(subtype::RESOURCE_TEVD)
+                        .with_detail(format!("dat_evd_resize: {e}"))
+                })?;
             s.queue = self.inner.core.current_queue();
             return Ok(());
         }

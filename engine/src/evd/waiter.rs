@@ -539,11 +539,25 @@ impl<T> EvdCore<T> {
     /// Refused with [`WaitError::Busy`] while a waiter owns the EVD, with
     /// [`WaitError::TooSmall`] if more than `qlen` events are queued.
     pub fn resize(&self, qlen: NonZeroUsize) -> Result<(), WaitError> {
+        self.resize_with(qlen, || Ok::<(), std::convert::Infallible>(())).map(|_| ())
+    }
+
+    /// [`EvdCore::resize`], running `also` (the CQ's resize of a DTO EVD) once the resize is
+    /// sure to be allowed: owned, and the queued events fit. If `also` fails, the queue
+    /// stays as it was and its error is returned inside `Ok`.
+    pub fn resize_with<E>(
+        &self,
+        qlen: NonZeroUsize,
+        also: impl FnOnce() -> Result<(), E>,
+    ) -> Result<Result<(), E>, WaitError> {
         let _owner = self.own_for_resize()?;
         let mut guard = self.queue.write().unwrap_or_else(|e| e.into_inner());
         let queued = guard.len();
         if queued > qlen.get() {
             return Err(WaitError::TooSmall { queued });
+        }
+        if let Err(e) = also() {
+            return Ok(Err(e));
         }
         let new = EventQueue::new(qlen);
         while let Some(ev) = guard.pop() {
@@ -552,7 +566,7 @@ impl<T> EvdCore<T> {
             }
         }
         *guard = Arc::new(new);
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// OWNED for a resize: like a waiter's, but allowed on an unwaitable EVD.
