@@ -7,9 +7,9 @@
 //!
 //! The protocol is std's futex mutex on Linux: the state is 0 (free), 1 (held) or 2 (held,
 //! and a thread may be asleep on it). A locker that finds it held spins briefly, then marks
-//! it 2 and sleeps in `FUTEX_WAIT` until an unlock that finds 2 wakes one sleeper. A thread
-//! may hold the lock a long time (a waiter sleeps holding the CQ source), so lockers sleep
-//! rather than spin.
+//! it 2 and sleeps in `FUTEX_WAIT` until an unlock that finds 2 wakes one sleeper. Holders
+//! keep it for one harvest, arm or attach (a waiter never sleeps holding it), but a locker
+//! preempted meanwhile may keep it longer, so lockers sleep rather than spin for long.
 
 use std::cell::UnsafeCell;
 use std::fmt;
