@@ -1,7 +1,7 @@
-//! Instruction counts of the DAT layer's fast path (iai-callgrind): `dat_ep_post_send` of
-//! one segment on a connected endpoint, and `dat_evd_dequeue` of one DTO event — the
-//! harvest of its CQE from the CQ, the cookie-ring lookup, the event queue — through the
-//! engine as a consumer calls it.
+//! Instruction counts of the DAT layer's fast path (iai-callgrind): `dat_ep_post_send` and
+//! `dat_ep_post_recv` of one segment on a connected endpoint, and `dat_evd_dequeue` of one
+//! DTO event — the harvest of its CQE from the CQ, the cookie-ring lookup, the event
+//! queue — through the engine as a consumer calls it.
 //!
 //! The endpoints are connected over softhca in the benchmark process. softhca is a model
 //! of the hardware: its work when the doorbell rings (executing the WQE) is what silicon
@@ -107,9 +107,18 @@ fn dequeue_1_dto_event(c: Box<Connected>) -> Box<Connected> {
     c
 }
 
+// Reposting a receive, as a consumer does for each message it takes: no doorbell to ring
+// (receives are published through the doorbell record only), so nothing of softhca runs.
+#[library_benchmark]
+#[bench::one_segment(setup = connected)]
+fn post_recv_1_segment(c: Box<Connected>) -> Box<Connected> {
+    assert!(black_box(c.client.post_recv(black_box(&c.triplet), 1, 0)).is_ok());
+    c
+}
+
 library_benchmark_group!(
     name = engine;
-    benchmarks = post_send_1_segment, dequeue_1_dto_event
+    benchmarks = post_send_1_segment, post_recv_1_segment, dequeue_1_dto_event
 );
 
 main!(library_benchmark_groups = engine);

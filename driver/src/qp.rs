@@ -611,6 +611,7 @@ impl<'m> Qp<'m> {
     }
 
     /// Posts receive work requests (not for a QP attached to an SRQ: post to the SRQ).
+    #[inline]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'m, '_>]) -> std::result::Result<(), PostError> {
         match &mut self.rq {
             Some(rq) => rq.post(wrs),

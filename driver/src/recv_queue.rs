@@ -76,7 +76,21 @@ impl RecvQueue {
     }
 
     /// Writes one entry per request, then publishes the RQ counter once.
+    #[inline]
     pub fn post(&mut self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
+        // One receive, the commonest request (a consumer reposting the buffer it took):
+        // straight-line code, inlined into the caller.
+        if let [wr] = wrs {
+            let completed = self.tracker.completed.load(Ordering::Acquire);
+            self.write_one(wr, completed).map_err(|reason| PostError { index: 0, reason })?;
+            self.publish();
+            return Ok(());
+        }
+        self.post_many(wrs)
+    }
+
+    #[inline(never)]
+    fn post_many(&mut self, wrs: &[RecvWr<'_, '_>]) -> Result<(), PostError> {
         let mut result = Ok(());
         let completed = self.tracker.completed.load(Ordering::Acquire);
         let start = self.head;
@@ -87,11 +101,17 @@ impl RecvQueue {
             }
         }
         if self.head != start {
-            to_device_barrier();
-            // SAFETY: the RQ word of the doorbell record (geometry contract).
-            unsafe { self.g.dbrec_rq.write_u32(0, (self.head & 0xffff).to_be()) };
+            self.publish();
         }
         result
+    }
+
+    /// Tells the device how far the queue is filled (the doorbell record's RQ counter).
+    #[inline(always)]
+    fn publish(&mut self) {
+        to_device_barrier();
+        // SAFETY: the RQ word of the doorbell record (geometry contract).
+        unsafe { self.g.dbrec_rq.write_u32(0, (self.head & 0xffff).to_be()) };
     }
 
     #[inline(always)]

@@ -333,7 +333,42 @@ impl Ep {
 
     /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
     /// receives always complete with an event.)
-    pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
+    #[inline]
+    pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
+        // Every state but DISCONNECTED takes a receive with no effect (the state table's
+        // PostRecv row, pinned down by its test): one segment on an endpoint with its own
+        // receive queue goes straight to the QP.
+        if let [t] = local
+            && let Some(ring) = &self.inner.completions.receives
+            && self.inner.state_word.load(Ordering::Acquire) != EpState::Disconnected.to_raw()
+            && let Ok(len) = u32::try_from(t.segment_length)
+            && self.inner.recv_iov_limit.load(Ordering::Relaxed) != 0
+        {
+            let cookie = Cookie {
+                user_cookie: cookie,
+                length: t.segment_length,
+                operation: dtos::RECEIVE,
+                suppress: false,
+            };
+            // Under the QP's lock, which serialises the endpoint's posters: the slot
+            // reserved is the one this receive is posted with.
+            let mut qp = lock(&self.inner.qp);
+            let wr_id = ring.reserve(cookie)?;
+            // SAFETY: as in `sges`: the triplet names memory the consumer registered; the
+            // device checks key and bounds and fails the DTO otherwise, touching nothing.
+            let sge = [unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) }];
+            qp.post_recv(&[RecvWr { wr_id, sges: &sge }])
+                .map_err(|e| post_error("dat_ep_post_recv", e))?;
+            ring.commit();
+            return Ok(());
+        }
+        self.post_recv_general(local, cookie, flags)
+    }
+
+    /// [`Ep::post_recv`] in any state, with any number of segments: the state machine's
+    /// verdict (a DISCONNECTED endpoint completes the post as flushed), the IOV checks.
+    #[inline(never)]
+    fn post_recv_general(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
         let Some(ring) = &self.inner.completions.receives else {
             return Err(transition(self.current(), Trigger::PostRecvOnSrqEndpoint)
                 .err()
