@@ -72,7 +72,9 @@ fn registry_fn(symbol: &CStr) -> Option<RegistryFn> {
 }
 
 fn ia_name(info: &ProviderInfo) -> CString {
-    let bytes: Vec<u8> = info.ia_name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    // `c_char` is i8 on x86_64 and u8 on aarch64: `to_ne_bytes` takes the byte as it is on both.
+    let bytes: Vec<u8> =
+        info.ia_name.iter().take_while(|c| **c != 0).map(|c| c.to_ne_bytes()[0]).collect();
     CString::new(bytes).unwrap_or_default()
 }
 
