@@ -521,6 +521,7 @@ impl QueuePair {
     }
 
     /// True if the peer's ring may hold records we have not read (one load, for polling).
+    #[inline]
     pub(crate) fn inbound_may_have_records(&self) -> bool {
         self.link
             .peer
