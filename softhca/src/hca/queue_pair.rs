@@ -28,7 +28,7 @@ use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
-use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
+use crate::fabric::{QpNotifier, Registry, RingConsumer, RingError, RingProducer, SmallRecord};
 use ferrodat_abi::mlx5::{
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
     cqe_syndrome, opcode, wqe_ctrl,
@@ -799,51 +799,62 @@ impl QueuePair {
     /// fails (it will complete in error in order).
     fn fetch_new_wqes(&mut self, hw: &mut Hardware<'_>) {
         let tail = self.sq_tail();
-        let mut bytes = std::mem::take(hw.scratch);
         while self.sq_head != tail {
             if self.outstanding.back().is_some_and(|o| matches!(o.outcome, Some(Err(_)))) {
                 break;
             }
-            let pos = self.sq_head;
-            if self.send_small(pos, hw) {
-                continue;
+            if !self.send_small(self.sq_head, hw) && !self.fetch_wqe(hw) {
+                break;
             }
-            let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
-            let entry = match send_wqe::decode(&bytes) {
-                Ok(wqe) => {
-                    let entry = self.admit(pos, &wqe, hw.regions);
-                    if self.can_transmit_at_once(&entry) {
-                        // The common case: the new WQE is next in line and nothing holds
-                        // it back; send it now, from the bytes just decoded.
-                        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
-                        self.outstanding.push_back(entry);
-                        if self.send_packets(&wqe, hw) == Some(true) {
-                            self.advance_cursor();
-                        }
-                        continue;
-                    }
-                    entry
-                }
-                Err(syndrome) => {
-                    let (op, wqe_index, _) =
-                        send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
-                    Outstanding {
-                        sq_pos: pos,
-                        wqe_index,
-                        wqe_opcode: op,
-                        signaled: true,
-                        fence: false,
-                        psn: self.next_psn,
-                        operation: Operation::Local,
-                        outcome: Some(Err(syndrome)),
-                        rnr_naks: 0,
-                    }
-                }
-            };
-            self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
-            self.outstanding.push_back(entry);
         }
+    }
+
+    /// The general case of [`Self::fetch_new_wqes`] for the WQE at `sq_head` (out of line:
+    /// the common small SEND never gets here). False: it could not be read.
+    #[inline(never)]
+    fn fetch_wqe(&mut self, hw: &mut Hardware<'_>) -> bool {
+        let pos = self.sq_head;
+        let mut bytes = std::mem::take(hw.scratch);
+        let Some(ds) = self.read_wqe(pos, &mut bytes) else {
+            *hw.scratch = bytes;
+            return false;
+        };
+        let entry = match send_wqe::decode(&bytes) {
+            Ok(wqe) => {
+                let entry = self.admit(pos, &wqe, hw.regions);
+                if self.can_transmit_at_once(&entry) {
+                    // The common case: the new WQE is next in line and nothing holds it
+                    // back; send it now, from the bytes just decoded.
+                    self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+                    self.outstanding.push_back(entry);
+                    if self.send_packets(&wqe, hw) == Some(true) {
+                        self.advance_cursor();
+                    }
+                    *hw.scratch = bytes;
+                    return true;
+                }
+                entry
+            }
+            Err(syndrome) => {
+                let (op, wqe_index, _) =
+                    send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
+                Outstanding {
+                    sq_pos: pos,
+                    wqe_index,
+                    wqe_opcode: op,
+                    signaled: true,
+                    fence: false,
+                    psn: self.next_psn,
+                    operation: Operation::Local,
+                    outcome: Some(Err(syndrome)),
+                    rnr_naks: 0,
+                }
+            }
+        };
+        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+        self.outstanding.push_back(entry);
         *hw.scratch = bytes;
+        true
     }
 
     /// The common case of [`Self::fetch_new_wqes`] without decoding into the general
@@ -1308,7 +1319,6 @@ impl QueuePair {
             return;
         }
         self.attach();
-        let mut payload = std::mem::take(hw.scratch);
         let mut first = true;
         loop {
             // A full outbound ring does not stop us reading: the peer may be blocked on
@@ -1321,101 +1331,28 @@ impl QueuePair {
             }
             let Some(peer) = self.link.peer.as_mut() else { break };
             let Some(inbound) = peer.inbound.as_mut() else { break };
-            // After a record, one load of the tail tells whether another follows (most
-            // passes carry one message), cheaper than a consume that finds nothing.
+            // After a record, one load of the header at the head tells whether another
+            // follows (most passes carry one message), cheaper than a pop that finds nothing.
             if !std::mem::take(&mut first) && !inbound.may_have_records() {
                 break;
             }
             let src_qpn = inbound.src_qpn();
-            // Small records (every ACK, small SENDs) are copied out whole in one go.
+            // Small records (every ACK, small SENDs) are copied out whole in one go; the
+            // common one, a small SEND, is handled here, everything else out of line.
             let mut small = [0u64; SMALL_RECORD_WORDS];
-            let mut small_payload = None;
             let popped = inbound.pop_small(&mut small);
-            if let Ok(SmallRecord::Record { kind, len }) = popped
-                && kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
-                && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw)
-            {
-                continue;
-            }
-            let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
-                break;
-            };
-            let read = match popped {
-                Ok(SmallRecord::None) => Ok(None),
-                Ok(SmallRecord::Record { kind, len }) => Ok(Some(
-                    parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
-                        small_payload = Some(at..len);
-                        h
-                    }),
-                )),
-                Ok(SmallRecord::Larger) => inbound.consume(|rec| {
-                    if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
-                        let mut c = [0u8; size_of::<CompactHeader>()];
-                        if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
-                            return None;
-                        }
-                        let payload_len = rec.len() - c.len();
-                        if payload_len > SEGMENT_BYTES {
-                            return None;
-                        }
-                        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-                            rec.kind() as u8,
-                            src_qpn,
-                            payload_len,
-                        )?;
-                        payload.resize(payload_len, 0);
-                        rec.read(c.len(), &mut payload).ok()?;
-                        return Some(header);
+            match popped {
+                Ok(SmallRecord::None) => break,
+                Ok(SmallRecord::Record { kind, len })
+                    if kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
+                        && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw) => {}
+                popped => {
+                    if !self.inbound_record(popped, &small, src_qpn, hw) {
+                        break;
                     }
-                    let mut h = [0u8; size_of::<PacketHeader>()];
-                    if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
-                        return None;
-                    }
-                    let header = PacketHeader::read_from_bytes(&h).ok()?;
-                    if header.payload_len as usize != rec.len() - h.len()
-                        || header.payload_len as usize > SEGMENT_BYTES
-                    {
-                        return None;
-                    }
-                    payload.resize(header.payload_len as usize, 0);
-                    rec.read(h.len(), &mut payload).ok()?;
-                    Some(header)
-                }),
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(Some(Some(header))) => {
-                    if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
-                        continue; // dropped, as a QP in ERR or a stranger's packet is
-                    }
-                    let data = match small_payload {
-                        Some(range) => &small.as_bytes()[range],
-                        None => &payload[..],
-                    };
-                    if header.kind >= kind::ACK {
-                        self.handle_response(&header, data, hw);
-                    } else {
-                        if header.flags & flag::ACK_PIGGYBACK != 0 {
-                            self.ack_timer_running = false;
-                            self.timeouts = 0;
-                            self.ack_through(header.ack_psn);
-                        }
-                        self.handle_request(&header, data, hw);
-                    }
-                }
-                Ok(Some(None)) => continue, // malformed packet: dropped
-                Ok(None) => break,
-                Err(_) => {
-                    // A corrupt ring: nothing more can be trusted from this peer.
-                    if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut())
-                    {
-                        let _ = inbound.discard_all();
-                    }
-                    break;
                 }
             }
         }
-        *hw.scratch = payload;
         self.complete_in_order(hw);
         if self.state == qp_state::RTS {
             self.transmit(hw);
@@ -1434,6 +1371,100 @@ impl QueuePair {
             self.arm_ack_timer(hw);
         }
         self.check_awaiting();
+    }
+
+    /// The general case of one record of [`Self::run_inbound`] (`popped` is what
+    /// `pop_small` found: a small record already copied into `small`, or a larger one
+    /// still in the ring, or an error). False: stop reading.
+    #[inline(never)]
+    fn inbound_record(
+        &mut self,
+        popped: Result<SmallRecord, RingError>,
+        small: &[u64; SMALL_RECORD_WORDS],
+        src_qpn: u32,
+        hw: &mut Hardware<'_>,
+    ) -> bool {
+        let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
+            return false;
+        };
+        let mut payload = std::mem::take(hw.scratch);
+        let mut small_payload = None;
+        let read = match popped {
+            Ok(SmallRecord::None) => Ok(None),
+            Ok(SmallRecord::Record { kind, len }) => {
+                Ok(Some(parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
+                    small_payload = Some(at..len);
+                    h
+                })))
+            }
+            Ok(SmallRecord::Larger) => inbound.consume(|rec| {
+                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
+                    let mut c = [0u8; size_of::<CompactHeader>()];
+                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+                        return None;
+                    }
+                    let payload_len = rec.len() - c.len();
+                    if payload_len > SEGMENT_BYTES {
+                        return None;
+                    }
+                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+                        rec.kind() as u8,
+                        src_qpn,
+                        payload_len,
+                    )?;
+                    payload.resize(payload_len, 0);
+                    rec.read(c.len(), &mut payload).ok()?;
+                    return Some(header);
+                }
+                let mut h = [0u8; size_of::<PacketHeader>()];
+                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
+                    return None;
+                }
+                let header = PacketHeader::read_from_bytes(&h).ok()?;
+                if header.payload_len as usize != rec.len() - h.len()
+                    || header.payload_len as usize > SEGMENT_BYTES
+                {
+                    return None;
+                }
+                payload.resize(header.payload_len as usize, 0);
+                rec.read(h.len(), &mut payload).ok()?;
+                Some(header)
+            }),
+            Err(e) => Err(e),
+        };
+        let go_on = match read {
+            Ok(Some(Some(header))) => {
+                // Dropped, as a QP in ERR or a stranger's packet is.
+                if self.state != qp_state::ERR && header.src_qpn == self.attrs.dest_qpn {
+                    let data = match small_payload {
+                        Some(range) => &small.as_bytes()[range],
+                        None => &payload[..],
+                    };
+                    if header.kind >= kind::ACK {
+                        self.handle_response(&header, data, hw);
+                    } else {
+                        if header.flags & flag::ACK_PIGGYBACK != 0 {
+                            self.ack_timer_running = false;
+                            self.timeouts = 0;
+                            self.ack_through(header.ack_psn);
+                        }
+                        self.handle_request(&header, data, hw);
+                    }
+                }
+                true
+            }
+            Ok(Some(None)) => true, // malformed packet: dropped
+            Ok(None) => false,
+            Err(_) => {
+                // A corrupt ring: nothing more can be trusted from this peer.
+                if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
+                    let _ = inbound.discard_all();
+                }
+                false
+            }
+        };
+        *hw.scratch = payload;
+        go_on
     }
 
     // ---------------------------------------------------------------- responses
