@@ -121,13 +121,25 @@ impl AppSpan {
     /// the last byte (`op_own`, which carries the ownership bit), so that a consumer that
     /// sees the new owner bit also sees the whole entry.
     pub fn publish_entry(&self, offset: usize, entry: &[u8; 64]) -> Result<(), OutOfSpan> {
+        self.publish_entry_with_last(offset, entry, entry[63])
+    }
+
+    /// As [`Self::publish_entry`], with `last` as the entry's last byte instead of
+    /// `entry[63]` (the producer adds the owner bit without copying the entry).
+    #[inline]
+    pub fn publish_entry_with_last(
+        &self,
+        offset: usize,
+        entry: &[u8; 64],
+        last: u8,
+    ) -> Result<(), OutOfSpan> {
         let at = self.check(offset, 64)?;
         // SAFETY: in bounds of the span; the consumer reads this memory only after it sees
         // the owner byte written below.
         unsafe { std::ptr::copy_nonoverlapping(entry.as_ptr(), at as *mut u8, 63) };
         fence(Ordering::Release);
         // SAFETY: in bounds of the span.
-        unsafe { std::ptr::write_volatile((at + 63) as *mut u8, entry[63]) };
+        unsafe { std::ptr::write_volatile((at + 63) as *mut u8, last) };
         Ok(())
     }
 

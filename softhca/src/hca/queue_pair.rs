@@ -583,7 +583,7 @@ impl QueuePair {
     #[inline]
     fn push_cqe(&self, cqn: u32, cqe: [u8; 64], hw: &mut Hardware<'_>) -> bool {
         match hw.cqs.get_mut(&cqn) {
-            Some(cq) => cq.push(cqe).is_ok(),
+            Some(cq) => cq.push(&cqe).is_ok(),
             None => false,
         }
     }
