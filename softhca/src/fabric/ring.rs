@@ -860,9 +860,12 @@ impl RingConsumer {
         let Some(dst) = out.get_mut(..n) else {
             return Ok(SmallRecord::Larger);
         };
+        // Plain index loops: a small record is a few words, not worth unrolled copies.
         let record = &words[at..at + 1 + n];
-        for (d, word) in dst.iter_mut().zip(&record[1..]) {
-            *d = word.load(Ordering::Relaxed);
+        let mut i = 0;
+        while i < n {
+            dst[i] = record[i + 1].load(Ordering::Relaxed);
+            i += 1;
         }
         for word in record {
             word.store(0, Ordering::Relaxed);

@@ -68,6 +68,16 @@ impl AppSpan {
         Ok(())
     }
 
+    /// The `N` bytes at `offset` (a fixed-size copy, inlined rather than a call).
+    #[inline]
+    pub fn read_array<const N: usize>(&self, offset: usize) -> Result<[u8; N], OutOfSpan> {
+        let at = self.check(offset, N)?;
+        let mut out = [0u8; N];
+        // SAFETY: as in `read`.
+        unsafe { std::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), N) };
+        Ok(out)
+    }
+
     /// Copies `data` to `offset`.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), OutOfSpan> {
         let at = self.check(offset, data.len())?;

@@ -40,7 +40,7 @@ use super::cqe::CqProducer;
 use super::events::EventSink;
 use super::id_map::IdMap;
 use super::mr::{MemoryRegion, MemoryRegions};
-use super::queue_pair::{Attention, Hardware, Link, QpAttributes, QpSetup, QueuePair};
+use super::queue_pair::{Hardware, Link, QpAttributes, QpSetup, QueuePair};
 use super::shared_receive_queue::{SharedReceiveQueue, SrqSetup};
 use crate::fabric::{FabricDir, FabricError, Gid, Instance, QpAllocation, Registry};
 use crate::objects::UarPages;
@@ -167,24 +167,26 @@ impl Tables {
                 self.errored.retain(|&q| q != qpn);
             }
         }
-        match qp.attention() {
-            Attention::Always => {
-                if !qp.on_always_list {
-                    qp.on_always_list = true;
-                    self.always.push(qpn);
-                }
-                return;
+        // As `qp.attention()`, in two steps: a QP already filed with a timer whose
+        // deadline cannot precede `earliest` (its lower bound does not) needs no deadline
+        // computed, since filing it would change nothing.
+        if qp.needs_every_pass() {
+            if !qp.on_always_list {
+                qp.on_always_list = true;
+                self.always.push(qpn);
             }
-            Attention::At(at) => {
-                if !qp.on_timer_list {
-                    qp.on_timer_list = true;
-                    self.timers.push(qpn);
-                }
-                if self.earliest.is_none_or(|e| at < e) {
-                    self.earliest = Some(at);
-                }
+            return;
+        }
+        let filed = qp.on_timer_list
+            && self.earliest.is_some_and(|e| qp.deadline_floor().is_some_and(|floor| e <= floor));
+        if !filed && let Some(at) = qp.next_deadline() {
+            if !qp.on_timer_list {
+                qp.on_timer_list = true;
+                self.timers.push(qpn);
             }
-            Attention::None => {}
+            if self.earliest.is_none_or(|e| at < e) {
+                self.earliest = Some(at);
+            }
         }
         if qp.on_always_list {
             qp.on_always_list = false;

@@ -399,21 +399,35 @@ impl QueuePair {
 
     /// What the engine must do for this QP besides reacting to doorbells and packets.
     pub fn attention(&self) -> Attention {
-        let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
-        let unattached = connected
-            && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
-        let blocked_transmit = self.resume_at.is_none()
-            && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
-        if unattached
-            || !self.responses.is_empty()
-            || blocked_transmit
-            || self.deferred_ack.is_some()
-        {
+        if self.needs_every_pass() {
             return Attention::Always;
         }
         match self.next_deadline() {
             Some(at) => Attention::At(at),
             None => Attention::None,
+        }
+    }
+
+    /// [`Attention::Always`]: it waits for ring space or for the peer's ring to appear,
+    /// or owes responses.
+    #[inline]
+    pub(crate) fn needs_every_pass(&self) -> bool {
+        let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
+        let unattached = connected
+            && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
+        let blocked_transmit = self.resume_at.is_none()
+            && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
+        unattached || !self.responses.is_empty() || blocked_transmit || self.deferred_ack.is_some()
+    }
+
+    /// A lower bound of [`Self::next_deadline`] without clock arithmetic: if a timer
+    /// runs, it falls due no earlier than this. `None`: no timer may run.
+    #[inline]
+    pub(crate) fn deadline_floor(&self) -> Option<Instant> {
+        match self.resume_at {
+            Some(at) => Some(at),
+            None if self.awaiting == 0 => None,
+            None => Some(self.last_response),
         }
     }
 
@@ -1808,24 +1822,24 @@ impl QueuePair {
         let stride = 1usize << self.setup.rq_wqe_shift;
         let at = usize::from(index) * stride + self.setup.rq_skip;
         let last = usize::from(index) * stride + stride.min(MAX_RECEIVE_ENTRY_BYTES);
-        let mut raw = [0u8; 2 * SEND_WQE_DS];
-        let segments = if at + 2 * SEND_WQE_DS <= last { 2 } else { 1 };
-        if at + SEND_WQE_DS > last
-            || self.setup.rq.read(at, &mut raw[..segments * SEND_WQE_DS]).is_err()
-        {
+        // Fixed-size reads of the one or two segments (no call to a general copy).
+        if at + SEND_WQE_DS > last {
             return false;
         }
+        let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at) else { return false };
+        let first = WqeDataSeg::read_from_bytes(&raw).expect("a data segment is 16 bytes");
         // As `scatter_list`: segments up to one with the invalid lkey.
-        let (Ok((first, _)), Ok((second, _))) =
-            (WqeDataSeg::read_from_prefix(&raw), WqeDataSeg::read_from_prefix(&raw[SEND_WQE_DS..]))
-        else {
-            return false;
-        };
+        if at + 2 * SEND_WQE_DS <= last {
+            let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at + SEND_WQE_DS) else {
+                return false;
+            };
+            let second = WqeDataSeg::read_from_bytes(&raw).expect("a data segment is 16 bytes");
+            if second.lkey.get() != INVALID_LKEY {
+                return false;
+            }
+        }
         let (lkey, length) = (first.lkey.get(), first.byte_count.get());
-        if lkey == INVALID_LKEY
-            || (segments == 2 && second.lkey.get() != INVALID_LKEY)
-            || (length as usize) < payload.len()
-        {
+        if lkey == INVALID_LKEY || (length as usize) < payload.len() {
             return false;
         }
         let Ok(target) = hw.regions.translate(
