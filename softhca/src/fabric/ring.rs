@@ -440,7 +440,7 @@ impl RingProducer {
     /// them) held in `words` (`len <= 8 * words.len()`; bytes past `len` are not part of
     /// the record). The same record as [`Self::try_push`] would write, for small records:
     /// whole-word stores and one bounds check instead of byte copies.
-    #[inline]
+    #[inline(always)]
     pub fn try_push_words(
         &mut self,
         kind: u16,
