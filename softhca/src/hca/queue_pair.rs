@@ -306,6 +306,45 @@ pub struct QueuePair {
     deferred_ack: Option<(u32, bool)>,
     /// The scatter list of the last message, kept for its allocation.
     spare_targets: Vec<AppSpan>,
+    /// What the small-SEND fast path needs of the fixed setup and attributes, worked out
+    /// once rather than per packet.
+    fast: FastPathFacts,
+}
+
+/// Facts about a QP that change only with its setup (never) or at MODIFY_QP, for the
+/// receive fast path ([`QueuePair::receive_small_send`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct FastPathFacts {
+    /// Receives come from the QP's own RQ, whose entries have room for at least one data
+    /// segment after the skip.
+    own_rq: bool,
+    /// An RQ entry has room for a second segment after the first (read to find the
+    /// terminator).
+    second_segment: bool,
+    /// The srqn_uidx field of the QP's responder CQEs.
+    srqn_uidx: u32,
+    /// The peer's GID is an IPv4-mapped address (responder CQEs report the L3 type).
+    ipv4: bool,
+}
+
+impl FastPathFacts {
+    fn new(setup: &QpSetup, srqn_uidx: u32, dgid: &[u8; 16]) -> Self {
+        let stride = 1usize << setup.rq_wqe_shift;
+        let usable = stride.min(MAX_RECEIVE_ENTRY_BYTES);
+        FastPathFacts {
+            own_rq: setup.srqn.is_none()
+                && setup.rq_wqe_count > 0
+                && setup.rq_skip + SEND_WQE_DS <= usable,
+            second_segment: setup.rq_skip + 2 * SEND_WQE_DS <= usable,
+            srqn_uidx,
+            ipv4: is_ipv4_mapped(dgid),
+        }
+    }
+}
+
+/// The GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -336,7 +375,7 @@ fn nak_syndrome(reason: u8) -> u8 {
 impl QueuePair {
     /// A QP in RESET.
     pub fn new(setup: QpSetup, link: Link, now: Instant) -> Self {
-        QueuePair {
+        let mut qp = QueuePair {
             setup,
             state: qp_state::RESET,
             attrs: QpAttributes::default(),
@@ -367,7 +406,14 @@ impl QueuePair {
             async_events: None,
             deferred_ack: None,
             spare_targets: Vec::new(),
-        }
+            fast: FastPathFacts::default(),
+        };
+        qp.refresh_fast_path_facts();
+        qp
+    }
+
+    fn refresh_fast_path_facts(&mut self) {
+        self.fast = FastPathFacts::new(&self.setup, self.responder_srqn_uidx(), &self.attrs.dgid);
     }
 
     /// The QP number.
@@ -451,6 +497,7 @@ impl QueuePair {
             self.run_inbound(hw);
         }
         self.attrs = attrs;
+        self.refresh_fast_path_facts();
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
         match state {
@@ -1780,7 +1827,7 @@ impl QueuePair {
                 imm: msg.imm.unwrap_or_default(),
                 src_qpn: self.attrs.dest_qpn,
                 solicited: msg.solicited,
-                ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+                ipv4: self.fast.ipv4,
                 ..Default::default()
             });
             if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
@@ -1817,26 +1864,21 @@ impl QueuePair {
             || self.rnr_psn.is_some()
             || self.inbound.is_some()
             || c.psn != self.expected_psn
-            || self.setup.srqn.is_some()
-            || self.setup.rq_wqe_count == 0
+            || !self.fast.own_rq
             || self.rq_head == self.rq_tail()
         {
             return false;
         }
         // The receive entry: one data segment holding the message, then the terminator
-        // or the end of the entry (the general path translates every segment).
+        // or the end of the entry (the general path translates every segment). Whether
+        // the entry has room for one or two segments is fixed per QP (`fast`).
         let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
-        let stride = 1usize << self.setup.rq_wqe_shift;
-        let at = usize::from(index) * stride + self.setup.rq_skip;
-        let last = usize::from(index) * stride + stride.min(MAX_RECEIVE_ENTRY_BYTES);
+        let at = (usize::from(index) << self.setup.rq_wqe_shift) + self.setup.rq_skip;
         // Fixed-size reads of the one or two segments (no call to a general copy).
-        if at + SEND_WQE_DS > last {
-            return false;
-        }
         let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at) else { return false };
         let first = WqeDataSeg::read_from_bytes(&raw).expect("a data segment is 16 bytes");
         // As `scatter_list`: segments up to one with the invalid lkey.
-        if at + 2 * SEND_WQE_DS <= last {
+        if self.fast.second_segment {
             let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at + SEND_WQE_DS) else {
                 return false;
             };
@@ -1872,13 +1914,13 @@ impl QueuePair {
         let cqe = success_cqe(&Completion {
             cqe_opcode: if imm { cqe_opcode::RESP_SEND_IMM } else { cqe_opcode::RESP_SEND },
             qpn: self.setup.qpn,
-            srqn_uidx: self.responder_srqn_uidx(),
+            srqn_uidx: self.fast.srqn_uidx,
             wqe_counter: index,
             byte_cnt: payload.len() as u32,
             imm: if imm { c.imm } else { [0; 4] },
             src_qpn: self.attrs.dest_qpn,
             solicited: c.flags & flag::SOLICITED != 0,
-            ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+            ipv4: self.fast.ipv4,
             ..Default::default()
         });
         if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
