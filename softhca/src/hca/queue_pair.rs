@@ -1620,6 +1620,7 @@ impl QueuePair {
     }
 
     /// Every SEND/WRITE up to and including `psn` is acknowledged.
+    #[inline(always)]
     fn ack_through(&mut self, psn: u32) {
         // By index: the deque's chained iterator costs more than the one or two entries
         // usually in flight.
