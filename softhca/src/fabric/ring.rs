@@ -393,7 +393,7 @@ impl RingProducer {
     /// Room for a record of `record_bytes` at the tail, after a padding record where the
     /// area's end is too close: the record's offset in the mapping and the bytes the tail
     /// will move by. Full: the consumer has not freed enough yet.
-    #[inline]
+    #[inline(always)]
     fn reserve(&mut self, record_bytes: usize) -> Result<(usize, usize), PushError> {
         let offset = (self.tail & (self.capacity - 1)) as usize;
         // The common case, decided from the cached head: room before the area's end.
@@ -463,8 +463,11 @@ impl RingProducer {
         // slice of the mapping for the record, its header and the tail.
         let shared = self.map.words();
         let record = &shared[base / 8..base / 8 + 1 + body];
-        for (dst, &word) in record[1..].iter().zip(body_words) {
-            dst.store(word, Ordering::Relaxed);
+        // A plain index loop: a small record is a few words, not worth unrolled copies.
+        let mut i = 0;
+        while i < body {
+            record[i + 1].store(body_words[i], Ordering::Relaxed);
+            i += 1;
         }
         // As `publish`: the header last, with Release, then the tail.
         record[0].store(record_header(len as u32, kind, self.epoch), Ordering::Release);
