@@ -167,9 +167,7 @@ impl Tables {
                 self.errored.retain(|&q| q != qpn);
             }
         }
-        // As `qp.attention()`, in two steps: a QP already filed with a timer whose
-        // deadline cannot precede `earliest` (its lower bound does not) needs no deadline
-        // computed, since filing it would change nothing.
+        // As `qp.attention()`, in two steps (no Attention value built and matched).
         if qp.needs_every_pass() {
             if !qp.on_always_list {
                 qp.on_always_list = true;
@@ -177,9 +175,7 @@ impl Tables {
             }
             return;
         }
-        let filed = qp.on_timer_list
-            && self.earliest.is_some_and(|e| qp.deadline_floor().is_some_and(|floor| e <= floor));
-        if !filed && let Some(at) = qp.next_deadline() {
+        if let Some(at) = qp.next_deadline() {
             if !qp.on_timer_list {
                 qp.on_timer_list = true;
                 self.timers.push(qpn);

@@ -466,17 +466,6 @@ impl QueuePair {
         unattached || !self.responses.is_empty() || blocked_transmit || self.deferred_ack.is_some()
     }
 
-    /// A lower bound of [`Self::next_deadline`] without clock arithmetic: if a timer
-    /// runs, it falls due no earlier than this. `None`: no timer may run.
-    #[inline]
-    pub(crate) fn deadline_floor(&self) -> Option<Instant> {
-        match self.resume_at {
-            Some(at) => Some(at),
-            None if self.awaiting == 0 => None,
-            None => Some(self.last_response),
-        }
-    }
-
     /// The QP moved to `state` with `attrs` (MODIFY_QP already validated the transition).
     /// `peer_registry` is the HCA that owns `attrs.dgid` (at RTR).
     pub fn transition(
