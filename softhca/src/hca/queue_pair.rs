@@ -458,12 +458,16 @@ impl QueuePair {
     /// or owes responses.
     #[inline]
     pub(crate) fn needs_every_pass(&self) -> bool {
+        // The cheap and most frequent reason first: an ACK held back after a SEND.
+        if self.deferred_ack.is_some() || !self.responses.is_empty() {
+            return true;
+        }
         let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
         let unattached = connected
             && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
         let blocked_transmit = self.resume_at.is_none()
             && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
-        unattached || !self.responses.is_empty() || blocked_transmit || self.deferred_ack.is_some()
+        unattached || blocked_transmit
     }
 
     /// The QP moved to `state` with `attrs` (MODIFY_QP already validated the transition).
