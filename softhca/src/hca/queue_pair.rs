@@ -306,6 +306,9 @@ pub struct QueuePair {
     deferred_ack: Option<(u32, bool)>,
     /// The scatter list of the last message, kept for its allocation.
     spare_targets: Vec<AppSpan>,
+    /// There is a peer but its ring or notifier is not open yet (`attach` retries): kept
+    /// with `link.peer` so the data path tests a flag.
+    peer_incomplete: bool,
     /// What the small-SEND fast path needs of the fixed setup and attributes, worked out
     /// once rather than per packet.
     fast: FastPathFacts,
@@ -406,6 +409,7 @@ impl QueuePair {
             async_events: None,
             deferred_ack: None,
             spare_targets: Vec::new(),
+            peer_incomplete: false,
             fast: FastPathFacts::default(),
         };
         qp.refresh_fast_path_facts();
@@ -463,8 +467,7 @@ impl QueuePair {
             return true;
         }
         let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
-        let unattached = connected
-            && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
+        let unattached = connected && self.peer_incomplete;
         let blocked_transmit = self.resume_at.is_none()
             && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
         unattached || blocked_transmit
@@ -505,6 +508,7 @@ impl QueuePair {
                     inbound: None,
                     notifier: None,
                 });
+                self.peer_incomplete = self.link.peer.is_some();
                 self.attach();
             }
             qp_state::RTS if previous == qp_state::RTR => {
@@ -533,12 +537,13 @@ impl QueuePair {
             drop(peer);
             self.link.outbound.reset(0);
         }
+        self.peer_incomplete = false;
     }
 
     /// Opens the peer's ring and notifier once they exist (the peer may reach RTR later).
     #[inline]
     fn attach(&mut self) {
-        if self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none()) {
+        if self.peer_incomplete {
             self.attach_slow();
         }
     }
@@ -554,6 +559,8 @@ impl QueuePair {
                 peer.notifier = peer.registry.notifier_for_qp(peer.qpn);
             }
         }
+        self.peer_incomplete =
+            self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
     }
 
     /// Tells the peer that packets wait for it (a syscall only if it sleeps).
