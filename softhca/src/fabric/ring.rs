@@ -179,6 +179,15 @@ pub struct Record {
     pub bytes: Vec<u8>,
 }
 
+/// Word indices in the mapping (see [`SharedMapping::words`]) of the fields the fast
+/// paths touch.
+const EPOCH_START_WORD: usize = lay::OFF_EPOCH_START / 8;
+const TAIL_WORD: usize = lay::OFF_TAIL / 8;
+const HEAD_WORD: usize = lay::OFF_HEAD / 8;
+const AREA_WORD: usize = lay::DATA_OFFSET / 8;
+const _: () = assert!(lay::OFF_EPOCH_START % 8 == 0 && lay::OFF_TAIL % 8 == 0);
+const _: () = assert!(lay::OFF_HEAD % 8 == 0 && lay::DATA_OFFSET % 8 == 0);
+
 fn round_up_8(len: usize) -> usize {
     (len + 7) & !7
 }
@@ -222,6 +231,9 @@ pub struct RingProducer {
     tail: u32,
     /// Last `head` position read; free space is computed from it until too small.
     cached_head: u32,
+    /// The QP the current epoch is addressed to, as last stored in the file (only the
+    /// producer writes it).
+    dest_qpn: u32,
 }
 
 impl std::fmt::Debug for RingProducer {
@@ -280,6 +292,7 @@ impl RingProducer {
                 epoch,
                 tail: 0,
                 cached_head: 0,
+                dest_qpn,
             })
         });
         if built.is_err() {
@@ -380,7 +393,19 @@ impl RingProducer {
     /// Room for a record of `record_bytes` at the tail, after a padding record where the
     /// area's end is too close: the record's offset in the mapping and the bytes the tail
     /// will move by. Full: the consumer has not freed enough yet.
+    #[inline(always)]
     fn reserve(&mut self, record_bytes: usize) -> Result<(usize, usize), PushError> {
+        let offset = (self.tail & (self.capacity - 1)) as usize;
+        // The common case, decided from the cached head: room before the area's end.
+        if record_bytes <= self.capacity as usize - offset && record_bytes <= self.free_from_cache()
+        {
+            return Ok((lay::DATA_OFFSET + offset, record_bytes));
+        }
+        self.reserve_slow(record_bytes)
+    }
+
+    #[cold]
+    fn reserve_slow(&mut self, record_bytes: usize) -> Result<(usize, usize), PushError> {
         let offset = (self.tail & (self.capacity - 1)) as usize;
         let to_end = self.capacity as usize - offset;
         let padding = if record_bytes > to_end { to_end } else { 0 };
@@ -415,6 +440,7 @@ impl RingProducer {
     /// them) held in `words` (`len <= 8 * words.len()`; bytes past `len` are not part of
     /// the record). The same record as [`Self::try_push`] would write, for small records:
     /// whole-word stores and one bounds check instead of byte copies.
+    #[inline(always)]
     pub fn try_push_words(
         &mut self,
         kind: u16,
@@ -429,12 +455,24 @@ impl RingProducer {
             return Err(PushError::TooLarge { len, max });
         }
         let body = round_up_8(len) / 8;
-        assert!(body <= words.len(), "record of {len} bytes in {} words", words.len());
+        let Some(body_words) = words.get(..body) else {
+            panic!("record of {len} bytes in {} words", words.len());
+        };
         let (base, needed) = self.reserve(lay::RECORD_HEADER_BYTES + 8 * body)?;
-        // In bounds by construction: the record fits before the end of the area.
-        let written = self.map.store_words(base + lay::RECORD_HEADER_BYTES, &words[..body]);
-        debug_assert!(written.is_ok(), "record overran the ring area");
-        self.publish(base, needed, len, kind);
+        // In bounds by construction (the record fits before the end of the area); one
+        // slice of the mapping for the record, its header and the tail.
+        let shared = self.map.words();
+        let record = &shared[base / 8..base / 8 + 1 + body];
+        // A plain index loop: a small record is a few words, not worth unrolled copies.
+        let mut i = 0;
+        while i < body {
+            record[i + 1].store(body_words[i], Ordering::Relaxed);
+            i += 1;
+        }
+        // As `publish`: the header last, with Release, then the tail.
+        record[0].store(record_header(len as u32, kind, self.epoch), Ordering::Release);
+        self.tail = self.tail.wrapping_add(needed as u32);
+        shared[TAIL_WORD].store(pack(self.epoch, self.tail), Ordering::Release);
         Ok(())
     }
 
@@ -444,7 +482,7 @@ impl RingProducer {
     pub fn consumer_polls(&self) -> bool {
         fence(Ordering::SeqCst);
         let polled_by = self.map.u32_at(lay::OFF_POLLED_BY).load(Ordering::Relaxed);
-        polled_by != 0 && polled_by == self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed)
+        polled_by != 0 && polled_by == self.dest_qpn
     }
 
     /// Starts a new epoch addressed to `dest_qpn` (at RTR / reconnect): the consumer skips
@@ -459,6 +497,7 @@ impl RingProducer {
         // A new consumer starts out notified, whatever an earlier one left here.
         self.map.u32_at(lay::OFF_POLLED_BY).store(0, Ordering::Relaxed);
         self.map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
+        self.dest_qpn = dest_qpn;
         // Release: a consumer that sees the new epoch here (its per-record check) or in
         // tail sees dest too.
         self.map.u64_at(lay::OFF_EPOCH_START).store(pack(self.epoch, self.tail), Ordering::Release);
@@ -796,55 +835,48 @@ impl RingConsumer {
     /// in whole words), else leaves it for [`Self::consume`]. The checks are those of
     /// [`Self::consume`]; the common case (same epoch, no padding) reads the tail, the
     /// record header and the record's words, and stores the head.
+    #[inline]
     pub fn pop_small(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
         // The record's own header tells whether it is there (see "Headers"): the tail's
         // line is not read. Anything unusual goes through `locate`, which checks against
-        // the tail.
-        let Some(epoch) = self.epoch.filter(|&e| e == self.start_epoch()) else {
+        // the tail. Straight-line: every word is reached through one slice of the mapping.
+        let words = self.map.words();
+        let start_epoch = (words[EPOCH_START_WORD].load(Ordering::Acquire) >> 32) as u32;
+        let Some(epoch) = self.epoch.filter(|&e| e == start_epoch) else {
             return self.pop_small_slow(out);
         };
-        let area = self.area();
-        let at = (self.head & (self.capacity - 1)) as usize / 8;
-        let header = area[at].load(Ordering::Acquire);
+        let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
+        let header = words[at].load(Ordering::Acquire);
         if header == 0 {
             return Ok(SmallRecord::None);
         }
         let (len, kind, tag) =
             (header as u32 as usize, (header >> 32) as u16, (header >> 48) as u16);
-        let words = round_up_8(len) / 8;
+        let n = round_up_8(len) / 8;
+        let area_end = AREA_WORD + self.capacity as usize / 8;
         if tag != epoch as u16
             || kind == lay::KIND_PAD
             || len > max_record_len(self.capacity as usize)
-            || at + 1 + words > area.len()
+            || at + 1 + n > area_end
         {
             return self.pop_small_slow(out);
         }
-        let Some(dst) = out.get_mut(..words) else {
+        let Some(dst) = out.get_mut(..n) else {
             return Ok(SmallRecord::Larger);
         };
-        let record = &area[at..at + 1 + words];
-        for (d, word) in dst.iter_mut().zip(&record[1..]) {
-            *d = word.load(Ordering::Relaxed);
+        // Plain index loops: a small record is a few words, not worth unrolled copies.
+        let record = &words[at..at + 1 + n];
+        let mut i = 0;
+        while i < n {
+            dst[i] = record[i + 1].load(Ordering::Relaxed);
+            i += 1;
         }
         for word in record {
             word.store(0, Ordering::Relaxed);
         }
         self.head = self.head.wrapping_add(8 * record.len() as u32);
-        self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, self.head), Ordering::Release);
+        words[HEAD_WORD].store(pack(epoch, self.head), Ordering::Release);
         Ok(SmallRecord::Record { kind, len })
-    }
-
-    /// The record area as words.
-    #[inline]
-    fn area(&self) -> &[std::sync::atomic::AtomicU64] {
-        self.map.u64_slice(lay::DATA_OFFSET, self.capacity as usize / 8)
-    }
-
-    /// The epoch the producer last started (its epoch-start word, on a line written only
-    /// at resets).
-    #[inline]
-    fn start_epoch(&self) -> u32 {
-        (self.map.u64_at(lay::OFF_EPOCH_START).load(Ordering::Acquire) >> 32) as u32
     }
 
     /// Zeroes the area from position `from` to `to` (8-aligned, at most the capacity
@@ -896,8 +928,10 @@ impl RingConsumer {
         match self.epoch {
             // The header at the head, as `pop_small` reads it: not the tail's line.
             Some(epoch) => {
-                let at = (self.head & (self.capacity - 1)) as usize / 8;
-                self.start_epoch() != epoch || self.area()[at].load(Ordering::Acquire) != 0
+                let words = self.map.words();
+                let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
+                (words[EPOCH_START_WORD].load(Ordering::Acquire) >> 32) as u32 != epoch
+                    || words[at].load(Ordering::Acquire) != 0
             }
             None => self.unread_behind_tail(),
         }

@@ -91,20 +91,14 @@ impl SharedMapping {
         );
     }
 
-    /// The `count` 8-byte words from `offset` (in bounds and 8-aligned; panics otherwise),
-    /// for code that reaches many words of one area: one check here, then slice indexing.
+    /// The whole mapping as 8-byte words (its length rounded down), for the fast paths that
+    /// reach words at fixed or masked offsets: slice indexing is then the only check.
     #[inline]
-    pub(crate) fn u64_slice(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        let fits = count.checked_mul(8).is_some_and(|len| self.checked_range(offset, len).is_ok());
-        assert!(
-            offset % 8 == 0 && fits,
-            "softhca fabric bug: {count} words at offset {offset} in a {}-byte mapping",
-            self.len
-        );
-        // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
-        // the memory stays mapped while `&self` lives; AtomicU64 has u64's layout and
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the base is page-aligned and the first `len / 8` words lie inside the
+        // mapping, which stays mapped while `&self` lives; AtomicU64 has u64's layout and
         // permits concurrent mutation by other processes.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset).cast(), count) }
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().cast(), self.len / 8) }
     }
 
     /// The 8-byte word at `offset` (must be in bounds and 8-aligned; panics otherwise).

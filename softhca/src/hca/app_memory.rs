@@ -68,6 +68,16 @@ impl AppSpan {
         Ok(())
     }
 
+    /// The `N` bytes at `offset` (a fixed-size copy, inlined rather than a call).
+    #[inline]
+    pub fn read_array<const N: usize>(&self, offset: usize) -> Result<[u8; N], OutOfSpan> {
+        let at = self.check(offset, N)?;
+        let mut out = [0u8; N];
+        // SAFETY: as in `read`.
+        unsafe { std::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), N) };
+        Ok(out)
+    }
+
     /// Copies `data` to `offset`.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), OutOfSpan> {
         let at = self.check(offset, data.len())?;
@@ -96,7 +106,11 @@ impl AppSpan {
     /// Reads a big-endian u32 with one volatile load (doorbell records).
     pub fn read_be32(&self, offset: usize) -> Result<u32, OutOfSpan> {
         let at = self.check(offset, 4)?;
-        // SAFETY: in bounds; unaligned read because doorbell records are only 4-aligned by
+        if at % 4 == 0 {
+            // SAFETY: in bounds and 4-aligned: one 4-byte load (the usual doorbell record).
+            return Ok(u32::from_be(unsafe { std::ptr::read_volatile(at as *const u32) }));
+        }
+        // SAFETY: in bounds; byte loads because doorbell records are only 4-aligned by
         // convention, which the driver may break.
         let raw = unsafe { std::ptr::read_volatile(at as *const [u8; 4]) };
         Ok(u32::from_be_bytes(raw))
@@ -121,13 +135,25 @@ impl AppSpan {
     /// the last byte (`op_own`, which carries the ownership bit), so that a consumer that
     /// sees the new owner bit also sees the whole entry.
     pub fn publish_entry(&self, offset: usize, entry: &[u8; 64]) -> Result<(), OutOfSpan> {
+        self.publish_entry_with_last(offset, entry, entry[63])
+    }
+
+    /// As [`Self::publish_entry`], with `last` as the entry's last byte instead of
+    /// `entry[63]` (the producer adds the owner bit without copying the entry).
+    #[inline]
+    pub fn publish_entry_with_last(
+        &self,
+        offset: usize,
+        entry: &[u8; 64],
+        last: u8,
+    ) -> Result<(), OutOfSpan> {
         let at = self.check(offset, 64)?;
         // SAFETY: in bounds of the span; the consumer reads this memory only after it sees
         // the owner byte written below.
         unsafe { std::ptr::copy_nonoverlapping(entry.as_ptr(), at as *mut u8, 63) };
         fence(Ordering::Release);
         // SAFETY: in bounds of the span.
-        unsafe { std::ptr::write_volatile((at + 63) as *mut u8, entry[63]) };
+        unsafe { std::ptr::write_volatile((at + 63) as *mut u8, last) };
         Ok(())
     }
 

@@ -86,7 +86,7 @@ impl CompletionQueue {
 
     /// Writes one CQE, then fires the channel if the CQ is armed for it.
     #[inline]
-    pub fn push(&mut self, cqe: [u8; 64]) -> Result<(), CqError> {
+    pub fn push(&mut self, cqe: &[u8; 64]) -> Result<(), CqError> {
         if self.broken {
             return Err(CqError::Overrun);
         }
@@ -102,7 +102,7 @@ impl CompletionQueue {
             }
             Err(e) => return Err(e),
         }
-        if self.armed != Armed::No && self.triggers(&cqe) {
+        if self.armed != Armed::No && self.triggers(cqe) {
             self.fire();
         }
         Ok(())

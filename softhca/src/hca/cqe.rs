@@ -38,7 +38,7 @@ pub struct Completion {
 }
 
 /// Encodes a successful completion (without the owner bit, which [`CqProducer`] sets).
-#[inline]
+#[inline(always)]
 pub fn success_cqe(c: &Completion) -> [u8; 64] {
     let responder = c.cqe_opcode != cqe_opcode::REQ;
     let mut cqe = Cqe64 {
@@ -155,15 +155,15 @@ impl CqProducer {
 
     /// Writes one CQE with the owner bit of its pass over the ring, last.
     #[inline]
-    pub fn push(&mut self, mut cqe: [u8; 64]) -> Result<(), CqError> {
+    pub fn push(&mut self, cqe: &[u8; 64]) -> Result<(), CqError> {
         if self.outstanding()? >= self.ncqe {
             return Err(CqError::Overrun);
         }
         let index = self.producer_index & (self.ncqe - 1);
         let owner = u8::from(self.producer_index & self.ncqe != 0);
-        cqe[63] = (cqe[63] & !CQE_OWNER_MASK) | owner;
+        let op_own = (cqe[63] & !CQE_OWNER_MASK) | owner;
         let offset = index as usize * self.cqe_size + (self.cqe_size - 64);
-        self.buf.publish_entry(offset, &cqe)?;
+        self.buf.publish_entry_with_last(offset, cqe, op_own)?;
         self.producer_index = self.producer_index.wrapping_add(1);
         Ok(())
     }
@@ -225,9 +225,9 @@ mod tests {
         let mut ci = 0u32;
         for pass in 0..3 {
             for _ in 0..ncqe {
-                cq.push(success_cqe(&c)).unwrap();
+                cq.push(&success_cqe(&c)).unwrap();
             }
-            assert_eq!(cq.push(success_cqe(&c)), Err(CqError::Overrun), "pass {pass}");
+            assert_eq!(cq.push(&success_cqe(&c)), Err(CqError::Overrun), "pass {pass}");
             for _ in 0..ncqe {
                 assert!(owned_by_software(&buf, ci, ncqe));
                 ci += 1;
@@ -257,13 +257,13 @@ mod tests {
             ..Default::default()
         };
         for _ in 0..3 {
-            cq.push(success_cqe(&c)).unwrap();
+            cq.push(&success_cqe(&c)).unwrap();
         }
         cq.resize(n, 16, 64).unwrap();
         // The marker sits at index 3 of the old ring, owned by software (first pass).
         assert_eq!(old[3 * 64 + 63], cqe_opcode::RESIZE_CQ << 4);
         assert_eq!(cq.producer_index(), 4);
-        cq.push(success_cqe(&c)).unwrap();
+        cq.push(&success_cqe(&c)).unwrap();
         assert!(owned_by_software(&new, 4, 16), "the next completion is index 4 of the new ring");
         assert!(!owned_by_software(&new, 5, 16));
     }

@@ -40,7 +40,7 @@ use super::cqe::CqProducer;
 use super::events::EventSink;
 use super::id_map::IdMap;
 use super::mr::{MemoryRegion, MemoryRegions};
-use super::queue_pair::{Attention, Hardware, Link, QpAttributes, QpSetup, QueuePair};
+use super::queue_pair::{Hardware, Link, QpAttributes, QpSetup, QueuePair};
 use super::shared_receive_queue::{SharedReceiveQueue, SrqSetup};
 use crate::fabric::{FabricDir, FabricError, Gid, Instance, QpAllocation, Registry};
 use crate::objects::UarPages;
@@ -167,24 +167,22 @@ impl Tables {
                 self.errored.retain(|&q| q != qpn);
             }
         }
-        match qp.attention() {
-            Attention::Always => {
-                if !qp.on_always_list {
-                    qp.on_always_list = true;
-                    self.always.push(qpn);
-                }
-                return;
+        // As `qp.attention()`, in two steps (no Attention value built and matched).
+        if qp.needs_every_pass() {
+            if !qp.on_always_list {
+                qp.on_always_list = true;
+                self.always.push(qpn);
             }
-            Attention::At(at) => {
-                if !qp.on_timer_list {
-                    qp.on_timer_list = true;
-                    self.timers.push(qpn);
-                }
-                if self.earliest.is_none_or(|e| at < e) {
-                    self.earliest = Some(at);
-                }
+            return;
+        }
+        if let Some(at) = qp.next_deadline() {
+            if !qp.on_timer_list {
+                qp.on_timer_list = true;
+                self.timers.push(qpn);
             }
-            Attention::None => {}
+            if self.earliest.is_none_or(|e| at < e) {
+                self.earliest = Some(at);
+            }
         }
         if qp.on_always_list {
             qp.on_always_list = false;
@@ -203,9 +201,10 @@ impl Tables {
         self.polled.retain(|&(q, _)| q != qpn);
     }
 
-    /// Polls the QPs on the polled list: those with records go to `work`; those idle for
+    /// Polls the QPs on the polled list: those with records go to `found`; those idle for
     /// long go back to notifications.
-    fn poll_rings(&mut self, work: &mut Vec<u32>) {
+    #[inline]
+    fn poll_rings(&mut self, mut found: impl FnMut(u32)) {
         let mut i = 0;
         while i < self.polled.len() {
             let (qpn, idle) = self.polled[i];
@@ -215,10 +214,10 @@ impl Tables {
             };
             if qp.inbound_may_have_records() {
                 self.polled[i].1 = 0;
-                work.push(qpn);
+                found(qpn);
             } else if idle >= POLLED_RING_IDLE_PASSES {
                 if qp.set_inbound_polling(false) {
-                    work.push(qpn);
+                    found(qpn);
                 }
                 self.polled.swap_remove(i);
                 continue;
@@ -616,10 +615,18 @@ impl Engine {
             return false;
         }
         let mut t = self.tables();
+        if !pending
+            && clock.is_none()
+            && !errored
+            && t.always.is_empty()
+            && t.polled.len() <= MAX_POLLED_RINGS
+        {
+            return self.progress_polled(&mut t);
+        }
         let mut work = std::mem::take(&mut t.work);
         work.clear();
         if !t.polled.is_empty() {
-            t.poll_rings(&mut work);
+            t.poll_rings(|qpn| work.push(qpn));
         }
         if pending {
             let polled = work.len();
@@ -665,6 +672,41 @@ impl Engine {
         t.work = work;
         self.background.publish(&mut t);
         new_completions_possible
+    }
+
+    /// [`Self::progress`] when only the polled rings can have work (no pending slot, no
+    /// timer due, no QP in ERR or on the always list): the same pass without the work list.
+    #[inline]
+    fn progress_polled(&self, t: &mut Tables) -> bool {
+        let mut found = [0u32; MAX_POLLED_RINGS];
+        let mut n = 0;
+        t.poll_rings(|qpn| {
+            // At most one per polled ring, and the caller checked there are no more
+            // than MAX_POLLED_RINGS.
+            found[n] = qpn;
+            n += 1;
+        });
+        let polling = !t.polled.is_empty();
+        if self.background.polling.load(Ordering::Relaxed) != polling {
+            self.background.polling.store(polling, Ordering::Relaxed);
+        }
+        let found = &mut found[..n];
+        if found.is_empty() {
+            // An idle look at the polled rings: no list changed, nothing to publish.
+            return false;
+        }
+        if found.len() > 1 {
+            found.sort_unstable();
+        }
+        let mut last = None;
+        for &qpn in found.iter() {
+            if last != Some(qpn) {
+                last = Some(qpn);
+                t.with_qp(qpn, |qp, hw| qp.run_pass(hw));
+            }
+        }
+        self.background.publish(t);
+        true
     }
 
     /// The earliest timer of any QP.

@@ -40,16 +40,13 @@ impl<K: Id, V> IdMap<K, V> {
         self.slots.len().wrapping_sub(1)
     }
 
-    /// The slot holding `key`, if any.
-    #[inline]
+    /// The slot holding `key`, if any. (An empty table has no slots: `get` says None.)
+    #[inline(always)]
     fn find(&self, key: K) -> Option<usize> {
-        if self.len == 0 {
-            return None;
-        }
         let mask = self.mask();
         let mut at = key.index() & mask;
         loop {
-            match &self.slots[at] {
+            match self.slots.get(at)? {
                 Some((k, _)) if *k == key => return Some(at),
                 Some(_) => at = (at + 1) & mask,
                 None => return None,
@@ -58,17 +55,17 @@ impl<K: Id, V> IdMap<K, V> {
     }
 
     /// The object numbered `key`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: &K) -> Option<&V> {
         let at = self.find(*key)?;
-        self.slots[at].as_ref().map(|(_, v)| v)
+        self.slots.get(at)?.as_ref().map(|(_, v)| v)
     }
 
     /// The object numbered `key`, mutably.
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let at = self.find(*key)?;
-        self.slots[at].as_mut().map(|(_, v)| v)
+        self.slots.get_mut(at)?.as_mut().map(|(_, v)| v)
     }
 
     /// True if `key` is in the map.

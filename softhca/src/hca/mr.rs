@@ -209,7 +209,7 @@ impl MemoryRegions {
 
     /// Translates `addr..addr+len` under `key` in PD `pdn`, requiring every bit of
     /// `required` access (0 for a local read, which every region allows).
-    #[inline]
+    #[inline(always)]
     pub fn translate(
         &self,
         key: u32,

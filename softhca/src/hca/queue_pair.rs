@@ -28,7 +28,7 @@ use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
-use crate::fabric::{QpNotifier, Registry, RingConsumer, RingProducer, SmallRecord};
+use crate::fabric::{QpNotifier, Registry, RingConsumer, RingError, RingProducer, SmallRecord};
 use ferrodat_abi::mlx5::{
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
     cqe_syndrome, opcode, wqe_ctrl,
@@ -306,6 +306,48 @@ pub struct QueuePair {
     deferred_ack: Option<(u32, bool)>,
     /// The scatter list of the last message, kept for its allocation.
     spare_targets: Vec<AppSpan>,
+    /// There is a peer but its ring or notifier is not open yet (`attach` retries): kept
+    /// with `link.peer` so the data path tests a flag.
+    peer_incomplete: bool,
+    /// What the small-SEND fast path needs of the fixed setup and attributes, worked out
+    /// once rather than per packet.
+    fast: FastPathFacts,
+}
+
+/// Facts about a QP that change only with its setup (never) or at MODIFY_QP, for the
+/// receive fast path ([`QueuePair::receive_small_send`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct FastPathFacts {
+    /// Receives come from the QP's own RQ, whose entries have room for at least one data
+    /// segment after the skip.
+    own_rq: bool,
+    /// An RQ entry has room for a second segment after the first (read to find the
+    /// terminator).
+    second_segment: bool,
+    /// The srqn_uidx field of the QP's responder CQEs.
+    srqn_uidx: u32,
+    /// The peer's GID is an IPv4-mapped address (responder CQEs report the L3 type).
+    ipv4: bool,
+}
+
+impl FastPathFacts {
+    fn new(setup: &QpSetup, srqn_uidx: u32, dgid: &[u8; 16]) -> Self {
+        let stride = 1usize << setup.rq_wqe_shift;
+        let usable = stride.min(MAX_RECEIVE_ENTRY_BYTES);
+        FastPathFacts {
+            own_rq: setup.srqn.is_none()
+                && setup.rq_wqe_count > 0
+                && setup.rq_skip + SEND_WQE_DS <= usable,
+            second_segment: setup.rq_skip + 2 * SEND_WQE_DS <= usable,
+            srqn_uidx,
+            ipv4: is_ipv4_mapped(dgid),
+        }
+    }
+}
+
+/// The GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -336,7 +378,7 @@ fn nak_syndrome(reason: u8) -> u8 {
 impl QueuePair {
     /// A QP in RESET.
     pub fn new(setup: QpSetup, link: Link, now: Instant) -> Self {
-        QueuePair {
+        let mut qp = QueuePair {
             setup,
             state: qp_state::RESET,
             attrs: QpAttributes::default(),
@@ -367,7 +409,15 @@ impl QueuePair {
             async_events: None,
             deferred_ack: None,
             spare_targets: Vec::new(),
-        }
+            peer_incomplete: false,
+            fast: FastPathFacts::default(),
+        };
+        qp.refresh_fast_path_facts();
+        qp
+    }
+
+    fn refresh_fast_path_facts(&mut self) {
+        self.fast = FastPathFacts::new(&self.setup, self.responder_srqn_uidx(), &self.attrs.dgid);
     }
 
     /// The QP number.
@@ -399,22 +449,28 @@ impl QueuePair {
 
     /// What the engine must do for this QP besides reacting to doorbells and packets.
     pub fn attention(&self) -> Attention {
-        let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
-        let unattached = connected
-            && self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
-        let blocked_transmit = self.resume_at.is_none()
-            && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
-        if unattached
-            || !self.responses.is_empty()
-            || blocked_transmit
-            || self.deferred_ack.is_some()
-        {
+        if self.needs_every_pass() {
             return Attention::Always;
         }
         match self.next_deadline() {
             Some(at) => Attention::At(at),
             None => Attention::None,
         }
+    }
+
+    /// [`Attention::Always`]: it waits for ring space or for the peer's ring to appear,
+    /// or owes responses.
+    #[inline]
+    pub(crate) fn needs_every_pass(&self) -> bool {
+        // The cheap and most frequent reason first: an ACK held back after a SEND.
+        if self.deferred_ack.is_some() || !self.responses.is_empty() {
+            return true;
+        }
+        let connected = matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD);
+        let unattached = connected && self.peer_incomplete;
+        let blocked_transmit = self.resume_at.is_none()
+            && self.outstanding.get(self.cursor.index).is_some_and(|o| o.outcome.is_none());
+        unattached || blocked_transmit
     }
 
     /// The QP moved to `state` with `attrs` (MODIFY_QP already validated the transition).
@@ -437,6 +493,7 @@ impl QueuePair {
             self.run_inbound(hw);
         }
         self.attrs = attrs;
+        self.refresh_fast_path_facts();
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.state = state;
         match state {
@@ -451,6 +508,7 @@ impl QueuePair {
                     inbound: None,
                     notifier: None,
                 });
+                self.peer_incomplete = self.link.peer.is_some();
                 self.attach();
             }
             qp_state::RTS if previous == qp_state::RTR => {
@@ -479,12 +537,13 @@ impl QueuePair {
             drop(peer);
             self.link.outbound.reset(0);
         }
+        self.peer_incomplete = false;
     }
 
     /// Opens the peer's ring and notifier once they exist (the peer may reach RTR later).
     #[inline]
     fn attach(&mut self) {
-        if self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none()) {
+        if self.peer_incomplete {
             self.attach_slow();
         }
     }
@@ -500,6 +559,8 @@ impl QueuePair {
                 peer.notifier = peer.registry.notifier_for_qp(peer.qpn);
             }
         }
+        self.peer_incomplete =
+            self.link.peer.as_ref().is_some_and(|p| p.inbound.is_none() || p.notifier.is_none());
     }
 
     /// Tells the peer that packets wait for it (a syscall only if it sleeps).
@@ -521,6 +582,7 @@ impl QueuePair {
     }
 
     /// True if the peer's ring may hold records we have not read (one load, for polling).
+    #[inline]
     pub(crate) fn inbound_may_have_records(&self) -> bool {
         self.link
             .peer
@@ -582,7 +644,7 @@ impl QueuePair {
     #[inline]
     fn push_cqe(&self, cqn: u32, cqe: [u8; 64], hw: &mut Hardware<'_>) -> bool {
         match hw.cqs.get_mut(&cqn) {
-            Some(cq) => cq.push(cqe).is_ok(),
+            Some(cq) => cq.push(&cqe).is_ok(),
             None => false,
         }
     }
@@ -609,6 +671,7 @@ impl QueuePair {
         }
     }
 
+    #[inline(always)]
     fn complete_finished(&mut self, hw: &mut Hardware<'_>) {
         while let Some(head) = self.outstanding.front() {
             let Some(result) = head.outcome else { break };
@@ -798,51 +861,62 @@ impl QueuePair {
     /// fails (it will complete in error in order).
     fn fetch_new_wqes(&mut self, hw: &mut Hardware<'_>) {
         let tail = self.sq_tail();
-        let mut bytes = std::mem::take(hw.scratch);
         while self.sq_head != tail {
             if self.outstanding.back().is_some_and(|o| matches!(o.outcome, Some(Err(_)))) {
                 break;
             }
-            let pos = self.sq_head;
-            if self.send_small(pos, hw) {
-                continue;
+            if !self.send_small(self.sq_head, hw) && !self.fetch_wqe(hw) {
+                break;
             }
-            let Some(ds) = self.read_wqe(pos, &mut bytes) else { break };
-            let entry = match send_wqe::decode(&bytes) {
-                Ok(wqe) => {
-                    let entry = self.admit(pos, &wqe, hw.regions);
-                    if self.can_transmit_at_once(&entry) {
-                        // The common case: the new WQE is next in line and nothing holds
-                        // it back; send it now, from the bytes just decoded.
-                        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
-                        self.outstanding.push_back(entry);
-                        if self.send_packets(&wqe, hw) == Some(true) {
-                            self.advance_cursor();
-                        }
-                        continue;
-                    }
-                    entry
-                }
-                Err(syndrome) => {
-                    let (op, wqe_index, _) =
-                        send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
-                    Outstanding {
-                        sq_pos: pos,
-                        wqe_index,
-                        wqe_opcode: op,
-                        signaled: true,
-                        fence: false,
-                        psn: self.next_psn,
-                        operation: Operation::Local,
-                        outcome: Some(Err(syndrome)),
-                        rnr_naks: 0,
-                    }
-                }
-            };
-            self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
-            self.outstanding.push_back(entry);
         }
+    }
+
+    /// The general case of [`Self::fetch_new_wqes`] for the WQE at `sq_head` (out of line:
+    /// the common small SEND never gets here). False: it could not be read.
+    #[inline(never)]
+    fn fetch_wqe(&mut self, hw: &mut Hardware<'_>) -> bool {
+        let pos = self.sq_head;
+        let mut bytes = std::mem::take(hw.scratch);
+        let Some(ds) = self.read_wqe(pos, &mut bytes) else {
+            *hw.scratch = bytes;
+            return false;
+        };
+        let entry = match send_wqe::decode(&bytes) {
+            Ok(wqe) => {
+                let entry = self.admit(pos, &wqe, hw.regions);
+                if self.can_transmit_at_once(&entry) {
+                    // The common case: the new WQE is next in line and nothing holds it
+                    // back; send it now, from the bytes just decoded.
+                    self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+                    self.outstanding.push_back(entry);
+                    if self.send_packets(&wqe, hw) == Some(true) {
+                        self.advance_cursor();
+                    }
+                    *hw.scratch = bytes;
+                    return true;
+                }
+                entry
+            }
+            Err(syndrome) => {
+                let (op, wqe_index, _) =
+                    send_wqe::peek_ctrl(bytes[..16].try_into().expect("16 bytes"));
+                Outstanding {
+                    sq_pos: pos,
+                    wqe_index,
+                    wqe_opcode: op,
+                    signaled: true,
+                    fence: false,
+                    psn: self.next_psn,
+                    operation: Operation::Local,
+                    outcome: Some(Err(syndrome)),
+                    rnr_naks: 0,
+                }
+            }
+        };
+        self.sq_head = self.sq_head.wrapping_add(wqebbs(ds.max(1)));
+        self.outstanding.push_back(entry);
         *hw.scratch = bytes;
+        true
     }
 
     /// The common case of [`Self::fetch_new_wqes`] without decoding into the general
@@ -1307,7 +1381,6 @@ impl QueuePair {
             return;
         }
         self.attach();
-        let mut payload = std::mem::take(hw.scratch);
         let mut first = true;
         loop {
             // A full outbound ring does not stop us reading: the peer may be blocked on
@@ -1320,101 +1393,28 @@ impl QueuePair {
             }
             let Some(peer) = self.link.peer.as_mut() else { break };
             let Some(inbound) = peer.inbound.as_mut() else { break };
-            // After a record, one load of the tail tells whether another follows (most
-            // passes carry one message), cheaper than a consume that finds nothing.
+            // After a record, one load of the header at the head tells whether another
+            // follows (most passes carry one message), cheaper than a pop that finds nothing.
             if !std::mem::take(&mut first) && !inbound.may_have_records() {
                 break;
             }
             let src_qpn = inbound.src_qpn();
-            // Small records (every ACK, small SENDs) are copied out whole in one go.
+            // Small records (every ACK, small SENDs) are copied out whole in one go; the
+            // common one, a small SEND, is handled here, everything else out of line.
             let mut small = [0u64; SMALL_RECORD_WORDS];
-            let mut small_payload = None;
             let popped = inbound.pop_small(&mut small);
-            if let Ok(SmallRecord::Record { kind, len }) = popped
-                && kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
-                && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw)
-            {
-                continue;
-            }
-            let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
-                break;
-            };
-            let read = match popped {
-                Ok(SmallRecord::None) => Ok(None),
-                Ok(SmallRecord::Record { kind, len }) => Ok(Some(
-                    parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
-                        small_payload = Some(at..len);
-                        h
-                    }),
-                )),
-                Ok(SmallRecord::Larger) => inbound.consume(|rec| {
-                    if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
-                        let mut c = [0u8; size_of::<CompactHeader>()];
-                        if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
-                            return None;
-                        }
-                        let payload_len = rec.len() - c.len();
-                        if payload_len > SEGMENT_BYTES {
-                            return None;
-                        }
-                        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-                            rec.kind() as u8,
-                            src_qpn,
-                            payload_len,
-                        )?;
-                        payload.resize(payload_len, 0);
-                        rec.read(c.len(), &mut payload).ok()?;
-                        return Some(header);
+            match popped {
+                Ok(SmallRecord::None) => break,
+                Ok(SmallRecord::Record { kind, len })
+                    if kind == wire::COMPACT_RECORD | u16::from(kind::SEND)
+                        && self.receive_small_send(&small.as_bytes()[..len], src_qpn, hw) => {}
+                popped => {
+                    if !self.inbound_record(popped, &small, src_qpn, hw) {
+                        break;
                     }
-                    let mut h = [0u8; size_of::<PacketHeader>()];
-                    if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
-                        return None;
-                    }
-                    let header = PacketHeader::read_from_bytes(&h).ok()?;
-                    if header.payload_len as usize != rec.len() - h.len()
-                        || header.payload_len as usize > SEGMENT_BYTES
-                    {
-                        return None;
-                    }
-                    payload.resize(header.payload_len as usize, 0);
-                    rec.read(h.len(), &mut payload).ok()?;
-                    Some(header)
-                }),
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(Some(Some(header))) => {
-                    if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
-                        continue; // dropped, as a QP in ERR or a stranger's packet is
-                    }
-                    let data = match small_payload {
-                        Some(range) => &small.as_bytes()[range],
-                        None => &payload[..],
-                    };
-                    if header.kind >= kind::ACK {
-                        self.handle_response(&header, data, hw);
-                    } else {
-                        if header.flags & flag::ACK_PIGGYBACK != 0 {
-                            self.ack_timer_running = false;
-                            self.timeouts = 0;
-                            self.ack_through(header.ack_psn);
-                        }
-                        self.handle_request(&header, data, hw);
-                    }
-                }
-                Ok(Some(None)) => continue, // malformed packet: dropped
-                Ok(None) => break,
-                Err(_) => {
-                    // A corrupt ring: nothing more can be trusted from this peer.
-                    if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut())
-                    {
-                        let _ = inbound.discard_all();
-                    }
-                    break;
                 }
             }
         }
-        *hw.scratch = payload;
         self.complete_in_order(hw);
         if self.state == qp_state::RTS {
             self.transmit(hw);
@@ -1433,6 +1433,100 @@ impl QueuePair {
             self.arm_ack_timer(hw);
         }
         self.check_awaiting();
+    }
+
+    /// The general case of one record of [`Self::run_inbound`] (`popped` is what
+    /// `pop_small` found: a small record already copied into `small`, or a larger one
+    /// still in the ring, or an error). False: stop reading.
+    #[inline(never)]
+    fn inbound_record(
+        &mut self,
+        popped: Result<SmallRecord, RingError>,
+        small: &[u64; SMALL_RECORD_WORDS],
+        src_qpn: u32,
+        hw: &mut Hardware<'_>,
+    ) -> bool {
+        let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
+            return false;
+        };
+        let mut payload = std::mem::take(hw.scratch);
+        let mut small_payload = None;
+        let read = match popped {
+            Ok(SmallRecord::None) => Ok(None),
+            Ok(SmallRecord::Record { kind, len }) => {
+                Ok(Some(parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
+                    small_payload = Some(at..len);
+                    h
+                })))
+            }
+            Ok(SmallRecord::Larger) => inbound.consume(|rec| {
+                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
+                    let mut c = [0u8; size_of::<CompactHeader>()];
+                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
+                        return None;
+                    }
+                    let payload_len = rec.len() - c.len();
+                    if payload_len > SEGMENT_BYTES {
+                        return None;
+                    }
+                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+                        rec.kind() as u8,
+                        src_qpn,
+                        payload_len,
+                    )?;
+                    payload.resize(payload_len, 0);
+                    rec.read(c.len(), &mut payload).ok()?;
+                    return Some(header);
+                }
+                let mut h = [0u8; size_of::<PacketHeader>()];
+                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
+                    return None;
+                }
+                let header = PacketHeader::read_from_bytes(&h).ok()?;
+                if header.payload_len as usize != rec.len() - h.len()
+                    || header.payload_len as usize > SEGMENT_BYTES
+                {
+                    return None;
+                }
+                payload.resize(header.payload_len as usize, 0);
+                rec.read(h.len(), &mut payload).ok()?;
+                Some(header)
+            }),
+            Err(e) => Err(e),
+        };
+        let go_on = match read {
+            Ok(Some(Some(header))) => {
+                // Dropped, as a QP in ERR or a stranger's packet is.
+                if self.state != qp_state::ERR && header.src_qpn == self.attrs.dest_qpn {
+                    let data = match small_payload {
+                        Some(range) => &small.as_bytes()[range],
+                        None => &payload[..],
+                    };
+                    if header.kind >= kind::ACK {
+                        self.handle_response(&header, data, hw);
+                    } else {
+                        if header.flags & flag::ACK_PIGGYBACK != 0 {
+                            self.ack_timer_running = false;
+                            self.timeouts = 0;
+                            self.ack_through(header.ack_psn);
+                        }
+                        self.handle_request(&header, data, hw);
+                    }
+                }
+                true
+            }
+            Ok(Some(None)) => true, // malformed packet: dropped
+            Ok(None) => false,
+            Err(_) => {
+                // A corrupt ring: nothing more can be trusted from this peer.
+                if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
+                    let _ = inbound.discard_all();
+                }
+                false
+            }
+        };
+        *hw.scratch = payload;
+        go_on
     }
 
     // ---------------------------------------------------------------- responses
@@ -1503,7 +1597,7 @@ impl QueuePair {
     }
 
     /// The cursor passes the entry it is at (sent, or needing no packet).
-    #[inline]
+    #[inline(always)]
     fn advance_cursor(&mut self) {
         if self.outstanding[self.cursor.index].outcome.is_none() {
             self.awaiting += 1;
@@ -1526,16 +1620,23 @@ impl QueuePair {
     }
 
     /// Every SEND/WRITE up to and including `psn` is acknowledged.
+    #[inline(always)]
     fn ack_through(&mut self, psn: u32) {
-        for o in self.outstanding.iter_mut().take(self.cursor.index) {
+        // By index: the deque's chained iterator costs more than the one or two entries
+        // usually in flight.
+        let sent = self.cursor.index.min(self.outstanding.len());
+        let mut acked = 0;
+        for i in 0..sent {
+            let o = &mut self.outstanding[i];
             if o.outcome.is_none()
                 && matches!(o.operation, Operation::Transfer)
                 && wire::psn_at_or_before(o.psn, psn)
             {
                 o.outcome = Some(Ok(0));
-                self.awaiting = self.awaiting.saturating_sub(1);
+                acked += 1;
             }
         }
+        self.awaiting = self.awaiting.saturating_sub(acked);
     }
 
     /// A response for entry `pos` implies that every SEND/WRITE before it completed.
@@ -1727,7 +1828,7 @@ impl QueuePair {
                 imm: msg.imm.unwrap_or_default(),
                 src_qpn: self.attrs.dest_qpn,
                 solicited: msg.solicited,
-                ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+                ipv4: self.fast.ipv4,
                 ..Default::default()
             });
             if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
@@ -1764,36 +1865,31 @@ impl QueuePair {
             || self.rnr_psn.is_some()
             || self.inbound.is_some()
             || c.psn != self.expected_psn
-            || self.setup.srqn.is_some()
-            || self.setup.rq_wqe_count == 0
+            || !self.fast.own_rq
             || self.rq_head == self.rq_tail()
         {
             return false;
         }
         // The receive entry: one data segment holding the message, then the terminator
-        // or the end of the entry (the general path translates every segment).
+        // or the end of the entry (the general path translates every segment). Whether
+        // the entry has room for one or two segments is fixed per QP (`fast`).
         let index = self.rq_head & (self.setup.rq_wqe_count as u16 - 1);
-        let stride = 1usize << self.setup.rq_wqe_shift;
-        let at = usize::from(index) * stride + self.setup.rq_skip;
-        let last = usize::from(index) * stride + stride.min(MAX_RECEIVE_ENTRY_BYTES);
-        let mut raw = [0u8; 2 * SEND_WQE_DS];
-        let segments = if at + 2 * SEND_WQE_DS <= last { 2 } else { 1 };
-        if at + SEND_WQE_DS > last
-            || self.setup.rq.read(at, &mut raw[..segments * SEND_WQE_DS]).is_err()
-        {
-            return false;
-        }
+        let at = (usize::from(index) << self.setup.rq_wqe_shift) + self.setup.rq_skip;
+        // Fixed-size reads of the one or two segments (no call to a general copy).
+        let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at) else { return false };
+        let first = WqeDataSeg::read_from_bytes(&raw).expect("a data segment is 16 bytes");
         // As `scatter_list`: segments up to one with the invalid lkey.
-        let (Ok((first, _)), Ok((second, _))) =
-            (WqeDataSeg::read_from_prefix(&raw), WqeDataSeg::read_from_prefix(&raw[SEND_WQE_DS..]))
-        else {
-            return false;
-        };
+        if self.fast.second_segment {
+            let Ok(raw) = self.setup.rq.read_array::<SEND_WQE_DS>(at + SEND_WQE_DS) else {
+                return false;
+            };
+            let second = WqeDataSeg::read_from_bytes(&raw).expect("a data segment is 16 bytes");
+            if second.lkey.get() != INVALID_LKEY {
+                return false;
+            }
+        }
         let (lkey, length) = (first.lkey.get(), first.byte_count.get());
-        if lkey == INVALID_LKEY
-            || (segments == 2 && second.lkey.get() != INVALID_LKEY)
-            || (length as usize) < payload.len()
-        {
+        if lkey == INVALID_LKEY || (length as usize) < payload.len() {
             return false;
         }
         let Ok(target) = hw.regions.translate(
@@ -1819,13 +1915,13 @@ impl QueuePair {
         let cqe = success_cqe(&Completion {
             cqe_opcode: if imm { cqe_opcode::RESP_SEND_IMM } else { cqe_opcode::RESP_SEND },
             qpn: self.setup.qpn,
-            srqn_uidx: self.responder_srqn_uidx(),
+            srqn_uidx: self.fast.srqn_uidx,
             wqe_counter: index,
             byte_cnt: payload.len() as u32,
             imm: if imm { c.imm } else { [0; 4] },
             src_qpn: self.attrs.dest_qpn,
             solicited: c.flags & flag::SOLICITED != 0,
-            ipv4: self.attrs.dgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+            ipv4: self.fast.ipv4,
             ..Default::default()
         });
         if !self.push_cqe(self.setup.recv_cqn, cqe, hw) {
