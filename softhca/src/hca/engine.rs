@@ -167,7 +167,7 @@ impl Tables {
                 self.errored.retain(|&q| q != qpn);
             }
         }
-        // As `qp.attention()`, in two steps (no Attention value built and matched).
+        // Every pass, or at a deadline, or only when told (a doorbell, a packet).
         if qp.needs_every_pass() {
             if !qp.on_always_list {
                 qp.on_always_list = true;

@@ -150,17 +150,6 @@ impl Hardware<'_> {
     }
 }
 
-/// When the engine must look at a QP again without being told.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attention {
-    /// Only a doorbell or a packet from the peer gives it work.
-    None,
-    /// On every pass: it waits for ring space or for the peer's ring to appear.
-    Always,
-    /// When a timer falls due (RNR back-off, transport timeout).
-    At(Instant),
-}
-
 /// The operation of an outstanding send WQE.
 #[derive(Clone, Debug)]
 enum Operation {
@@ -447,19 +436,9 @@ impl QueuePair {
         }
     }
 
-    /// What the engine must do for this QP besides reacting to doorbells and packets.
-    pub fn attention(&self) -> Attention {
-        if self.needs_every_pass() {
-            return Attention::Always;
-        }
-        match self.next_deadline() {
-            Some(at) => Attention::At(at),
-            None => Attention::None,
-        }
-    }
-
-    /// [`Attention::Always`]: it waits for ring space or for the peer's ring to appear,
-    /// or owes responses.
+    /// Whether the engine must look at this QP on every pass, besides reacting to doorbells
+    /// and packets: it holds back an ACK, owes responses, waits for ring space or for the
+    /// peer's ring to appear. (Otherwise only [`QueuePair::next_deadline`], a timer, does.)
     #[inline]
     pub(crate) fn needs_every_pass(&self) -> bool {
         // The cheap and most frequent reason first: an ACK held back after a SEND.
