@@ -21,7 +21,7 @@
 //! WRITE ping-pong the value [`STOP_SEQ`] written.
 
 use super::control::{Control, DatInfo, Job};
-use super::plan::{Outcome, Sizing, timed_groups};
+use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use super::rdma::{
     DST_OFF, LAT_LEN, LAT_OFF, MAX_MESSAGE, MR_LEN, RECV_OFF, RECV_SLOT, RECV_SLOTS, SIGNAL_EVERY,
     SRC_OFF, STALL, STOP_SEQ, WINDOW, check_size,
@@ -35,7 +35,6 @@ use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::ia::{Ia, IaSpec};
 use ferrodat_engine::lmr::{Lmr, LmrTriplet, MemPriv, RmrTriplet};
-use ferrodat_engine::perf::stats::summarize;
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::sp::Psp;
 use std::net::IpAddr;
@@ -411,17 +410,13 @@ pub fn send_recv(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     check_size(size, RECV_SLOT)?;
     ctl.start_dat_job(Job::Echo(size))?;
-    let (samples, group) = timed_groups(sizing, || side.send_round_trip(size))?;
+    let timed = timed_groups(sizing, || side.send_round_trip(size))?;
     side.send(0)?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency {
-        summary: summarize(&samples, group).halved(),
-        samples: samples.len(),
-        group,
-    })
+    Ok(Timed::new(timed, true))
 }
 
 /// Client: RDMA WRITE ping-pong of `size` bytes.
@@ -430,23 +425,19 @@ pub fn write_lat(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     Side::write_lat_size(size)?;
     side.clear_landing()?;
     ctl.start_dat_job(Job::WriteLat(size))?;
     let mut seq = 0u64;
-    let (samples, group) = timed_groups(sizing, || {
+    let timed = timed_groups(sizing, || {
         seq += 1;
         side.write_seq(size, seq)?;
         side.wait_until("the peer's RDMA WRITE", true, |s| s.landed(size) == seq)
     })?;
     side.write_seq(size, STOP_SEQ)?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency {
-        summary: summarize(&samples, group).halved(),
-        samples: samples.len(),
-        group,
-    })
+    Ok(Timed::new(timed, true))
 }
 
 /// Client: RDMA READ of `size` bytes, one at a time; the whole round trip.
@@ -455,12 +446,12 @@ pub fn read_lat(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     check_size(size, MAX_MESSAGE)?;
     let local = [side.triplet(SRC_OFF, size)?];
     let remote = side.remote(DST_OFF, size)?;
     ctl.start_dat_job(Job::Serve)?;
-    let (samples, group) = timed_groups(sizing, || {
+    let timed = timed_groups(sizing, || {
         let want = side.reads_done + 1;
         side.post(true, |ep, cookie, flags| ep.post_rdma_read(&local, cookie, &remote, flags))
             .map_err(|e| format!("dat_ep_post_rdma_read: {e}"))?;
@@ -468,7 +459,7 @@ pub fn read_lat(
     })?;
     side.send(0)?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency { summary: summarize(&samples, group), samples: samples.len(), group })
+    Ok(Timed::new(timed, false))
 }
 
 /// Client: RDMA WRITE stream of `size`-byte messages.

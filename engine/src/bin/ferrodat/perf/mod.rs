@@ -23,7 +23,7 @@ mod report;
 
 use clap::Args;
 use control::Control;
-use plan::{Level, Row, Sizing, Test};
+use plan::{Level, Row, SLICES, Sizing, Test, Timed};
 use progress::Progress;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -268,28 +268,48 @@ fn client(
     let mut progress = Progress::new(rows_planned.len(), sizing);
     let started = Instant::now();
     let mut rows = Vec::with_capacity(rows_planned.len());
+    let mut latency: Vec<(Test, Timed)> = Vec::new();
     for (i, test) in rows_planned.iter().enumerate() {
         progress.row(i, &test.title(local));
+        // A latency test's driver row is measured with its DAT row, in turns (SLICES):
+        // both are taken when the driver row comes up, and reported in the rows' order.
+        if let Some(at) = latency.iter().position(|(t, _)| t == test) {
+            let (test, timed) = latency.remove(at);
+            rows.push(Row { test, title: test.title(local), result: timed.outcome() });
+            continue;
+        }
+        let mut timed_slice = |test: Test, sizing: Sizing| -> Result<Timed, String> {
+            match test {
+                Test::SendRecv(Level::Dat, n) => dat::send_recv(&mut dat_side, &mut ctl, n, sizing),
+                Test::WriteLat(Level::Dat, n) => dat::write_lat(&mut dat_side, &mut ctl, n, sizing),
+                Test::ReadLat(Level::Dat, n) => dat::read_lat(&mut dat_side, &mut ctl, n, sizing),
+                Test::SendRecv(_, n) => rdma::send_recv(&mut side, &mut ctl, n, sizing),
+                Test::WriteLat(_, n) => rdma::write_lat(&mut side, &mut ctl, n, sizing),
+                Test::ReadLat(_, n) => rdma::read_lat(&mut side, &mut ctl, n, sizing),
+                other => unreachable!("{other:?} is not a latency test of a level"),
+            }
+        };
+        if let Some(dat_test) = test.at_dat_level().filter(|_| test.is_latency()) {
+            let slice = sizing.slice(SLICES);
+            let mut driver = timed_slice(*test, slice)?;
+            let mut dat = timed_slice(dat_test, slice)?;
+            for _ in 1..SLICES {
+                driver.absorb(timed_slice(*test, slice)?);
+                dat.absorb(timed_slice(dat_test, slice)?);
+            }
+            rows.push(Row { test: *test, title: test.title(local), result: driver.outcome() });
+            latency.push((dat_test, dat));
+            continue;
+        }
         let result = match *test {
             Test::Floor => baseline::floor(sizing)?,
             Test::Memcpy(size) => baseline::memcpy(size, sizing),
             Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
-            Test::SendRecv(Level::Dat, size) => {
-                dat::send_recv(&mut dat_side, &mut ctl, size, sizing)?
-            }
-            Test::WriteLat(Level::Dat, size) => {
-                dat::write_lat(&mut dat_side, &mut ctl, size, sizing)?
-            }
-            Test::ReadLat(Level::Dat, size) => {
-                dat::read_lat(&mut dat_side, &mut ctl, size, sizing)?
-            }
             Test::WriteBw(Level::Dat, size) => {
                 dat::write_bw(&mut dat_side, &mut ctl, size, sizing)?
             }
-            Test::SendRecv(_, size) => rdma::send_recv(&mut side, &mut ctl, size, sizing)?,
-            Test::WriteLat(_, size) => rdma::write_lat(&mut side, &mut ctl, size, sizing)?,
-            Test::ReadLat(_, size) => rdma::read_lat(&mut side, &mut ctl, size, sizing)?,
             Test::WriteBw(_, size) => rdma::write_bw(&mut side, &mut ctl, size, sizing)?,
+            other => timed_slice(other, sizing)?.outcome(),
         };
         rows.push(Row { test: *test, title: test.title(local), result });
     }

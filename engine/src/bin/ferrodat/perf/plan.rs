@@ -1,6 +1,6 @@
 //! What a run measures: the rows, in order, and how long each runs.
 
-use ferrodat_engine::perf::stats::Summary;
+use ferrodat_engine::perf::stats::{Summary, summarize};
 use std::time::{Duration, Instant};
 
 /// How big each row is.
@@ -30,6 +30,15 @@ impl Sizing {
         }
     }
 
+    /// One of `n` slices of a row (see [`SLICES`]): its time or round trips split `n` ways
+    /// (at least one round trip each).
+    pub fn slice(self, n: u32) -> Sizing {
+        match self {
+            Sizing::Duration(d) => Sizing::Duration(d / n),
+            Sizing::Iters(i) => Sizing::Iters((i / u64::from(n)).max(1)),
+        }
+    }
+
     /// A meter for one run of this size.
     pub fn meter(self) -> Meter {
         Meter { sizing: self, start: Instant::now(), done: 0 }
@@ -54,6 +63,47 @@ impl Meter {
         match self.sizing {
             Sizing::Duration(d) => self.start.elapsed() < d,
             Sizing::Iters(n) => self.done < n,
+        }
+    }
+}
+
+/// The slices a latency test runs in at each level, the levels taking turns: driver,
+/// DAT, driver, DAT, … The hypervisor moves this machine's vCPUs now and then, which
+/// moves latency by a factor of two or more; in turns, both rows of a test see each
+/// placement for about as long, so their ratio means something.
+pub const SLICES: u32 = 4;
+
+/// A latency row's samples, from one or more slices, until they are summarised.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// Each the time of `group` operations.
+    pub samples: Vec<Duration>,
+    /// Operations per sample.
+    pub group: u32,
+    /// Whether an operation is a round trip reported as half of it (ping-pongs, as
+    /// perftest does), or whole (a READ).
+    pub halved: bool,
+}
+
+impl Timed {
+    /// The samples of `timed_groups`.
+    pub fn new((samples, group): (Vec<Duration>, u32), halved: bool) -> Timed {
+        Timed { samples, group, halved }
+    }
+
+    /// Adds a later slice's samples (of the same test, so the same group and halving).
+    pub fn absorb(&mut self, slice: Timed) {
+        debug_assert_eq!((self.group, self.halved), (slice.group, slice.halved));
+        self.samples.extend(slice.samples);
+    }
+
+    /// The row's result: median, p99 and minimum over all samples.
+    pub fn outcome(&self) -> Outcome {
+        let summary = summarize(&self.samples, self.group);
+        Outcome::Latency {
+            summary: if self.halved { summary.halved() } else { summary },
+            samples: self.samples.len(),
+            group: self.group,
         }
     }
 }
@@ -141,6 +191,22 @@ impl Test {
         }
     }
 
+    /// The same test at the DAT level, for a driver-level RDMA test.
+    pub fn at_dat_level(self) -> Option<Test> {
+        match self {
+            Test::SendRecv(Level::Driver, n) => Some(Test::SendRecv(Level::Dat, n)),
+            Test::WriteLat(Level::Driver, n) => Some(Test::WriteLat(Level::Dat, n)),
+            Test::ReadLat(Level::Driver, n) => Some(Test::ReadLat(Level::Dat, n)),
+            Test::WriteBw(Level::Driver, n) => Some(Test::WriteBw(Level::Dat, n)),
+            _ => None,
+        }
+    }
+
+    /// Whether it measures latency (a ping-pong or one READ at a time).
+    pub fn is_latency(self) -> bool {
+        matches!(self, Test::SendRecv(..) | Test::WriteLat(..) | Test::ReadLat(..))
+    }
+
     /// Its message size in bytes.
     pub fn bytes(self) -> usize {
         match self {
@@ -195,10 +261,11 @@ pub fn size_name(n: usize) -> String {
     }
 }
 
-/// The rows of a run, in the order they run: the cheap local baselines first, then the
-/// TCP baseline, then each RDMA test at the driver level and at once at the DAT level
-/// (both sides' QP and EP are already connected), so the two rows of a test see the
-/// same conditions.
+/// The rows of a run, in the order they are reported: the cheap local baselines first,
+/// then the TCP baseline, then each RDMA test at the driver level and at the DAT level
+/// (both sides' QP and EP are already connected). The two rows of a latency test run in
+/// turns ([`SLICES`]), those of a bandwidth test one after the other, so that both rows
+/// of a test see the same conditions.
 pub fn rows() -> Vec<Test> {
     let mut rows = vec![Test::Floor, Test::Memcpy(1 << 20), Test::Tcp(8), Test::Tcp(4096)];
     let rdma: [fn(Level) -> Test; 7] = [
@@ -275,4 +342,44 @@ pub struct Row {
     pub title: String,
     /// What it measured.
     pub result: Outcome,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_in_slices_splits_its_size_and_keeps_at_least_one_round_trip() {
+        let d = Sizing::Duration(Duration::from_millis(400)).slice(SLICES);
+        assert_eq!(d, Sizing::Duration(Duration::from_millis(100)));
+        assert_eq!(Sizing::Iters(1000).slice(4), Sizing::Iters(250));
+        assert_eq!(Sizing::Iters(2).slice(4), Sizing::Iters(1));
+    }
+
+    #[test]
+    fn slices_summarise_as_one_row_of_all_their_samples() {
+        let ns = |v: &[u64]| v.iter().map(|&n| Duration::from_nanos(n)).collect::<Vec<_>>();
+        let mut row = Timed::new((ns(&[400, 100]), 2), true);
+        row.absorb(Timed::new((ns(&[300]), 2), true));
+        let Outcome::Latency { summary, samples, group } = row.outcome() else {
+            panic!("a latency row")
+        };
+        assert_eq!((samples, group), (3, 2));
+        // Per operation 200, 50, 150; halved: 100, 25, 75.
+        assert_eq!((summary.median_ns, summary.min_ns, summary.p99_ns), (75.0, 25.0, 100.0));
+        let whole = Timed::new((ns(&[300]), 1), false).outcome();
+        assert_eq!(whole.median_ns(), Some(300.0));
+    }
+
+    #[test]
+    fn each_driver_latency_test_has_its_dat_row_and_bandwidth_runs_whole() {
+        let rows = rows();
+        for t in rows.iter().filter(|t| t.level() == Level::Driver) {
+            let dat = t.at_dat_level().expect("a DAT twin");
+            assert!(rows.contains(&dat), "{t:?}");
+        }
+        assert!(!Test::WriteBw(Level::Driver, 4096).is_latency());
+        assert!(Test::ReadLat(Level::Dat, 8).is_latency());
+        assert_eq!(Test::SendRecv(Level::Dat, 8).at_dat_level(), None);
+    }
 }

@@ -30,14 +30,13 @@
 //! control connection.
 
 use super::control::{Control, Job, QpInfo};
-use super::plan::{Outcome, Sizing, timed_groups};
+use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
 use ferrodat_driver::work_request::{
     Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
 };
 use ferrodat_driver::{Access, Context, Cq, CqOptions, MrBuf, Pd, Qp, QpCaps, QpInit};
 use ferrodat_engine::cm::{connect_qp, local_conn_info};
-use ferrodat_engine::perf::stats::summarize;
 use std::time::{Duration, Instant};
 
 /// Receive slots and their size.
@@ -333,17 +332,13 @@ pub fn send_recv(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     check_size(size, RECV_SLOT)?;
     ctl.start_job(Job::Echo(size))?;
-    let (samples, group) = timed_groups(sizing, || side.send_round_trip(size))?;
+    let timed = timed_groups(sizing, || side.send_round_trip(size))?;
     side.send_stop()?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency {
-        summary: summarize(&samples, group).halved(),
-        samples: samples.len(),
-        group,
-    })
+    Ok(Timed::new(timed, true))
 }
 
 /// Client: RDMA WRITE ping-pong of `size` bytes.
@@ -352,23 +347,19 @@ pub fn write_lat(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     side.write_lat_size(size)?;
     side.clear_landing()?;
     ctl.start_job(Job::WriteLat(size))?;
     let mut seq = 0u64;
-    let (samples, group) = timed_groups(sizing, || {
+    let timed = timed_groups(sizing, || {
         seq += 1;
         side.write_seq(size, seq)?;
         side.wait_until("the peer's RDMA WRITE", |s| s.landed(size) == seq)
     })?;
     side.write_seq(size, STOP_SEQ)?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency {
-        summary: summarize(&samples, group).halved(),
-        samples: samples.len(),
-        group,
-    })
+    Ok(Timed::new(timed, true))
 }
 
 /// Client: RDMA READ of `size` bytes, one at a time; the whole round trip.
@@ -377,21 +368,21 @@ pub fn read_lat(
     ctl: &mut Control,
     size: usize,
     sizing: Sizing,
-) -> Result<Outcome, String> {
+) -> Result<Timed, String> {
     check_size(size, MAX_MESSAGE)?;
     let peer = side.peer()?;
     let mr = side.mr;
     let sge = [mr.sge(SRC_OFF, size).map_err(|e| e.to_string())?];
     let remote = Remote { addr: peer.addr + DST_OFF as u64, rkey: peer.rkey };
     ctl.start_job(Job::Serve)?;
-    let (samples, group) = timed_groups(sizing, || {
+    let timed = timed_groups(sizing, || {
         let want = side.reads_done + 1;
         side.post(SendOp::RdmaRead(remote), Payload::Sges(&sge), true)?;
         side.wait_until("an RDMA READ", |s| s.reads_done >= want)
     })?;
     side.send_stop()?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency { summary: summarize(&samples, group), samples: samples.len(), group })
+    Ok(Timed::new(timed, false))
 }
 
 /// Client: RDMA WRITE stream of `size`-byte messages.
