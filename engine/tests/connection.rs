@@ -158,6 +158,14 @@ fn connect_ep(server: &Side, accept_on: &Ep, ep: &Ep, conn_evd: &Evd, port: u16)
     );
 }
 
+/// A server and a client side, the server listening on `port` (its PSP).
+fn listening_pair(port: u16) -> (Side, Side, Psp) {
+    let server = side();
+    let client = side();
+    let psp = Psp::create(&server.ia, port, &server.cr_evd).unwrap();
+    (server, client, psp)
+}
+
 /// One SEND from `from` into a receive `to` posts now, data checked.
 fn exchange(from: &Side, to: &Side, cookie: u64) {
     to.ep.post_recv(&[to.buf.triplet(0, 64).unwrap()], cookie, 0).unwrap();
@@ -174,9 +182,7 @@ fn exchange(from: &Side, to: &Side, cookie: u64) {
 
 #[test]
 fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31152, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31152);
     for round in 0..3u64 {
         connect(&server, &client, 31152);
         exchange(&client, &server, 10 * round + 1);
@@ -203,9 +209,7 @@ fn a_graceful_disconnect_then_reset_lets_the_same_endpoints_connect_again() {
 
 #[test]
 fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31153, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31153);
     connect(&server, &client, 31153);
     // RDMA WRITE with immediate consumes a receive at the peer, which reports the data.
     server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 4, 0).unwrap();
@@ -282,9 +286,7 @@ fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
 fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
     use ferrodat_engine::cno::Cno;
     use std::time::Duration;
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31154, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31154);
     // dtest -c: the DTO EVDs report to a CNO; the consumer waits on the CNO, then dequeues.
     let cno = Cno::create(&server.ia).unwrap();
     server.recv_evd.modify_cno(Some(&cno));
@@ -515,9 +517,7 @@ fn on_a_shared_evd_completions_come_before_disconnected() {
 
 #[test]
 fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31161, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31161);
     connect(&server, &client, 31161);
     for i in 0..5u64 {
         server.ep.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
@@ -546,9 +546,7 @@ fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
 
 #[test]
 fn dup_connect_reaches_the_same_peer() {
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31162, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31162);
     connect(&server, &client, 31162);
     let second = client.another_ep();
     let lonely = client.another_ep();
@@ -701,9 +699,7 @@ fn a_thousand_connections_through_one_psp() {
 /// the peer, and later posts complete flushed.
 #[test]
 fn a_failed_dto_breaks_the_connection() {
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31174, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31174);
     connect(&server, &client, 31174);
     let bad = RmrTriplet {
         rmr_context: server.buf.rmr_context() ^ 0x5a5a_0000,
@@ -762,9 +758,7 @@ fn a_cno_wait_is_not_held_up_by_a_direct_waiter_and_watches_the_evd_after_it() {
     use ferrodat_engine::cno::Cno;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31163, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31163);
     let cno = Cno::create(&server.ia).unwrap();
     server.recv_evd.modify_cno(Some(&cno));
     connect(&server, &client, 31163);
@@ -821,9 +815,7 @@ fn a_cno_wait_is_not_held_up_by_a_direct_waiter_and_watches_the_evd_after_it() {
 fn endpoints_come_and_go_on_an_evd_another_thread_waits_on() {
     use std::sync::mpsc;
     use std::time::Duration;
-    let server = side();
-    let client = side();
-    let _psp = Psp::create(&server.ia, 31164, &server.cr_evd).unwrap();
+    let (server, client, _psp) = listening_pair(31164);
     std::thread::scope(|s| {
         let waiter = s.spawn(|| server.recv_evd.wait(2 * WAIT_US, 1));
         std::thread::sleep(Duration::from_millis(50)); // the waiter sleeps on the EVD
