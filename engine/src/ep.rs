@@ -17,6 +17,7 @@ use crate::evd::early_completions::EarlyCompletions;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
 use crate::lmr::{LmrTriplet, RmrTriplet};
+use crate::plain_mutex::PlainMutex;
 use crate::pz::Pz;
 use crate::srq::Srq;
 use ferrodat_abi::dat::{completion_flags, dto_status, dtos, subtype};
@@ -125,7 +126,7 @@ struct EpInner {
     state: Mutex<EpState>,
     /// A copy of the state for the post paths' check.
     state_word: AtomicU32,
-    qp: Mutex<Qp<'static>>,
+    qp: PlainMutex<Qp<'static>>,
     completions: Arc<EpCompletions>,
     /// The SRQ its receives come from.
     srq: Option<Srq>,
@@ -263,7 +264,7 @@ impl Ep {
                 attr: Mutex::new(attr),
                 state: Mutex::new(origin.initial_state()),
                 state_word: AtomicU32::new(origin.initial_state().to_raw()),
-                qp: Mutex::new(qp),
+                qp: PlainMutex::new(qp),
                 completions,
                 srq: srq.cloned(),
                 local: Mutex::new(None),
@@ -352,7 +353,7 @@ impl Ep {
             };
             // Under the QP's lock, which serialises the endpoint's posters: the slot
             // reserved is the one this receive is posted with.
-            let mut qp = lock(&self.inner.qp);
+            let mut qp = self.inner.qp.lock();
             let wr_id = ring.reserve(cookie)?;
             // SAFETY: as in `sges`: the triplet names memory the consumer registered; the
             // device checks key and bounds and fails the DTO otherwise, touching nothing.
@@ -388,7 +389,7 @@ impl Ep {
         let length = local.iter().map(|t| t.segment_length).sum();
         // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
         // the one this receive is posted with.
-        let mut qp = lock(&self.inner.qp);
+        let mut qp = self.inner.qp.lock();
         let wr_id = ring.reserve(Cookie {
             user_cookie: cookie,
             length,
@@ -598,7 +599,7 @@ impl Ep {
         let ring = &self.inner.completions.requests;
         // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
         // the one this request is posted with.
-        let mut qp = lock(&self.inner.qp);
+        let mut qp = self.inner.qp.lock();
         let wr_id = ring.reserve(cookie)?;
         post(&mut qp, wr_id).map_err(|e| post_error(verb, e))?;
         ring.commit();
@@ -643,7 +644,7 @@ impl Ep {
             send_flags = send_flags | SendFlags::FENCE;
         }
         // Under the QP's lock, as every post (see `post_sges`).
-        let mut qp = lock(&self.inner.qp);
+        let mut qp = self.inner.qp.lock();
         let wr_id = ring.reserve(bind)?;
         let key = qp
             .bind_mw(mw, wr_id, region, access, send_flags)
@@ -684,12 +685,12 @@ impl Ep {
         if e.flush != Flush::Nothing {
             // The QP in ERR: the device flushes every outstanding work request; the flushed
             // completions reach the EVDs like any other.
-            let _ = lock(&self.inner.qp).to_error();
+            let _ = self.inner.qp.lock().to_error();
         }
         if e.recycle_qp {
             // Back to a fresh QP: RESET (the driver forgets its queues and the CQs skip the
             // old completions), then the cookie windows start over.
-            let _ = lock(&self.inner.qp).reset();
+            let _ = self.inner.qp.lock().reset();
             // The CQs drop the old incarnation's completions now, before the QP can make
             // new ones with the same user index. (This waits for a waiter sleeping on the
             // EVDs: reset the EP from the thread that waits on them, as dapltest does.)
@@ -749,7 +750,7 @@ impl Ep {
         let cm = self.inner.ia.cm()?;
         let rd = lock(&self.inner.attr).max_rdma_read_out.min(255) as u8;
         let local = {
-            let qp = lock(&self.inner.qp);
+            let qp = self.inner.qp.lock();
             cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?
         };
         self.step(Trigger::Connect(self.readiness()))?;
@@ -867,7 +868,7 @@ impl Ep {
         transition(self.current(), trigger)?;
         let rd = lock(&self.inner.attr).max_rdma_read_in.min(255) as u8;
         let local = {
-            let mut qp = lock(&self.inner.qp);
+            let mut qp = self.inner.qp.lock();
             let local =
                 cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?;
             // From RTR on the QP can receive, but the consumer learns of the connection only
@@ -891,7 +892,7 @@ impl Ep {
 impl Drop for EpInner {
     fn drop(&mut self) {
         // The QP's completions stop being this EP's (a later QP may get the same number).
-        let qpn = lock(&self.qp).qpn();
+        let qpn = self.qp.lock().qpn();
         let w = lock(&self.wiring);
         let _ = w.request_evd.with_cq(|s| s.detach(qpn));
         let _ = w.recv_evd.with_cq(|s| s.detach(qpn));
@@ -980,7 +981,7 @@ impl CmEvents for EpEvents {
                 let local = *lock(&ep.inner.local);
                 let active = ep.current() == EpState::ActiveConnectionPending;
                 if active && let Some(local) = local {
-                    let mut qp = lock(&ep.inner.qp);
+                    let mut qp = ep.inner.qp.lock();
                     if cm::connect_qp(&mut qp, &local, &peer, Access::ALL).is_err() {
                         drop(qp);
                         if let Some(c) = lock(&ep.inner.conn).take() {

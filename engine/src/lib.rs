@@ -67,6 +67,7 @@ pub mod event;
 pub mod ia;
 pub mod lmr;
 pub mod perf;
+mod plain_mutex;
 pub mod pz;
 pub mod rmr;
 pub mod sp;

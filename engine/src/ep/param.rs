@@ -291,7 +291,7 @@ impl Ep {
         }
         let old_wiring = lock(&self.inner.wiring).clone();
         let new_wiring = self.modified_wiring(mask, params, &old_wiring)?;
-        let caps = lock(&self.inner.qp).caps();
+        let caps = self.inner.qp.lock().caps();
         let new_attr = self.modified_attr(*state, mask, &params.ep_attr, &caps)?;
         let rewire = !new_wiring.pz.same(&old_wiring.pz)
             || !new_wiring.recv_evd.same(&old_wiring.recv_evd)
@@ -629,7 +629,7 @@ impl Ep {
             return Err(e);
         }
         let old_qp = {
-            let mut slot = lock(&self.inner.qp);
+            let mut slot = self.inner.qp.lock();
             let same_geometry = qp.geometry().sq_wqe_cnt == slot.geometry().sq_wqe_cnt
                 && qp.geometry().rq_wqe_cnt == slot.geometry().rq_wqe_cnt;
             // Posts commit under this lock: checked here, none can have reached the old QP

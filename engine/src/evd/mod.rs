@@ -25,7 +25,6 @@ pub mod cq_source;
 pub mod early_completions;
 pub mod notify;
 mod object;
-mod plain_mutex;
 pub mod queue;
 pub mod waiter;
 

@@ -2,13 +2,13 @@
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
 use super::cq_source::{CqSource, EpCompletions, Failures, Released};
-use super::plain_mutex::{PlainGuard, PlainMutex};
 use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
 use crate::error::{DatError, DatResult};
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
+use crate::plain_mutex::{PlainGuard, PlainMutex};
 use ferrodat_abi::dat::{evd_flags, evd_state, event, ret, subtype};
 use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;

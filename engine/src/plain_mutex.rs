@@ -1,9 +1,10 @@
-//! A mutex without poisoning, for the lock every `dat_evd_dequeue` of a DTO EVD takes (its
-//! CQ source): uncontended, taking and releasing it is one atomic instruction each, where
+//! A mutex without poisoning, for the locks of the data path: a DTO EVD's CQ source, which
+//! every `dat_evd_dequeue` takes, and an endpoint's QP, which every post takes.
+//! Uncontended, taking and releasing it is one atomic instruction each, where
 //! `std::sync::Mutex` adds its poison bookkeeping (a look at the global panic count when
-//! the guard is made and another when it goes). The engine ignores poisoning anyway — every
-//! lock of the CQ source took the data back with `into_inner` — since a harvest that
-//! panicked halfway leaves nothing the next one cannot cope with.
+//! the guard is made and another when it goes). The engine ignores poisoning anyway — it
+//! took the data back with `into_inner` — since a harvest or post that panicked halfway
+//! leaves nothing the next one cannot cope with.
 //!
 //! The protocol is std's futex mutex on Linux: the state is 0 (free), 1 (held) or 2 (held,
 //! and a thread may be asleep on it). A locker that finds it held spins briefly, then marks
