@@ -345,23 +345,14 @@ impl Ep {
             && let Ok(len) = u32::try_from(t.segment_length)
             && self.inner.recv_iov_limit.load(Ordering::Relaxed) != 0
         {
-            let cookie = Cookie {
-                user_cookie: cookie,
-                length: t.segment_length,
-                operation: dtos::RECEIVE,
-                suppress: false,
-            };
-            // Under the QP's lock, which serialises the endpoint's posters: the slot
-            // reserved is the one this receive is posted with.
-            let mut qp = self.inner.qp.lock();
-            let wr_id = ring.reserve(cookie)?;
-            // SAFETY: as in `sges`: the triplet names memory the consumer registered; the
-            // device checks key and bounds and fails the DTO otherwise, touching nothing.
-            let sge = [unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) }];
-            qp.post_recv(&[RecvWr { wr_id, sges: &sge }])
-                .map_err(|e| post_error("dat_ep_post_recv", e))?;
-            ring.commit();
-            return Ok(());
+            let cookie = receive_cookie(cookie, t.segment_length);
+            return self.post_with_cookie(ring, cookie, "dat_ep_post_recv", |qp, wr_id| {
+                // SAFETY: as in `sges`: the triplet names memory the consumer registered;
+                // the device checks key and bounds and fails the DTO otherwise, touching
+                // nothing.
+                let sge = [unsafe { Sge::from_raw(t.virtual_address, len, t.lmr_context) }];
+                qp.post_recv(&[RecvWr { wr_id, sges: &sge }])
+            });
         }
         self.post_recv_general(local, cookie, flags)
     }
@@ -387,18 +378,12 @@ impl Ep {
         let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
         let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
         let length = local.iter().map(|t| t.segment_length).sum();
-        // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
-        // the one this receive is posted with.
-        let mut qp = self.inner.qp.lock();
-        let wr_id = ring.reserve(Cookie {
-            user_cookie: cookie,
-            length,
-            operation: dtos::RECEIVE,
-            suppress: false,
-        })?;
-        qp.post_recv(&[RecvWr { wr_id, sges }]).map_err(|e| post_error("dat_ep_post_recv", e))?;
-        ring.commit();
-        Ok(())
+        self.post_with_cookie(
+            ring,
+            receive_cookie(cookie, length),
+            "dat_ep_post_recv",
+            |qp, wr_id| qp.post_recv(&[RecvWr { wr_id, sges }]),
+        )
     }
 
     /// `dat_ep_post_send`.
@@ -545,7 +530,8 @@ impl Ep {
             && self.inner.request_iov_limit.load(Ordering::Relaxed) != 0
         {
             let cookie = request_cookie(cookie, t.segment_length, operation, flags);
-            return self.post_with_cookie(cookie, verb, |qp, wr_id| {
+            let ring = &self.inner.completions.requests;
+            return self.post_with_cookie(ring, cookie, verb, |qp, wr_id| {
                 // SAFETY: as in `sges`: the triplet names memory the consumer registered;
                 // the device checks key and bounds and fails the DTO otherwise, touching
                 // nothing.
@@ -582,28 +568,28 @@ impl Ep {
         let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
         let sges = sges(local, max_iov, verb, &mut buf)?;
         let cookie = request_cookie(cookie, length, operation, flags);
-        self.post_with_cookie(cookie, verb, |qp, wr_id| {
+        self.post_with_cookie(&self.inner.completions.requests, cookie, verb, |qp, wr_id| {
             qp.post_send(&[request_wr(wr_id, op, sges, flags)])
         })
     }
 
-    /// Reserves the request's cookie slot, has `post` post the work request with that
-    /// slot as its wr_id, and commits the slot if it was posted.
+    /// Reserves a cookie slot in `ring` (requests or receives), has `post` post the work
+    /// request with that slot as its wr_id, and commits the slot if it was posted.
     #[inline(always)]
-    fn post_with_cookie(
+    fn post_with_cookie<R>(
         &self,
+        ring: &CookieRing,
         cookie: Cookie,
         verb: &'static str,
-        post: impl FnOnce(&mut Qp<'static>, u64) -> Result<(), PostError>,
-    ) -> DatResult<()> {
-        let ring = &self.inner.completions.requests;
+        post: impl FnOnce(&mut Qp<'static>, u64) -> Result<R, PostError>,
+    ) -> DatResult<R> {
         // Under the QP's lock, which serialises the endpoint's posters: the slot reserved is
-        // the one this request is posted with.
+        // the one this work request is posted with.
         let mut qp = self.inner.qp.lock();
         let wr_id = ring.reserve(cookie)?;
-        post(&mut qp, wr_id).map_err(|e| post_error(verb, e))?;
+        let posted = post(&mut qp, wr_id).map_err(|e| post_error(verb, e))?;
         ring.commit();
-        Ok(())
+        Ok(posted)
     }
 
     /// Whether `dat_rmr_bind` may post on this endpoint now (CONNECTED, or DISCONNECTED
@@ -637,20 +623,16 @@ impl Ep {
             return Ok(None);
         }
         let suppress = flags & completion_flags::SUPPRESS != 0;
-        let ring = &self.inner.completions.requests;
         let bind = Cookie { user_cookie: cookie, length: rmr, operation: dtos::BIND_MW, suppress };
         let mut send_flags = if suppress { SendFlags::NONE } else { SendFlags::SIGNALED };
         if flags & completion_flags::BARRIER_FENCE != 0 {
             send_flags = send_flags | SendFlags::FENCE;
         }
-        // Under the QP's lock, as every post (see `post_sges`).
-        let mut qp = self.inner.qp.lock();
-        let wr_id = ring.reserve(bind)?;
-        let key = qp
-            .bind_mw(mw, wr_id, region, access, send_flags)
-            .map_err(|e| post_error("dat_rmr_bind", e))?;
-        ring.commit();
-        Ok(Some(key))
+        let ring = &self.inner.completions.requests;
+        self.post_with_cookie(ring, bind, "dat_rmr_bind", |qp, wr_id| {
+            qp.bind_mw(mw, wr_id, region, access, send_flags)
+        })
+        .map(Some)
     }
 
     /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed.
@@ -1018,6 +1000,12 @@ impl CmEvents for EpEvents {
             ep.release_early();
         }
     }
+}
+
+/// The cookie of a receive of `length` bytes (receives always complete with an event).
+#[inline(always)]
+fn receive_cookie(user_cookie: u64, length: u64) -> Cookie {
+    Cookie { user_cookie, length, operation: dtos::RECEIVE, suppress: false }
 }
 
 /// The cookie of a request of `length` bytes posted with DAT completion `flags`.
