@@ -368,68 +368,40 @@ unsafe fn ep_update(
                 .with_detail(format!("dat_ep_modify: ep_attr.{name} {v} is negative"))
         })
     };
-    if has(ep_field::EP_ATTR_SERVICE_TYPE) {
-        a.service_type = c.service_type;
+    // Fields taken as they are, and counts (DAT_COUNT, signed in C) that must not be
+    // negative: each copied when its mask bit is set.
+    macro_rules! take {
+        ($($bit:ident => $field:ident),* $(,)?) => {
+            $(if has(ep_field::$bit) {
+                a.$field = c.$field;
+            })*
+        };
     }
-    if has(ep_field::EP_ATTR_MAX_MESSAGE_SIZE) {
-        a.max_message_size = c.max_message_size;
+    take!(
+        EP_ATTR_SERVICE_TYPE => service_type,
+        EP_ATTR_MAX_MESSAGE_SIZE => max_message_size,
+        EP_ATTR_MAX_RDMA_SIZE => max_rdma_size,
+        EP_ATTR_QOS => qos,
+        EP_ATTR_RECV_COMPLETION_FLAGS => recv_completion_flags,
+        EP_ATTR_REQUEST_COMPLETION_FLAGS => request_completion_flags,
+    );
+    macro_rules! count {
+        ($($bit:ident => $field:ident),* $(,)?) => {
+            $(if has(ep_field::$bit) {
+                a.$field = count(c.$field, stringify!($field))?;
+            })*
+        };
     }
-    if has(ep_field::EP_ATTR_MAX_RDMA_SIZE) {
-        a.max_rdma_size = c.max_rdma_size;
-    }
-    if has(ep_field::EP_ATTR_QOS) {
-        a.qos = c.qos;
-    }
-    if has(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS) {
-        a.recv_completion_flags = c.recv_completion_flags;
-    }
-    if has(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS) {
-        a.request_completion_flags = c.request_completion_flags;
-    }
-    for (bit, value, name, slot) in [
-        (ep_field::EP_ATTR_MAX_RECV_DTOS, c.max_recv_dtos, "max_recv_dtos", &mut a.max_recv_dtos),
-        (
-            ep_field::EP_ATTR_MAX_REQUEST_DTOS,
-            c.max_request_dtos,
-            "max_request_dtos",
-            &mut a.max_request_dtos,
-        ),
-        (ep_field::EP_ATTR_MAX_RECV_IOV, c.max_recv_iov, "max_recv_iov", &mut a.max_recv_iov),
-        (
-            ep_field::EP_ATTR_MAX_REQUEST_IOV,
-            c.max_request_iov,
-            "max_request_iov",
-            &mut a.max_request_iov,
-        ),
-        (
-            ep_field::EP_ATTR_MAX_RDMA_READ_IN,
-            c.max_rdma_read_in,
-            "max_rdma_read_in",
-            &mut a.max_rdma_read_in,
-        ),
-        (
-            ep_field::EP_ATTR_MAX_RDMA_READ_OUT,
-            c.max_rdma_read_out,
-            "max_rdma_read_out",
-            &mut a.max_rdma_read_out,
-        ),
-        (
-            ep_field::EP_ATTR_MAX_RDMA_READ_IOV,
-            c.max_rdma_read_iov,
-            "max_rdma_read_iov",
-            &mut a.max_rdma_read_iov,
-        ),
-        (
-            ep_field::EP_ATTR_MAX_RDMA_WRITE_IOV,
-            c.max_rdma_write_iov,
-            "max_rdma_write_iov",
-            &mut a.max_rdma_write_iov,
-        ),
-    ] {
-        if has(bit) {
-            *slot = count(value, name)?;
-        }
-    }
+    count!(
+        EP_ATTR_MAX_RECV_DTOS => max_recv_dtos,
+        EP_ATTR_MAX_REQUEST_DTOS => max_request_dtos,
+        EP_ATTR_MAX_RECV_IOV => max_recv_iov,
+        EP_ATTR_MAX_REQUEST_IOV => max_request_iov,
+        EP_ATTR_MAX_RDMA_READ_IN => max_rdma_read_in,
+        EP_ATTR_MAX_RDMA_READ_OUT => max_rdma_read_out,
+        EP_ATTR_MAX_RDMA_READ_IOV => max_rdma_read_iov,
+        EP_ATTR_MAX_RDMA_WRITE_IOV => max_rdma_write_iov,
+    );
     if has(ep_field::EP_ATTR_SRQ_SOFT_HW) {
         // DAT_WATERMARK_INFINITE is the all-ones count; the engine judges the value.
         a.srq_soft_hw = c.srq_soft_hw as u32;
