@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Without valgrind it prints the time per message (single thread, no cache-line
-//! transfers: the software cost of the path).
+//! transfers: the software cost of the path). With `FERRODAT_BENCH_IDLE_PASSES=N` (N <= 4000) it
+//! then times N idle progress passes (nothing to do, the rings polled): the loop a waiting
+//! consumer spins in; compare two N under callgrind for its instruction count.
 
 #[path = "../../softhca/tests/support/mod.rs"]
 #[allow(unused_imports)]
@@ -57,4 +59,25 @@ fn main() {
         "softhca loopback: {rounds} round trips, {:.0} ns per message",
         elapsed.as_nanos() as f64 / (2 * rounds) as f64
     );
+    // An idle pass with both rings polled: what a waiting consumer repeats between
+    // messages, so its cost is the granularity at which it notices one.
+    // At most 4000: softhca stops polling a ring after 4096 passes without a record.
+    let idle: u64 = std::env::var("FERRODAT_BENCH_IDLE_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+        .min(4000);
+    if idle > 0 {
+        // The last messages' held-back ACKs and the like go out first.
+        while engine.progress() {}
+        let mut found_work = 0;
+        let start = Instant::now();
+        for _ in 0..idle {
+            found_work += u32::from(engine.progress());
+        }
+        println!(
+            "softhca idle progress pass: {idle} passes, {:.1} ns each ({found_work} found work)",
+            start.elapsed().as_nanos() as f64 / idle as f64
+        );
+    }
 }
