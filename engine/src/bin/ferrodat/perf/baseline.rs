@@ -3,7 +3,7 @@
 
 use super::ChildGuard;
 use super::control::Control;
-use super::plan::{Outcome, Sizing, timed_groups};
+use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use ferrodat_engine::perf::floor::SharedLine;
 use ferrodat_engine::perf::stats::summarize;
 use std::io::{BufRead, BufReader, Write};
@@ -18,8 +18,9 @@ const TCP_CONTINUE: u8 = 0;
 const TCP_STOP: u8 = 1;
 
 /// The floor: this process and a helper (this executable, `perf --floor-helper`) bounce
-/// one cache line of shared memory; half the round trip.
-pub fn floor(sizing: Sizing) -> Result<Outcome, String> {
+/// one cache line of shared memory; half the round trip. One slice of the floor's row
+/// (see [`super::plan::turns`]).
+pub fn floor(sizing: Sizing) -> Result<Timed, String> {
     let dir = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -65,11 +66,7 @@ pub fn floor(sizing: Sizing) -> Result<Outcome, String> {
         });
         line.stop();
         helper.finish()?;
-        Ok(Outcome::Latency {
-            summary: summarize(&samples, group).halved(),
-            samples: samples.len(),
-            group,
-        })
+        Ok(Timed::new((samples, group), true))
     })();
     let _ = std::fs::remove_file(&path);
     result

@@ -271,8 +271,8 @@ fn client(
     let mut latency: Vec<(Test, Timed)> = Vec::new();
     for (i, test) in rows_planned.iter().enumerate() {
         progress.row(i, &test.title(local));
-        // A latency test's driver row is measured with its DAT row, in turns (SLICES):
-        // both are taken when the driver row comes up, and reported in the rows' order.
+        // Rows compared with each other are measured in turns (plan::turns, SLICES):
+        // all are taken when the first comes up, and reported in the rows' order.
         if let Some(at) = latency.iter().position(|(t, _)| t == test) {
             let (test, timed) = latency.remove(at);
             rows.push(Row { test, title: test.title(local), result: timed.outcome() });
@@ -286,23 +286,29 @@ fn client(
                 Test::SendRecv(_, n) => rdma::send_recv(&mut side, &mut ctl, n, sizing),
                 Test::WriteLat(_, n) => rdma::write_lat(&mut side, &mut ctl, n, sizing),
                 Test::ReadLat(_, n) => rdma::read_lat(&mut side, &mut ctl, n, sizing),
-                other => unreachable!("{other:?} is not a latency test of a level"),
+                Test::Floor => baseline::floor(sizing),
+                other => unreachable!("{other:?} is not a latency test"),
             }
         };
-        if let Some(dat_test) = test.at_dat_level().filter(|_| test.is_latency()) {
+        let turns = plan::turns(*test);
+        if turns.len() > 1 {
             let slice = sizing.slice(SLICES);
-            let mut driver = timed_slice(*test, slice)?;
-            let mut dat = timed_slice(dat_test, slice)?;
-            for _ in 1..SLICES {
-                driver.absorb(timed_slice(*test, slice)?);
-                dat.absorb(timed_slice(dat_test, slice)?);
+            let mut timed = Vec::with_capacity(turns.len());
+            for &t in &turns {
+                timed.push(timed_slice(t, slice)?);
             }
-            rows.push(Row { test: *test, title: test.title(local), result: driver.outcome() });
-            latency.push((dat_test, dat));
+            for _ in 1..SLICES {
+                for (&t, so_far) in turns.iter().zip(&mut timed) {
+                    so_far.absorb(timed_slice(t, slice)?);
+                }
+            }
+            let mut timed = turns.into_iter().zip(timed);
+            let (first, measured) = timed.next().expect("a test takes turns with itself");
+            rows.push(Row { test: first, title: first.title(local), result: measured.outcome() });
+            latency.extend(timed);
             continue;
         }
         let result = match *test {
-            Test::Floor => baseline::floor(sizing)?,
             Test::Memcpy(size) => baseline::memcpy(size, sizing),
             Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
             Test::WriteBw(Level::Dat, size) => {

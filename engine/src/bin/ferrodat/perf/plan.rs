@@ -70,8 +70,22 @@ impl Meter {
 /// The slices a latency test runs in at each level, the levels taking turns: driver,
 /// DAT, driver, DAT, … The hypervisor moves this machine's vCPUs now and then, which
 /// moves latency by a factor of two or more; in turns, both rows of a test see each
-/// placement for about as long, so their ratio means something.
+/// placement for about as long, so their ratio means something. The floor takes turns
+/// with the 8-byte SEND/RECV rows the same way (see [`turns`]).
 pub const SLICES: u32 = 4;
+
+/// The rows measured in turns when `test`'s row comes up, `test` first: the floor with
+/// the 8-byte SEND/RECV rows at both levels (their ratios are targets), a driver-level
+/// latency test with its DAT twin, anything else alone.
+pub fn turns(test: Test) -> Vec<Test> {
+    match test {
+        Test::Floor => {
+            vec![Test::Floor, Test::SendRecv(Level::Driver, 8), Test::SendRecv(Level::Dat, 8)]
+        }
+        t if t.is_latency() => std::iter::once(t).chain(t.at_dat_level()).collect(),
+        t => vec![t],
+    }
+}
 
 /// A latency row's samples, from one or more slices, until they are summarised.
 #[derive(Clone, Debug)]
@@ -263,9 +277,9 @@ pub fn size_name(n: usize) -> String {
 
 /// The rows of a run, in the order they are reported: the cheap local baselines first,
 /// then the TCP baseline, then each RDMA test at the driver level and at the DAT level
-/// (both sides' QP and EP are already connected). The two rows of a latency test run in
-/// turns ([`SLICES`]), those of a bandwidth test one after the other, so that both rows
-/// of a test see the same conditions.
+/// (both sides' QP and EP are already connected). The rows of [`turns`] run in turns
+/// ([`SLICES`]), those of a bandwidth test one after the other, so that rows compared with
+/// each other see the same conditions.
 pub fn rows() -> Vec<Test> {
     let mut rows = vec![Test::Floor, Test::Memcpy(1 << 20), Test::Tcp(8), Test::Tcp(4096)];
     let rdma: [fn(Level) -> Test; 7] = [
@@ -369,6 +383,25 @@ mod tests {
         assert_eq!((summary.median_ns, summary.min_ns, summary.p99_ns), (75.0, 25.0, 100.0));
         let whole = Timed::new((ns(&[300]), 1), false).outcome();
         assert_eq!(whole.median_ns(), Some(300.0));
+    }
+
+    #[test]
+    fn the_floor_takes_turns_with_the_8_byte_send_recv_rows_which_come_later() {
+        let rows = rows();
+        let turns = turns(Test::Floor);
+        assert_eq!(turns[0], Test::Floor);
+        let at = |t: &Test| rows.iter().position(|r| r == t).expect("a planned row");
+        for t in &turns[1..] {
+            assert!(t.is_latency() && t.bytes() == 8, "{t:?}");
+            // Measured with the floor, reported at its own place in the table.
+            assert!(at(t) > at(&Test::Floor), "{t:?}");
+        }
+        assert_eq!(
+            super::turns(Test::WriteLat(Level::Driver, 8)),
+            [Test::WriteLat(Level::Driver, 8), Test::WriteLat(Level::Dat, 8)]
+        );
+        assert_eq!(super::turns(Test::WriteBw(Level::Driver, 4096)).len(), 1);
+        assert_eq!(super::turns(Test::Memcpy(1 << 20)).len(), 1);
     }
 
     #[test]
