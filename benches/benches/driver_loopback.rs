@@ -29,7 +29,8 @@ fn main() {
     let ctx = ferrodat_driver::open("softhca0").expect("open softhca0");
     let pd = Pd::new(&ctx).expect("PD");
     let cq_options = CqOptions { cqe: 256, ..Default::default() };
-    let (mut cq_a, mut cq_b) = (Cq::new(&ctx, &cq_options).unwrap(), Cq::new(&ctx, &cq_options).unwrap());
+    let (mut cq_a, mut cq_b) =
+        (Cq::new(&ctx, &cq_options).unwrap(), Cq::new(&ctx, &cq_options).unwrap());
     let caps =
         QpCaps { max_send_wr: 128, max_recv_wr: 64, max_inline_data: 60, ..Default::default() };
     let init = |cq| QpInit {

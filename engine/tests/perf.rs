@@ -90,11 +90,15 @@ fn a_client_without_a_server_says_how_to_start_one() {
 
 /// Checks the JSON object of a run: every row present once, with positive numbers.
 fn check_json(text: &str, mode: &str) {
+    check_json_of_device(text, mode, "softhca0");
+}
+
+fn check_json_of_device(text: &str, mode: &str, device: &str) {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["tool"], "ferrodat perf");
     assert_eq!(v["version"], 2);
     assert_eq!(v["mode"], mode);
-    assert_eq!(v["device"], "softhca0");
+    assert_eq!(v["device"], device);
     assert_eq!(v["sizing"]["iters"], 200);
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     let rows = v["rows"].as_array().unwrap();
@@ -216,4 +220,132 @@ fn server_and_client_run_as_separate_commands() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(status.success(), "the server serves one run, then exits");
     check_json(&String::from_utf8(out.stdout).unwrap(), "client");
+}
+
+/// Two network namespaces joined by a veth pair, `10.199.<n>.1` and `.2`, deleted on drop
+/// (with them the veth pair).
+struct NamespacePair {
+    names: [String; 2],
+    addresses: [String; 2],
+}
+
+impl NamespacePair {
+    /// `None`, with the reason printed, where namespaces cannot be made (not root, no
+    /// `ip`, a container without the permission).
+    fn create() -> Option<NamespacePair> {
+        let id = std::process::id();
+        let names = [format!("fdt-{id}-a"), format!("fdt-{id}-b")];
+        let net = id % 250;
+        let addresses = [format!("10.199.{net}.1"), format!("10.199.{net}.2")];
+        let pair = NamespacePair { names, addresses };
+        let [a, b] = &pair.names;
+        let (va, vb) = (format!("fdt{id}a"), format!("fdt{id}b"));
+        let steps: Vec<Vec<String>> = vec![
+            vec!["netns".into(), "add".into(), a.clone()],
+            vec!["netns".into(), "add".into(), b.clone()],
+            ["link", "add", &va, "netns", a, "type", "veth", "peer", "name", &vb, "netns", b]
+                .map(String::from)
+                .to_vec(),
+        ];
+        let mut steps = steps;
+        for (ns, dev, addr) in [(a, &va, &pair.addresses[0]), (b, &vb, &pair.addresses[1])] {
+            steps.push(
+                ["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev]
+                    .map(String::from)
+                    .to_vec(),
+            );
+            steps.push(["-n", ns, "link", "set", dev, "up"].map(String::from).to_vec());
+            steps.push(["-n", ns, "link", "set", "lo", "up"].map(String::from).to_vec());
+        }
+        for step in &steps {
+            match Command::new("ip").args(step).output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => {
+                    eprintln!("skipped: `ip {}` failed: {}", step.join(" "), stderr(&out).trim());
+                    return None; // drop deletes what was made
+                }
+                Err(e) => {
+                    eprintln!("skipped: cannot run ip (iproute2): {e}");
+                    return None;
+                }
+            }
+        }
+        Some(pair)
+    }
+
+    /// `ferrodat perf <args>` in namespace `side` (0 or 1) as softhca HCA `device` with
+    /// that side's address, in the fabric directory `shm` (shared: one host).
+    fn ferrodat(&self, side: usize, device: &str, shm: &std::path::Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.names[side], env!("CARGO_BIN_EXE_ferrodat"), "perf"]);
+        cmd.args(args);
+        cmd.env("FERRODAT_SOFTHCA", format!("{device}={}", self.addresses[side]));
+        cmd.env("FERRODAT_SOFTHCA_SHM_DIR", shm);
+        cmd
+    }
+}
+
+impl Drop for NamespacePair {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", name]).output();
+        }
+    }
+}
+
+/// Starts `ferrodat perf --server` in namespace 0 as `device`; returns it and its port.
+fn server_in(
+    net: &NamespacePair,
+    device: &str,
+    shm: &std::path::Path,
+) -> (std::process::Child, String) {
+    let bind = &net.addresses[0];
+    let mut server = net
+        .ferrodat(0, device, shm, &["--server", "--bind", bind, "--port", "0", "--device", device])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line
+        .split(&format!("{bind}:"))
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("the server said {line:?}"))
+        .to_string();
+    (server, port)
+}
+
+#[test]
+fn server_and_client_run_in_two_network_namespaces_on_one_fabric() {
+    let _one = one_run_at_a_time();
+    let Some(net) = NamespacePair::create() else { return };
+    let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-netns-{}", std::process::id()));
+    std::fs::create_dir_all(&shm).unwrap();
+
+    // One fabric directory, two HCAs: each namespace names its own, with its address.
+    let (server, port) = server_in(&net, "softhca0", &shm);
+    let out = net
+        .ferrodat(1, "softhca1", &shm, &["--client", &net.addresses[0], "--port", &port])
+        .args(["--device", "softhca1", "--iters", "200", "--json"])
+        .output()
+        .unwrap();
+    let served = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "client: {}\nserver: {}", stderr(&out), stderr(&served));
+    assert!(served.status.success(), "the server serves one run, then exits");
+    check_json_of_device(&String::from_utf8(out.stdout).unwrap(), "client", "softhca1");
+
+    // The same HCA name with two addresses: one side is told, neither waits forever.
+    let (server, port) = server_in(&net, "softhca0", &shm);
+    let out = net
+        .ferrodat(1, "softhca0", &shm, &["--client", &net.addresses[0], "--port", &port])
+        .args(["--iters", "200", "--json"])
+        .output()
+        .unwrap();
+    let served = server.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&shm);
+    assert!(!out.status.success(), "one HCA name cannot have two GIDs");
+    let both = format!("{}{}", stderr(&out), stderr(&served));
+    assert!(both.contains("has GID") && both.contains("another name"), "{both}");
 }

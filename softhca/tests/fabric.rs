@@ -443,6 +443,56 @@ fn version_size_garbage_and_gid_mismatches_rebuild_safely() {
     assert!(err.to_string().contains("::ffff:127.0.0.7"), "{err}");
 }
 
+#[test]
+fn a_registry_replaced_for_another_gid_between_open_and_join_is_not_joined() {
+    let dir = TestDir::new("replaced");
+    let fabric = dir.fabric();
+    // A opens HCA "hca0" with one GID; before A joins, B opens it with another. Nobody
+    // has joined yet, so B replaces the file.
+    let a = fabric.open_hca("hca0", gid(1)).expect("open A");
+    let b = fabric.open_hca("hca0", gid(2)).expect("open B, replacing A's file");
+    assert_eq!(b.gid(), gid(2));
+    // A must not join the file nobody else sees any more.
+    let err = a.register_instance().expect_err("joining a replaced registry");
+    assert!(matches!(err, FabricError::Replaced { .. }), "{err}");
+    assert_eq!(err.errno(), libc::EAGAIN);
+    assert!(err.to_string().contains("open the HCA again"), "{err}");
+    let _b_live = b.register_instance().expect("B joins its own file");
+    // Opening again, as join_hca does, A sees B's GID in use.
+    let err = fabric.join_hca("hca0", gid(1)).expect_err("GID conflict");
+    assert!(matches!(err, FabricError::GidConflict { live_instances: 1, .. }), "{err}");
+    // The same GID joins the same registry.
+    let (again, _instance) = fabric.join_hca("hca0", gid(2)).expect("join B's HCA");
+    assert_eq!(again.uid(), b.uid());
+}
+
+#[test]
+fn of_two_threads_joining_one_hca_name_with_two_gids_exactly_one_succeeds() {
+    let dir = TestDir::new("join-race");
+    let fabric = dir.fabric();
+    for round in 0..30 {
+        let name = format!("race{round}");
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let joins: Vec<_> = [gid(1), gid(2)]
+                .into_iter()
+                .map(|g| {
+                    let (fabric, name, barrier) = (&fabric, &name, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        fabric.join_hca(name, g)
+                    })
+                })
+                .collect();
+            joins.into_iter().map(|j| j.join().expect("no panic")).collect()
+        });
+        let joined = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(joined, 1, "round {round}: {results:?}");
+        let refused = results.iter().find_map(|r| r.as_ref().err()).expect("one refused");
+        assert!(matches!(refused, FabricError::GidConflict { .. }), "round {round}: {refused}");
+    }
+}
+
 // ============================================================================ wake
 
 #[test]

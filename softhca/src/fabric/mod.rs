@@ -170,6 +170,20 @@ impl FabricDir {
         Registry::open_or_create(&self.root, name, gid)
     }
 
+    /// Opens the registry of HCA `name` (as [`Self::open_hca`]) and joins it as a new
+    /// instance, opening it again if another process replaced the file in between (a
+    /// rebuild for another GID or layout). What a process using the HCA calls.
+    pub fn join_hca(&self, name: &str, gid: Gid) -> Result<(Registry, Instance), FabricError> {
+        let mut attempts = 0;
+        loop {
+            let registry = self.open_hca(name, gid)?;
+            match registry.register_instance() {
+                Err(FabricError::Replaced { .. }) if attempts < 8 => attempts += 1,
+                joined => return joined.map(|instance| (registry, instance)),
+            }
+        }
+    }
+
     /// Opens the registry of HCA `name` if it exists with a usable layout (and sweeps it).
     pub fn open_existing_hca(&self, name: &str) -> Result<Option<Registry>, FabricError> {
         Registry::open_existing(&self.root, name)
@@ -250,6 +264,12 @@ pub enum FabricError {
     },
     /// The caller passed something unusable (bad name, a QPN it does not own, ...).
     InvalidArgument(String),
+    /// The registry file was replaced (rebuilt by a process with another GID or layout)
+    /// after this process opened it: open it again.
+    Replaced {
+        /// The registry file.
+        path: PathBuf,
+    },
     /// The HCA exists with another GID and is in use by live processes.
     GidConflict {
         /// The registry file.
@@ -274,7 +294,7 @@ impl FabricError {
 
     /// The errno the kernel model should report for this error: the OS errno for `Os`,
     /// `ENOMEM` for `Exhausted`, `EINVAL` for `InvalidArgument`, `EEXIST` for
-    /// `GidConflict`, `EIO` for `BadFile`.
+    /// `GidConflict`, `EAGAIN` for `Replaced`, `EIO` for `BadFile`.
     pub fn errno(&self) -> i32 {
         match self {
             Self::Os { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
@@ -282,6 +302,7 @@ impl FabricError {
             Self::Exhausted { .. } => libc::ENOMEM,
             Self::InvalidArgument(_) => libc::EINVAL,
             Self::GidConflict { .. } => libc::EEXIST,
+            Self::Replaced { .. } => libc::EAGAIN,
         }
     }
 }
@@ -301,6 +322,12 @@ impl fmt::Display for FabricError {
                 path.display()
             ),
             Self::InvalidArgument(what) => write!(f, "softhca fabric: {what}"),
+            Self::Replaced { path } => write!(
+                f,
+                "softhca fabric: {} was replaced by another process (another GID or layout \
+                 version for this HCA name) after this one opened it; hint: open the HCA again",
+                path.display()
+            ),
             Self::GidConflict { path, existing, requested, live_instances } => write!(
                 f,
                 "softhca fabric: {} has GID {} but {} was requested, and {live_instances} live \

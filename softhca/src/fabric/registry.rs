@@ -14,6 +14,13 @@
 //! already rebuilt it: retry), and `rename(2)`s a fresh file over it. Processes still
 //! mapping the old inode keep working on it, alone.
 //!
+//! A process joins an HCA ([`Registry::register_instance`]) under `flock(LOCK_SH)` on the
+//! file it mapped, after checking that the name still refers to it; a rebuild for another
+//! GID counts the live instances under its `LOCK_EX`. So a process that opened the registry
+//! just before another replaced it for a different GID learns so
+//! ([`FabricError::Replaced`]) instead of joining a file nobody else sees, and of two
+//! processes naming one HCA with two GIDs, one gets [`FabricError::GidConflict`].
+//!
 //! # Allocators
 //!
 //! 64-bit counters, `fetch_add`ed, mapped into 24-bit values `first + c % (2^24 - first)`:
@@ -79,6 +86,8 @@ pub struct Registry {
 
 struct RegistryInner {
     map: SharedMapping,
+    /// The mapped file, for the flocks that order joining against rebuilding.
+    file: File,
     path: PathBuf,
     ring_dir: PathBuf,
     name: String,
@@ -202,6 +211,40 @@ fn open_rw(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)
 }
 
+/// True if `path` still names the inode `file` was opened from (false if it vanished).
+fn same_inode(path: &Path, file: &File) -> bool {
+    match (std::fs::metadata(path), file.metadata()) {
+        (Ok(now), Ok(old)) => now.ino() == old.ino() && now.dev() == old.dev(),
+        _ => false,
+    }
+}
+
+/// An advisory `flock` on a registry file, released when dropped.
+struct FileLock<'a>(&'a File);
+
+impl<'a> FileLock<'a> {
+    /// `operation`: `LOCK_SH` or `LOCK_EX` (blocking).
+    fn take(file: &'a File, path: &Path, operation: i32) -> Result<Self, FabricError> {
+        // SAFETY: flock on a descriptor `file` keeps open; it only takes an advisory lock.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } != 0 {
+            return Err(FabricError::os(
+                "flock",
+                path,
+                io::Error::last_os_error(),
+                "does the file system support flock? (/dev/shm does)",
+            ));
+        }
+        Ok(FileLock(file))
+    }
+}
+
+impl Drop for FileLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`; closing the file would release the lock too.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
 enum Inspection {
     Usable,
     Unusable(String),
@@ -274,6 +317,9 @@ impl Registry {
                     if registry.gid() == gid {
                         return Ok(registry);
                     }
+                    // Left over from a run with another address: replace it if nobody uses
+                    // it, counted under the lock that joining takes shared.
+                    let _lock = FileLock::take(&registry.inner.file, &path, libc::LOCK_EX)?;
                     let live_instances = registry.live_instances();
                     if live_instances != 0 {
                         return Err(FabricError::GidConflict {
@@ -283,11 +329,9 @@ impl Registry {
                             live_instances,
                         });
                     }
-                    // Left over from a run with another address: nobody uses it, replace.
-                    let file = open_rw(&path).map_err(|e| {
-                        FabricError::os("open", &path, e, "is the fabric directory readable?")
-                    })?;
-                    Self::rebuild_if_unchanged(dir, &path, &file, name, gid)?;
+                    if same_inode(&path, &registry.inner.file) {
+                        Self::build(dir, &path, name, gid, Publish::Replace)?;
+                    }
                 }
             }
         }
@@ -335,14 +379,22 @@ impl Registry {
         let mut gid = [0u8; 16];
         let _ = map.read_bytes(reg::OFF_GID, &mut gid);
         let uid = map.u64_at(reg::OFF_REGISTRY_UID).load(Ordering::Relaxed);
-        Ok(Self::from_parts(map, path, name, uid, gid))
+        Ok(Self::from_parts(map, file, path, name, uid, gid))
     }
 
-    fn from_parts(map: SharedMapping, path: &Path, name: &str, uid: u64, gid: Gid) -> Self {
+    fn from_parts(
+        map: SharedMapping,
+        file: File,
+        path: &Path,
+        name: &str,
+        uid: u64,
+        gid: Gid,
+    ) -> Self {
         let ring_dir = path.with_file_name(name);
         Self {
             inner: Arc::new(RegistryInner {
                 map,
+                file,
                 path: path.to_path_buf(),
                 ring_dir,
                 name: name.to_string(),
@@ -363,21 +415,21 @@ impl Registry {
     ) -> Result<Option<Self>, FabricError> {
         let temp = temp_path(dir, &format!("{name}.hca"));
         let file = create_zeroed_file(&temp, reg::TOTAL_BYTES as u64)?;
-        let result = Self::init_and_publish(&file, &temp, path, name, gid, publish);
+        let result = Self::init_and_publish(file, &temp, path, name, gid, publish);
         // After link() both names refer to the file; after rename() the temp name is gone.
         let _ = std::fs::remove_file(&temp);
         result
     }
 
     fn init_and_publish(
-        file: &File,
+        file: File,
         temp: &Path,
         path: &Path,
         name: &str,
         gid: Gid,
         publish: Publish,
     ) -> Result<Option<Self>, FabricError> {
-        let map = SharedMapping::map(file, reg::TOTAL_BYTES, temp)?;
+        let map = SharedMapping::map(&file, reg::TOTAL_BYTES, temp)?;
         let uid = unique_id();
         map.u32_at(reg::OFF_VERSION).store(reg::VERSION, Ordering::Relaxed);
         map.u64_at(reg::OFF_TOTAL_BYTES).store(reg::TOTAL_BYTES as u64, Ordering::Relaxed);
@@ -410,7 +462,7 @@ impl Registry {
                 FabricError::os("rename (rebuild)", path, e, "is the directory writable?")
             })?,
         }
-        Ok(Some(Self::from_parts(map, path, name, uid, gid)))
+        Ok(Some(Self::from_parts(map, file, path, name, uid, gid)))
     }
 
     /// Replaces `path` with a fresh registry if it still is the inode `stale` was opened
@@ -422,27 +474,11 @@ impl Registry {
         name: &str,
         gid: Gid,
     ) -> Result<(), FabricError> {
-        // SAFETY: flock on a descriptor we own; it only takes an advisory lock.
-        if unsafe { libc::flock(stale.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(FabricError::os(
-                "flock",
-                path,
-                io::Error::last_os_error(),
-                "does the file system support flock? (/dev/shm does)",
-            ));
+        let _lock = FileLock::take(stale, path, libc::LOCK_EX)?;
+        if same_inode(path, stale) {
+            Self::build(dir, path, name, gid, Publish::Replace)?;
         }
-        let same_inode = match (std::fs::metadata(path), stale.metadata()) {
-            (Ok(now), Ok(old)) => now.ino() == old.ino() && now.dev() == old.dev(),
-            _ => false, // vanished: the next attempt creates it
-        };
-        let result = if same_inode {
-            Self::build(dir, path, name, gid, Publish::Replace).map(|_| ())
-        } else {
-            Ok(())
-        };
-        // SAFETY: as above; closing `stale` would release it too.
-        unsafe { libc::flock(stale.as_raw_fd(), libc::LOCK_UN) };
-        result
+        Ok(())
     }
 
     fn finish_open(self) -> Result<Self, FabricError> {
@@ -538,8 +574,15 @@ impl Registry {
     }
 
     /// Joins the HCA as a new instance (normally one per process). Sweeps and retries once
-    /// if the instance table is full.
+    /// if the instance table is full. Fails with [`FabricError::Replaced`] if another
+    /// process replaced the registry file since this one opened it (open it again:
+    /// [`super::FabricDir::join_hca`] does).
     pub fn register_instance(&self) -> Result<Instance, FabricError> {
+        let path = &self.inner.path;
+        let _lock = FileLock::take(&self.inner.file, path, libc::LOCK_SH)?;
+        if !same_inode(path, &self.inner.file) {
+            return Err(FabricError::Replaced { path: path.clone() });
+        }
         let me = ProcessIdentity::current();
         for attempt in 0..2 {
             let start = me.pid as usize % reg::INSTANCE_CAPACITY;

@@ -403,8 +403,7 @@ impl Engine {
 
     /// Joins the fabric in `fabric` (tests use private directories).
     pub fn open_in(fabric: FabricDir, name: &str, gid: Gid) -> Result<Arc<Engine>, FabricError> {
-        let registry = fabric.open_hca(name, gid)?;
-        let instance = registry.register_instance()?;
+        let (registry, instance) = fabric.join_hca(name, gid)?;
         Ok(Arc::new(Engine {
             fabric,
             registry,
