@@ -14,8 +14,8 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, SmallRecord,
-    WaitOutcome,
+    FabricDir, FabricError, FilledPushError, Gid, PushError, Record, RecordOverflow, Registry,
+    RingError, SHM_DIR_ENV, SmallRecord, WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -686,6 +686,108 @@ fn word_records_and_small_pops_match_byte_records_across_wraps() {
         assert_eq!(consumer.pop_small(&mut [0u64; 5]), Ok(SmallRecord::None));
     }
     assert!(producer.is_drained());
+}
+
+#[test]
+fn records_filled_in_place_are_seen_whole_and_failed_fills_publish_nothing() {
+    let dir = TestDir::new("filled");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let source: Vec<u8> = (0..2000u32).map(|i| (i * 13 + 5) as u8).collect();
+    // Records of 1..=1500 bytes (header 5 bytes, payload from three appends: a raw copy, a
+    // slice, zeros), some fills failing or coming up short at the worst moment: when the
+    // record needs a padding record before the area's end. Many laps.
+    let mut expected = Vec::new();
+    let (mut failures, mut failures_after_padding) = (0, 0);
+    // The producer's position, to know which records needed a padding record.
+    let mut tail = 0usize;
+    for n in 0..600usize {
+        let payload = 1 + (n * 389) % 1500;
+        let header = [n as u8, 1, 2, 3, 4];
+        let record_bytes = 8 + (header.len() + payload).div_ceil(8) * 8;
+        let to_end = 4096 - tail % 4096;
+        let padded = record_bytes > to_end;
+        let (raw, zeros) = (payload / 2, payload / 5);
+        let slice = payload - raw - zeros;
+        let fail = n % 7 == 3;
+        let short = n % 11 == 5 && zeros > 0;
+        let outcome = producer.try_push_filled(3, &header, payload, |record| {
+            assert_eq!(record.remaining(), payload);
+            // SAFETY: `source` is a live Vec, readable for `raw` bytes.
+            unsafe { record.append_raw(source.as_ptr(), raw) }?;
+            if fail {
+                return Err(RecordOverflow { len: 0, remaining: record.remaining() });
+            }
+            record.append(&source[raw..raw + slice])?;
+            if short {
+                return Ok(());
+            }
+            assert_eq!(
+                record.append_zeros(zeros + 1),
+                Err(RecordOverflow { len: zeros + 1, remaining: zeros })
+            );
+            record.append_zeros(zeros)
+        });
+        match outcome {
+            Ok(()) => {
+                assert!(!fail && !short);
+                let mut bytes = header.to_vec();
+                bytes.extend_from_slice(&source[..raw + slice]);
+                bytes.resize(header.len() + payload, 0);
+                expected.push(bytes);
+                tail += record_bytes + if padded { to_end } else { 0 };
+            }
+            Err(FilledPushError::Fill(_)) => {
+                assert!(fail);
+                failures += 1;
+                failures_after_padding += usize::from(padded);
+            }
+            Err(FilledPushError::Ring(PushError::Unfilled { filled, len })) => {
+                assert!(short && !fail);
+                assert_eq!((filled, len), (raw + slice, payload));
+                failures += 1;
+                failures_after_padding += usize::from(padded);
+            }
+            Err(other) => panic!("record {n}: {other:?}"),
+        }
+        // Nothing of a failed record is visible: the consumer finds exactly the records
+        // published, then nothing, also through the header-only poll. Every other record
+        // stays in the ring while there is room for the largest one and its padding.
+        if n % 2 == 0 || producer.free_bytes() < 2 * 1520 {
+            for bytes in expected.drain(..) {
+                let record = consumer.pop().expect("ok").expect("a published record");
+                assert_eq!((record.kind, record.bytes.len()), (3, bytes.len()), "record {n}");
+                assert!(record.bytes == bytes, "record {n} intact");
+            }
+            assert!(!consumer.may_have_records(), "record {n}: a failed fill is invisible");
+            assert_eq!(consumer.pop(), Ok(None));
+            assert!(producer.is_drained());
+        }
+    }
+    assert!(failures > 50 && failures_after_padding > 3, "{failures} {failures_after_padding}");
+    assert_eq!(
+        producer.try_push_filled(3, &[0; 10], 2031, |_| Ok::<(), ()>(())),
+        Err(FilledPushError::Ring(PushError::TooLarge { len: 2041, max: 2040 }))
+    );
+    assert_eq!(
+        producer.try_push_filled(0xffff, &[], 0, |_| Ok::<(), ()>(())),
+        Err(FilledPushError::Ring(PushError::ReservedKind))
+    );
+    // Copies out of a record stay inside it.
+    producer.try_push(4, b"0123456789", &[]).expect("room");
+    let copied = consumer.peek(|record| {
+        let mut out = [0u8; 4];
+        // SAFETY: `out` is writable for 4 bytes.
+        unsafe { record.copy_out_raw(6, out.as_mut_ptr(), 4) }.expect("inside");
+        // SAFETY: as above (the copy is refused before it writes).
+        let outside = unsafe { record.copy_out_raw(7, out.as_mut_ptr(), 4) };
+        assert!(matches!(outside, Err(RingError::OutsideRecord { .. })));
+        out
+    });
+    assert_eq!(copied, Ok(Some(*b"6789")));
 }
 
 #[test]
