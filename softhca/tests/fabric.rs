@@ -902,6 +902,44 @@ fn header_polling_never_sees_skipped_or_consumed_records_again() {
     }
 }
 
+#[test]
+fn stale_payload_at_a_new_header_position_is_never_taken_for_a_record() {
+    let dir = TestDir::new("stale");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    // Payload made of words that are valid headers of the ring's epoch (an 8-byte record
+    // of kind 5): consumed payload is not wiped, so a later lap's header positions land
+    // on them, and only the header-position rule keeps them from being read as records.
+    let fake = 8 | (5u64 << 32) | (u64::from(producer.epoch() as u16) << 48);
+    let payload: Vec<u8> = std::iter::repeat_n(fake.to_ne_bytes(), 63).flatten().collect();
+    let mut out = [0u64; 8];
+    for lap in 0..6 {
+        // Big records fill a lap with fake headers; small ones then put their header
+        // positions inside the big ones' payload. Popped one at a time with the header
+        // poll, then through `consume`, records of either size and in either order.
+        for (round, &(size, count)) in [(504usize, 8usize), (16, 40), (104, 30)].iter().enumerate()
+        {
+            for n in 0..count {
+                let bytes = &payload[..size];
+                let kind = 1 + n as u16 % 3;
+                producer.try_push(kind, bytes, &[]).expect("room");
+                if size <= 64 && (lap + n) % 2 == 0 {
+                    let got = consumer.pop_small(&mut out).expect("ok");
+                    assert_eq!(got, SmallRecord::Record { kind, len: size }, "lap {lap} {round}");
+                } else {
+                    let record = consumer.pop().expect("ok").expect("the record pushed");
+                    assert_eq!((record.kind, record.bytes.len()), (kind, size), "lap {lap}");
+                }
+                assert!(!consumer.may_have_records(), "lap {lap} round {round} record {n}");
+                assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::None));
+            }
+        }
+    }
+}
+
 /// Writes `bytes` at `offset` of the file behind `path` (through the page cache, which
 /// the consumer's mapping shares).
 fn poke(path: &Path, offset: usize, bytes: &[u8]) {
