@@ -911,8 +911,8 @@ fn stale_payload_at_a_new_header_position_is_never_taken_for_a_record() {
     let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
     let mut consumer = hca.open_ring(a, b).expect("consumer");
     // Payload made of words that are valid headers of the ring's epoch (an 8-byte record
-    // of kind 5): consumed payload is not wiped, so a later lap's header positions land
-    // on them, and only the header-position rule keeps them from being read as records.
+    // of kind 5): a later lap's header positions land on them, and only the protocol
+    // (see "Headers" in ring.rs) keeps them from being read as records.
     let fake = 8 | (5u64 << 32) | (u64::from(producer.epoch() as u16) << 48);
     let payload: Vec<u8> = std::iter::repeat_n(fake.to_ne_bytes(), 63).flatten().collect();
     let mut out = [0u64; 8];

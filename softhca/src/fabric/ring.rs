@@ -25,21 +25,11 @@
 //!
 //! A record's 8-byte header is written after its payload, with Release, so a record is
 //! published twice: by its header, then (with any padding record before it) by `tail`.
-//! Only the words where a header may be read next are kept zero until published, not
-//! whole records (zeroing every consumed byte cost the consumer a third copy's worth of
-//! stores, and moved each line between the cores once more per lap):
-//!
-//! - before a record's header store, the producer zeroes the word just past the record
-//!   (where the next header will go), unless the ring is then full by its cached head:
-//!   that word is then the header word at that head, which the consumer zeroes when it
-//!   consumes the record there (below);
-//! - the consumer zeroes the header word of every record it consumes, padding included,
-//!   and everything it skips at a resync or a discard, before it stores `head` (Release);
-//!   the producer only writes where `head` (Acquire) let it.
-//!
-//! So whenever the consumer's head reaches the tail, the word there reads zero until the
-//! producer publishes a record at it, and the header word at the head is a complete "is
-//! there a record?" flag:
+//! The consumer zeroes every byte it moves its head past — records it consumed, padding,
+//! and old epochs' records it skips at a resync or a discard — before it stores `head`
+//! (Release), and the producer only writes where `head` (Acquire) let it. So everything at
+//! and after the head that the producer has not published in this lap reads as zero, and
+//! the header word at the head is a complete "is there a record?" flag:
 //! [`RingConsumer::pop_small`] and [`RingConsumer::may_have_records`] read it (and the
 //! epoch-start word, which only changes at resets) instead of `tail`. The consumer then
 //! never reads the tail's line while the producer writes it: a small message costs one
@@ -66,10 +56,9 @@
 //! # Cost
 //!
 //! A push: one load of `head` only when the cached free space is too small, the payload
-//! copy, one store zeroing the next header word, one Release store of the header, one
-//! Release store of `tail`. A small pop: one load of the epoch-start word (a line that
-//! stays shared), one Acquire load of the header, the copy, zeroing the header, one
-//! Release store of `head`.
+//! copy, one Release store of the header, one Release store of `tail`. A small pop: one
+//! load of the epoch-start word (a line that stays shared), one Acquire load of the
+//! header, the copy, the zeroing, one Release store of `head`.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -508,8 +497,8 @@ impl RingProducer {
     /// into the ring (a gather from application memory, say: no intermediate buffer).
     /// Published as [`Self::try_push`] publishes, once `fill` returned success having
     /// appended exactly `payload_len` bytes. If it fails (or comes up short) nothing is
-    /// published and the space reads as unused again (see "Headers"); the next push
-    /// reuses it.
+    /// published and every byte written is zeroed again, so the space reads as unused
+    /// (see "Headers"); the next push reuses it.
     pub fn try_push_filled<E>(
         &mut self,
         kind: u16,
@@ -534,7 +523,7 @@ impl RingProducer {
         let mut filler =
             RecordFiller { map: &self.map, at: start + header.len(), end: start + len };
         let outcome = fill(&mut filler);
-        let unfilled = filler.remaining();
+        let (filled_to, unfilled) = (filler.at, filler.remaining());
         let error = match outcome {
             Ok(()) if unfilled == 0 => {
                 self.publish(base, needed, len, kind);
@@ -546,14 +535,21 @@ impl RingProducer {
             }),
             Err(e) => FilledPushError::Fill(e),
         };
-        // The bytes written need no wiping (only header positions are kept zero, and the
-        // record's own header word was not written), but a padding record `reserve` wrote
-        // at the tail must go: the word at the tail reads zero until a record is there.
+        // Back to zeros: the header word of any later record may land on these bytes,
+        // and a padding record `reserve` wrote before the area's end goes too.
+        self.zero_unpublished(start, round_up_8(filled_to));
         if needed != record_bytes {
             let pad_at = lay::DATA_OFFSET + (self.tail & (self.capacity - 1)) as usize;
             self.map.u64_at(pad_at).store(0, Ordering::Relaxed);
         }
         Err(error)
+    }
+
+    /// Zeroes mapping offsets `from..to` (8-aligned, inside the area): bytes written for a
+    /// record that was not published.
+    fn zero_unpublished(&self, from: usize, to: usize) {
+        let zeroed = self.map.zero_bytes(from, to.saturating_sub(from));
+        debug_assert!(zeroed.is_ok(), "record overran the ring area");
     }
 
     /// Room for a record of `record_bytes` at the tail, after a padding record where the
@@ -594,27 +590,12 @@ impl RingProducer {
         Ok((lay::DATA_OFFSET + offset, needed))
     }
 
-    /// The record at `base` is written: the next header word is zeroed, then the record's
-    /// header stored with Release publishes it (see "Headers"); then the tail moves by
-    /// `needed`.
+    /// The record at `base` is written: its header last, with Release, publishes it (see
+    /// "Headers"); then the tail moves by `needed`.
     fn publish(&mut self, base: usize, needed: usize, len: usize, kind: u16) {
-        let words = self.map.words();
-        let tail = self.tail.wrapping_add(needed as u32);
-        if let Some(next) = self.next_header_word(tail) {
-            words[next].store(0, Ordering::Relaxed);
-        }
-        words[base / 8].store(record_header(len as u32, kind, self.epoch), Ordering::Release);
-        self.tail = tail;
-        words[TAIL_WORD].store(pack(self.epoch, self.tail), Ordering::Release);
-    }
-
-    /// The word index of the header position at `tail` (the tail after a record), if it
-    /// is free space by the cached head and so ours to zero; `None` when the ring is then
-    /// full (the word is the header at that head: see "Headers").
-    #[inline(always)]
-    fn next_header_word(&self, tail: u32) -> Option<usize> {
-        (tail.wrapping_sub(self.cached_head) < self.capacity)
-            .then(|| AREA_WORD + (tail & (self.capacity - 1)) as usize / 8)
+        self.map.u64_at(base).store(record_header(len as u32, kind, self.epoch), Ordering::Release);
+        self.tail = self.tail.wrapping_add(needed as u32);
+        self.map.u64_at(lay::OFF_TAIL).store(pack(self.epoch, self.tail), Ordering::Release);
     }
 
     /// Appends one record of `len` bytes (header and payload as the consumer will read
@@ -650,13 +631,9 @@ impl RingProducer {
             record[i + 1].store(body_words[i], Ordering::Relaxed);
             i += 1;
         }
-        // As `publish`: the next header word zeroed, the header with Release, the tail.
-        let tail = self.tail.wrapping_add(needed as u32);
-        if let Some(next) = self.next_header_word(tail) {
-            shared[next].store(0, Ordering::Relaxed);
-        }
+        // As `publish`: the header last, with Release, then the tail.
         record[0].store(record_header(len as u32, kind, self.epoch), Ordering::Release);
-        self.tail = tail;
+        self.tail = self.tail.wrapping_add(needed as u32);
         shared[TAIL_WORD].store(pack(self.epoch, self.tail), Ordering::Release);
         Ok(())
     }
@@ -940,9 +917,8 @@ impl RingConsumer {
                 head = old_position;
             }
         }
-        // Records of earlier epochs skipped unread are zeroed whole, which covers their
-        // header words without walking them (see "Headers"); the producer does not reuse
-        // their space before we move the head.
+        // Records of earlier epochs skipped unread are zeroed like consumed ones (see
+        // "Headers"); the producer does not reuse their space before we move the head.
         if consumed_to % 8 == 0 && head.wrapping_sub(consumed_to) <= self.capacity {
             self.zero(consumed_to, head);
         }
@@ -983,7 +959,7 @@ impl RingConsumer {
                     return Err(self.corrupt("padding record does not end at the wrap", header));
                 }
                 let end = self.head.wrapping_add(to_end as u32);
-                self.zero_header(self.head);
+                self.zero(self.head, end);
                 self.head = end;
                 self.store_head();
                 continue;
@@ -1035,7 +1011,7 @@ impl RingConsumer {
             len: at.len,
             kind: at.kind,
         });
-        self.zero_header(self.head);
+        self.zero(self.head, at.end);
         self.head = at.end;
         self.store_head();
         Ok(Some(result))
@@ -1081,20 +1057,16 @@ impl RingConsumer {
             dst[i] = record[i + 1].load(Ordering::Relaxed);
             i += 1;
         }
-        record[0].store(0, Ordering::Relaxed);
+        for word in record {
+            word.store(0, Ordering::Relaxed);
+        }
         self.head = self.head.wrapping_add(8 * record.len() as u32);
         words[HEAD_WORD].store(pack(epoch, self.head), Ordering::Release);
         Ok(SmallRecord::Record { kind, len })
     }
 
-    /// Zeroes the header word of the record at position `at`, consumed (see "Headers").
-    fn zero_header(&self, at: u32) {
-        self.map.words()[AREA_WORD + (at & (self.capacity - 1)) as usize / 8]
-            .store(0, Ordering::Relaxed);
-    }
-
     /// Zeroes the area from position `from` to `to` (8-aligned, at most the capacity
-    /// apart), wrapping at the end: skipped records read as "nothing published".
+    /// apart), wrapping at the end: consumed bytes read as "nothing published".
     fn zero(&self, from: u32, to: u32) {
         let mut at = from;
         while at != to {
@@ -1118,7 +1090,7 @@ impl RingConsumer {
         };
         // Validated by `locate`: the record lies inside the mapping.
         let _ = self.map.load_words(at.data_offset, dst);
-        self.zero_header(self.head);
+        self.zero(self.head, at.end);
         self.head = at.end;
         self.store_head();
         Ok(SmallRecord::Record { kind: at.kind, len: at.len })
