@@ -323,7 +323,7 @@ fn large_messages_cross_in_segments() {
     assert!(back.buf.read(0, len) == pattern, "1 MiB READ intact");
 
     // A WRITE and a SEND of 1 MiB + 50 bytes, gathered from uneven pieces of `src` whose
-    // ends fall inside 16 KiB segments and whose last 50 bytes (a segment of their own,
+    // ends fall inside segments and whose last 50 bytes (a segment of their own,
     // sent as a small record) span two pieces; the WRITE lands at an odd offset, the SEND
     // scatters across receive segments of uneven sizes. Each crosses the ring many times.
     let pieces: [(usize, u32); 7] =
