@@ -14,8 +14,8 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, FilledPushError, Gid, PushError, Record, RecordOverflow, Registry,
-    RingError, SHM_DIR_ENV, SmallRecord, WaitOutcome,
+    FabricDir, FabricError, FilledPushError, Gid, Instance, PushError, Record, RecordOverflow,
+    Registry, RingConsumer, RingError, RingProducer, SHM_DIR_ENV, SmallRecord, WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -519,6 +519,29 @@ fn pending_slots_not_visited_are_handed_back() {
 
 // ============================================================================ ring
 
+/// QPs `a` and `b` of one process on one HCA, with a 4096-byte ring from `a` to `b`.
+struct SmallRing {
+    producer: RingProducer,
+    consumer: RingConsumer,
+    me: Instance,
+    a: u32,
+    b: u32,
+    _hca: Registry,
+    _dir: TestDir,
+}
+
+impl SmallRing {
+    fn new(test: &str) -> Self {
+        let dir = TestDir::new(test);
+        let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+        let me = hca.register_instance().expect("register");
+        let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+        let producer = me.create_ring(a, b, Some(4096)).expect("ring");
+        let consumer = hca.open_ring(a, b).expect("consumer");
+        SmallRing { producer, consumer, me, a, b, _hca: hca, _dir: dir }
+    }
+}
+
 #[test]
 fn ring_round_trips_records_across_processes_and_wraps() {
     let dir = TestDir::new("ring");
@@ -581,12 +604,7 @@ fn ring_round_trips_records_across_processes_and_wraps() {
 
 #[test]
 fn full_ring_applies_back_pressure_and_never_overwrites() {
-    let dir = TestDir::new("full");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, me, a, b, .. } = SmallRing::new("full");
     assert!(matches!(me.create_ring(a, b, Some(5000)), Err(FabricError::InvalidArgument(_))));
 
     assert_eq!(producer.max_record_len(), 2040);
@@ -646,12 +664,7 @@ fn full_ring_applies_back_pressure_and_never_overwrites() {
 
 #[test]
 fn word_records_and_small_pops_match_byte_records_across_wraps() {
-    let dir = TestDir::new("words");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("words");
     assert_eq!(producer.try_push_words(0xffff, &[0], 8), Err(PushError::ReservedKind));
     // Records of 1..=40 bytes, alternately pushed as words and as bytes, popped alternately
     // whole and piecewise, many times round the ring (padding records included).
@@ -690,12 +703,7 @@ fn word_records_and_small_pops_match_byte_records_across_wraps() {
 
 #[test]
 fn records_filled_in_place_are_seen_whole_and_failed_fills_publish_nothing() {
-    let dir = TestDir::new("filled");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("filled");
     let source: Vec<u8> = (0..2000u32).map(|i| (i * 13 + 5) as u8).collect();
     // Records of 1..=1500 bytes (header 5 bytes, payload from three appends: a raw copy, a
     // slice, zeros), some fills failing or coming up short at the worst moment: when the
@@ -904,12 +912,7 @@ fn header_polling_never_sees_skipped_or_consumed_records_again() {
 
 #[test]
 fn stale_payload_at_a_new_header_position_is_never_taken_for_a_record() {
-    let dir = TestDir::new("stale");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("stale");
     // Payload made of words that are valid headers of the ring's epoch (an 8-byte record
     // of kind 5): a later lap's header positions land on them, and only the protocol
     // (see "Headers" in ring.rs) keeps them from being read as records.
