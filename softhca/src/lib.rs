@@ -64,7 +64,7 @@
 //! RC only (UC, UD, XRC, raw packet: EOPNOTSUPP); one port; static UARs; 64-byte CQEs;
 //! one host (no UDP between hosts yet); registered memory is not pinned or charged to
 //! RLIMIT_MEMLOCK, and the application must keep queues and registered buffers mapped while
-//! the HCA may use them, as with pinned memory. Messages travel in 16 KiB segments whatever
+//! the HCA may use them, as with pinned memory. Messages travel in 64 KiB segments whatever
 //! the path MTU.
 
 pub mod config;

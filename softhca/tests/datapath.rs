@@ -321,6 +321,50 @@ fn large_messages_cross_in_segments() {
     let r = p.cq_a.wait(&p.engine, 1, WAIT);
     assert_eq!(r[0].byte_cnt as usize, len);
     assert!(back.buf.read(0, len) == pattern, "1 MiB READ intact");
+
+    // A WRITE and a SEND of 1 MiB + 50 bytes, gathered from uneven pieces of `src` whose
+    // ends fall inside segments and whose last 50 bytes (a segment of their own,
+    // sent as a small record) span two pieces; the WRITE lands at an odd offset, the SEND
+    // scatters across receive segments of uneven sizes. Each crosses the ring many times.
+    let pieces: [(usize, u32); 7] =
+        [(3, 7), (20, 16389), (17000, 100), (40001, 983_040), (5, 49_040), (11, 20), (900, 30)];
+    let total: usize = pieces.iter().map(|&(_, l)| l as usize).sum();
+    assert_eq!(total, len + 50);
+    let sent: Vec<u8> =
+        pieces.iter().flat_map(|&(at, l)| pattern[at..at + l as usize].iter().copied()).collect();
+    let gather: Vec<_> =
+        pieces.iter().map(|&(at, l)| (src.addr() + at as u64, l, src.key)).collect();
+    let far = Mr::new(&p.engine, p.pdn, 2 * len, ALL_ACCESS);
+    let write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: gather.clone(),
+        remote: Some((far.addr() + 12_345, far.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &write);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!((w[0].opcode, w[0].wqe_opcode), (cqe_opcode::REQ, opcode::RDMA_WRITE));
+    assert!(far.buf.read(12_345, total) == sent, "gathered WRITE intact");
+    assert!(far.buf.read(0, 12_345).iter().all(|&b| b == 0), "nothing before the target");
+    assert!(far.buf.read(12_345 + total, 100).iter().all(|&b| b == 0), "nor after it");
+
+    let scatter: Vec<_> = [(0u64, 5u32), (100, 16_380), (20_000, 700_001), (800_000, 400_000)]
+        .iter()
+        .map(|&(at, l)| (far.addr() + at, l, far.key))
+        .collect();
+    far.buf.fill(0);
+    p.b.post_recv(&scatter);
+    p.a.post_send(&p.engine, &send(gather));
+    let wb = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(wb[0].byte_cnt as usize, total);
+    let mut received = Vec::new();
+    for &(addr, l, _) in &scatter {
+        let take = (total - received.len()).min(l as usize);
+        received.extend(far.buf.read((addr - far.addr()) as usize, take));
+    }
+    assert!(received == sent, "gathered SEND scattered intact");
+    p.cq_a.wait(&p.engine, 1, WAIT);
 }
 
 #[test]

@@ -14,8 +14,8 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, Gid, PushError, Record, Registry, RingError, SHM_DIR_ENV, SmallRecord,
-    WaitOutcome,
+    FabricDir, FabricError, FilledPushError, Gid, Instance, PushError, Record, RecordOverflow,
+    Registry, RingConsumer, RingError, RingProducer, SHM_DIR_ENV, SmallRecord, WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -569,6 +569,29 @@ fn pending_slots_not_visited_are_handed_back() {
 
 // ============================================================================ ring
 
+/// QPs `a` and `b` of one process on one HCA, with a 4096-byte ring from `a` to `b`.
+struct SmallRing {
+    producer: RingProducer,
+    consumer: RingConsumer,
+    me: Instance,
+    a: u32,
+    b: u32,
+    _hca: Registry,
+    _dir: TestDir,
+}
+
+impl SmallRing {
+    fn new(test: &str) -> Self {
+        let dir = TestDir::new(test);
+        let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+        let me = hca.register_instance().expect("register");
+        let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+        let producer = me.create_ring(a, b, Some(4096)).expect("ring");
+        let consumer = hca.open_ring(a, b).expect("consumer");
+        SmallRing { producer, consumer, me, a, b, _hca: hca, _dir: dir }
+    }
+}
+
 #[test]
 fn ring_round_trips_records_across_processes_and_wraps() {
     let dir = TestDir::new("ring");
@@ -631,12 +654,7 @@ fn ring_round_trips_records_across_processes_and_wraps() {
 
 #[test]
 fn full_ring_applies_back_pressure_and_never_overwrites() {
-    let dir = TestDir::new("full");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, me, a, b, .. } = SmallRing::new("full");
     assert!(matches!(me.create_ring(a, b, Some(5000)), Err(FabricError::InvalidArgument(_))));
 
     assert_eq!(producer.max_record_len(), 2040);
@@ -696,12 +714,7 @@ fn full_ring_applies_back_pressure_and_never_overwrites() {
 
 #[test]
 fn word_records_and_small_pops_match_byte_records_across_wraps() {
-    let dir = TestDir::new("words");
-    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
-    let me = hca.register_instance().expect("register");
-    let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
-    let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
-    let mut consumer = hca.open_ring(a, b).expect("consumer");
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("words");
     assert_eq!(producer.try_push_words(0xffff, &[0], 8), Err(PushError::ReservedKind));
     // Records of 1..=40 bytes, alternately pushed as words and as bytes, popped alternately
     // whole and piecewise, many times round the ring (padding records included).
@@ -736,6 +749,103 @@ fn word_records_and_small_pops_match_byte_records_across_wraps() {
         assert_eq!(consumer.pop_small(&mut [0u64; 5]), Ok(SmallRecord::None));
     }
     assert!(producer.is_drained());
+}
+
+#[test]
+fn records_filled_in_place_are_seen_whole_and_failed_fills_publish_nothing() {
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("filled");
+    let source: Vec<u8> = (0..2000u32).map(|i| (i * 13 + 5) as u8).collect();
+    // Records of 1..=1500 bytes (header 5 bytes, payload from three appends: a raw copy, a
+    // slice, zeros), some fills failing or coming up short at the worst moment: when the
+    // record needs a padding record before the area's end. Many laps.
+    let mut expected = Vec::new();
+    let (mut failures, mut failures_after_padding) = (0, 0);
+    // The producer's position, to know which records needed a padding record.
+    let mut tail = 0usize;
+    for n in 0..600usize {
+        let payload = 1 + (n * 389) % 1500;
+        let header = [n as u8, 1, 2, 3, 4];
+        let record_bytes = 8 + (header.len() + payload).div_ceil(8) * 8;
+        let to_end = 4096 - tail % 4096;
+        let padded = record_bytes > to_end;
+        let (raw, zeros) = (payload / 2, payload / 5);
+        let slice = payload - raw - zeros;
+        let fail = n % 7 == 3;
+        let short = n % 11 == 5 && zeros > 0;
+        let outcome = producer.try_push_filled(3, &header, payload, |record| {
+            assert_eq!(record.remaining(), payload);
+            // SAFETY: `source` is a live Vec, readable for `raw` bytes.
+            unsafe { record.append_raw(source.as_ptr(), raw) }?;
+            if fail {
+                return Err(RecordOverflow { len: 0, remaining: record.remaining() });
+            }
+            record.append(&source[raw..raw + slice])?;
+            if short {
+                return Ok(());
+            }
+            assert_eq!(
+                record.append_zeros(zeros + 1),
+                Err(RecordOverflow { len: zeros + 1, remaining: zeros })
+            );
+            record.append_zeros(zeros)
+        });
+        match outcome {
+            Ok(()) => {
+                assert!(!fail && !short);
+                let mut bytes = header.to_vec();
+                bytes.extend_from_slice(&source[..raw + slice]);
+                bytes.resize(header.len() + payload, 0);
+                expected.push(bytes);
+                tail += record_bytes + if padded { to_end } else { 0 };
+            }
+            Err(FilledPushError::Fill(_)) => {
+                assert!(fail);
+                failures += 1;
+                failures_after_padding += usize::from(padded);
+            }
+            Err(FilledPushError::Ring(PushError::Unfilled { filled, len })) => {
+                assert!(short && !fail);
+                assert_eq!((filled, len), (raw + slice, payload));
+                failures += 1;
+                failures_after_padding += usize::from(padded);
+            }
+            Err(other) => panic!("record {n}: {other:?}"),
+        }
+        // Nothing of a failed record is visible: the consumer finds exactly the records
+        // published, then nothing, also through the header-only poll. Every other record
+        // stays in the ring while there is room for the largest one and its padding.
+        if n % 2 == 0 || producer.free_bytes() < 2 * 1520 {
+            for bytes in expected.drain(..) {
+                let record = consumer.pop().expect("ok").expect("a published record");
+                assert_eq!((record.kind, record.bytes.len()), (3, bytes.len()), "record {n}");
+                assert!(record.bytes == bytes, "record {n} intact");
+            }
+            assert!(!consumer.may_have_records(), "record {n}: a failed fill is invisible");
+            assert_eq!(consumer.pop(), Ok(None));
+            assert!(producer.is_drained());
+        }
+    }
+    assert!(failures > 50 && failures_after_padding > 3, "{failures} {failures_after_padding}");
+    assert_eq!(
+        producer.try_push_filled(3, &[0; 10], 2031, |_| Ok::<(), ()>(())),
+        Err(FilledPushError::Ring(PushError::TooLarge { len: 2041, max: 2040 }))
+    );
+    assert_eq!(
+        producer.try_push_filled(0xffff, &[], 0, |_| Ok::<(), ()>(())),
+        Err(FilledPushError::Ring(PushError::ReservedKind))
+    );
+    // Copies out of a record stay inside it.
+    producer.try_push(4, b"0123456789", &[]).expect("room");
+    let copied = consumer.peek(|record| {
+        let mut out = [0u8; 4];
+        // SAFETY: `out` is writable for 4 bytes.
+        unsafe { record.copy_out_raw(6, out.as_mut_ptr(), 4) }.expect("inside");
+        // SAFETY: as above (the copy is refused before it writes).
+        let outside = unsafe { record.copy_out_raw(7, out.as_mut_ptr(), 4) };
+        assert!(matches!(outside, Err(RingError::OutsideRecord { .. })));
+        out
+    });
+    assert_eq!(copied, Ok(Some(*b"6789")));
 }
 
 #[test]
@@ -847,6 +957,39 @@ fn header_polling_never_sees_skipped_or_consumed_records_again() {
         assert!(!consumer.may_have_records(), "round {round}");
         assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::None), "round {round}");
         assert!(producer.is_drained(), "round {round}");
+    }
+}
+
+#[test]
+fn stale_payload_at_a_new_header_position_is_never_taken_for_a_record() {
+    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("stale");
+    // Payload made of words that are valid headers of the ring's epoch (an 8-byte record
+    // of kind 5): a later lap's header positions land on them, and only the protocol
+    // (see "Headers" in ring.rs) keeps them from being read as records.
+    let fake = 8 | (5u64 << 32) | (u64::from(producer.epoch() as u16) << 48);
+    let payload: Vec<u8> = std::iter::repeat_n(fake.to_ne_bytes(), 63).flatten().collect();
+    let mut out = [0u64; 8];
+    for lap in 0..6 {
+        // Big records fill a lap with fake headers; small ones then put their header
+        // positions inside the big ones' payload. Popped one at a time with the header
+        // poll, then through `consume`, records of either size and in either order.
+        for (round, &(size, count)) in [(504usize, 8usize), (16, 40), (104, 30)].iter().enumerate()
+        {
+            for n in 0..count {
+                let bytes = &payload[..size];
+                let kind = 1 + n as u16 % 3;
+                producer.try_push(kind, bytes, &[]).expect("room");
+                if size <= 64 && (lap + n) % 2 == 0 {
+                    let got = consumer.pop_small(&mut out).expect("ok");
+                    assert_eq!(got, SmallRecord::Record { kind, len: size }, "lap {lap} {round}");
+                } else {
+                    let record = consumer.pop().expect("ok").expect("the record pushed");
+                    assert_eq!((record.kind, record.bytes.len()), (kind, size), "lap {lap}");
+                }
+                assert!(!consumer.may_have_records(), "lap {lap} round {round} record {n}");
+                assert_eq!(consumer.pop_small(&mut out), Ok(SmallRecord::None));
+            }
+        }
     }
 }
 

@@ -122,8 +122,9 @@ pub mod ring {
     /// `"FDRING\0\x01"`.
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FDRING\0\x01");
     /// Layout version (3: packets may use the compact header of `hca::wire`; 4: record
-    /// headers are written last and consumed records are zeroed, see `ring.rs`).
-    pub const VERSION: u32 = 4;
+    /// headers are written last and consumed records are zeroed, see `ring.rs`; 5: packets
+    /// carry up to 64 KiB of payload, `hca::wire::SEGMENT_BYTES`).
+    pub const VERSION: u32 = 5;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
     /// `u64`: [`MAGIC`].

@@ -85,7 +85,10 @@ use std::path::{Path, PathBuf};
 
 pub use instance::{Instance, QpAllocation};
 pub use registry::{QpOwner, Registry, SweepReport};
-pub use ring::{PushError, Record, RecordView, RingConsumer, RingError, RingProducer, SmallRecord};
+pub use ring::{
+    FilledPushError, PushError, Record, RecordFiller, RecordOverflow, RecordView, RingConsumer,
+    RingError, RingProducer, SmallRecord,
+};
 pub use wake::{InstanceWaker, PendingSlots, QpNotifier, WaitOutcome};
 
 /// A 16-byte RoCE GID.

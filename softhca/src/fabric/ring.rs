@@ -91,6 +91,14 @@ pub enum PushError {
     },
     /// Kind `0xffff` is reserved for padding.
     ReservedKind,
+    /// [`RingProducer::try_push_filled`]: the fill callback returned success without
+    /// appending the whole payload it announced. Nothing was published.
+    Unfilled {
+        /// Payload bytes appended.
+        filled: usize,
+        /// Payload bytes announced.
+        len: usize,
+    },
 }
 
 impl std::fmt::Display for PushError {
@@ -103,6 +111,11 @@ impl std::fmt::Display for PushError {
                 write!(f, "record of {len} bytes exceeds the ring's limit of {max} bytes")
             }
             Self::ReservedKind => write!(f, "record kind 0xffff is reserved for padding"),
+            Self::Unfilled { filled, len } => write!(
+                f,
+                "the record's fill appended {filled} of the {len} payload bytes it announced; \
+                 nothing was published (a bug in the caller's gather)"
+            ),
         }
     }
 }
@@ -217,6 +230,96 @@ pub(crate) fn producer_of_file(path: &Path) -> Option<ProcessIdentity> {
         pid: word(lay::OFF_PRODUCER_PID) as u32,
         start_time: word(lay::OFF_PRODUCER_START_TIME),
     })
+}
+
+/// Why [`RingProducer::try_push_filled`] published nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilledPushError<E> {
+    /// The ring refused the record before the fill ran (full, too large, reserved kind,
+    /// or a fill that came up short).
+    Ring(PushError),
+    /// The fill callback failed; what it had written was wiped.
+    Fill(E),
+}
+
+/// A payload larger than the room left in the record being filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordOverflow {
+    /// Bytes the append wanted to write.
+    pub len: usize,
+    /// Bytes left in the record.
+    pub remaining: usize,
+}
+
+impl std::fmt::Display for RecordOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "append of {} bytes to a record with {} bytes left", self.len, self.remaining)
+    }
+}
+
+impl std::error::Error for RecordOverflow {}
+
+/// The payload area of a record reserved by [`RingProducer::try_push_filled`], filled
+/// front to back by appends that copy straight into the ring. Nothing is visible to the
+/// consumer until the fill returns and the record is published.
+pub struct RecordFiller<'a> {
+    map: &'a SharedMapping,
+    /// Next byte to write, as an offset in the mapping.
+    at: usize,
+    /// End of the payload, as an offset in the mapping.
+    end: usize,
+}
+
+impl RecordFiller<'_> {
+    /// Payload bytes still to append.
+    pub fn remaining(&self) -> usize {
+        self.end - self.at
+    }
+
+    fn claim(&mut self, len: usize) -> Result<usize, RecordOverflow> {
+        if len > self.remaining() {
+            return Err(RecordOverflow { len, remaining: self.remaining() });
+        }
+        let at = self.at;
+        self.at += len;
+        Ok(at)
+    }
+
+    /// Appends `bytes`.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), RecordOverflow> {
+        let at = self.claim(bytes.len())?;
+        // SAFETY: `bytes` is a live slice, readable for its length.
+        let copied = unsafe { self.map.copy_in_raw(at, bytes.as_ptr(), bytes.len()) };
+        debug_assert!(copied.is_ok(), "reserved record overran the ring area");
+        Ok(())
+    }
+
+    /// Appends `len` bytes read from `src`, with one `memmove` (bulk payload).
+    ///
+    /// # Safety
+    /// `src..src+len` must be readable for the duration of the call.
+    pub unsafe fn append_raw(&mut self, src: *const u8, len: usize) -> Result<(), RecordOverflow> {
+        let at = self.claim(len)?;
+        // SAFETY: the caller vouches for the source; the destination was reserved.
+        let copied = unsafe { self.map.copy_in_raw(at, src, len) };
+        debug_assert!(copied.is_ok(), "reserved record overran the ring area");
+        Ok(())
+    }
+
+    /// Appends `len` zero bytes.
+    pub fn append_zeros(&mut self, len: usize) -> Result<(), RecordOverflow> {
+        const ZEROS: [u8; 512] = [0; 512];
+        if len > self.remaining() {
+            return Err(RecordOverflow { len, remaining: self.remaining() });
+        }
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(ZEROS.len());
+            self.append(&ZEROS[..n])?;
+            left -= n;
+        }
+        Ok(())
+    }
 }
 
 // =================================================================================== producer
@@ -390,6 +493,65 @@ impl RingProducer {
         Ok(())
     }
 
+    /// Appends one record: `header`, then `payload_len` bytes that `fill` appends straight
+    /// into the ring (a gather from application memory, say: no intermediate buffer).
+    /// Published as [`Self::try_push`] publishes, once `fill` returned success having
+    /// appended exactly `payload_len` bytes. If it fails (or comes up short) nothing is
+    /// published and every byte written is zeroed again, so the space reads as unused
+    /// (see "Headers"); the next push reuses it.
+    pub fn try_push_filled<E>(
+        &mut self,
+        kind: u16,
+        header: &[u8],
+        payload_len: usize,
+        fill: impl FnOnce(&mut RecordFiller<'_>) -> Result<(), E>,
+    ) -> Result<(), FilledPushError<E>> {
+        if kind == lay::KIND_PAD {
+            return Err(FilledPushError::Ring(PushError::ReservedKind));
+        }
+        let max = self.max_record_len();
+        let len = header.len().saturating_add(payload_len);
+        if len > max {
+            return Err(FilledPushError::Ring(PushError::TooLarge { len, max }));
+        }
+        let record_bytes = lay::RECORD_HEADER_BYTES + round_up_8(len);
+        let (base, needed) = self.reserve(record_bytes).map_err(FilledPushError::Ring)?;
+        let start = base + lay::RECORD_HEADER_BYTES;
+        // In bounds by construction: the record fits before the end of the area.
+        let written = self.map.write_bytes(start, header);
+        debug_assert!(written.is_ok(), "record overran the ring area");
+        let mut filler =
+            RecordFiller { map: &self.map, at: start + header.len(), end: start + len };
+        let outcome = fill(&mut filler);
+        let (filled_to, unfilled) = (filler.at, filler.remaining());
+        let error = match outcome {
+            Ok(()) if unfilled == 0 => {
+                self.publish(base, needed, len, kind);
+                return Ok(());
+            }
+            Ok(()) => FilledPushError::Ring(PushError::Unfilled {
+                filled: payload_len - unfilled,
+                len: payload_len,
+            }),
+            Err(e) => FilledPushError::Fill(e),
+        };
+        // Back to zeros: the header word of any later record may land on these bytes,
+        // and a padding record `reserve` wrote before the area's end goes too.
+        self.zero_unpublished(start, round_up_8(filled_to));
+        if needed != record_bytes {
+            let pad_at = lay::DATA_OFFSET + (self.tail & (self.capacity - 1)) as usize;
+            self.map.u64_at(pad_at).store(0, Ordering::Relaxed);
+        }
+        Err(error)
+    }
+
+    /// Zeroes mapping offsets `from..to` (8-aligned, inside the area): bytes written for a
+    /// record that was not published.
+    fn zero_unpublished(&self, from: usize, to: usize) {
+        let zeroed = self.map.zero_bytes(from, to.saturating_sub(from));
+        debug_assert!(zeroed.is_ok(), "record overran the ring area");
+    }
+
     /// Room for a record of `record_bytes` at the tail, after a padding record where the
     /// area's end is too close: the record's offset in the mapping and the bytes the tail
     /// will move by. Full: the consumer has not freed enough yet.
@@ -535,8 +697,9 @@ impl std::fmt::Debug for RingConsumer {
 }
 
 /// A record in the ring, valid during a [`RingConsumer::peek`] / [`RingConsumer::consume`]
-/// callback. Bytes are copied out with [`RecordView::read`]; no reference into shared
-/// memory is handed out.
+/// callback. Bytes are copied out with [`RecordView::read`] (headers, volatile loads) or
+/// [`RecordView::copy_out_raw`] (bulk payload, one `memmove` to its destination); no
+/// reference into shared memory is handed out.
 pub struct RecordView<'a> {
     map: &'a SharedMapping,
     data_offset: usize,
@@ -566,6 +729,29 @@ impl RecordView<'_> {
         match offset.checked_add(dst.len()) {
             Some(end) if end <= self.len => {
                 self.map.read_bytes(self.data_offset + offset, dst).map_err(|_| outside)
+            }
+            _ => Err(outside),
+        }
+    }
+
+    /// Copies `len` bytes from `offset` in the record to `dst` with one `memmove` (bulk
+    /// payload: see `shm.rs`).
+    ///
+    /// # Safety
+    /// `dst..dst+len` must be writable for the duration of the call.
+    pub unsafe fn copy_out_raw(
+        &self,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), RingError> {
+        let outside = RingError::OutsideRecord { offset, len, record_len: self.len };
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {
+                // SAFETY: the caller vouches for the destination; the source range lies in
+                // the record, which `locate` validated to lie inside the mapping.
+                unsafe { self.map.copy_out_raw(self.data_offset + offset, dst, len) }
+                    .map_err(|_| outside)
             }
             _ => Err(outside),
         }
@@ -882,15 +1068,14 @@ impl RingConsumer {
     /// Zeroes the area from position `from` to `to` (8-aligned, at most the capacity
     /// apart), wrapping at the end: consumed bytes read as "nothing published".
     fn zero(&self, from: u32, to: u32) {
-        const ZEROS: [u64; 64] = [0; 64];
         let mut at = from;
         while at != to {
             let offset = (at & (self.capacity - 1)) as usize;
-            let words = ((to.wrapping_sub(at) as usize).min(self.capacity as usize - offset) / 8)
-                .min(ZEROS.len());
-            // In bounds: offset + 8 * words <= capacity.
-            let _ = self.map.store_words(lay::DATA_OFFSET + offset, &ZEROS[..words]);
-            at = at.wrapping_add(8 * words as u32);
+            let len = (to.wrapping_sub(at) as usize).min(self.capacity as usize - offset);
+            // In bounds: offset + len <= capacity.
+            let zeroed = self.map.zero_bytes(lay::DATA_OFFSET + offset, len);
+            debug_assert!(zeroed.is_ok(), "zeroing past the ring area");
+            at = at.wrapping_add(len as u32);
         }
     }
 

@@ -11,6 +11,16 @@
 //! The byte copies return [`OutOfBounds`] instead, because their lengths come from
 //! records.
 //!
+//! Bulk payload (the data of WRITEs, SENDs and READ responses, which softhca forwards
+//! between application buffers and never interprets) is copied with one `memmove` through
+//! raw pointers ([`SharedMapping::copy_in_raw`], [`SharedMapping::copy_out_raw`]) rather
+//! than word by word: still no reference into the mapping, and the ring protocol gives
+//! each side the bytes it copies exclusively (a producer only writes space the consumer
+//! freed, a consumer only reads records published to it). A hostile peer that broke the
+//! protocol could only garble the bytes copied, as a DMA engine racing a CPU would; every
+//! value softhca *acts on* (headers, lengths, positions) still goes through the atomic and
+//! volatile accessors and is validated.
+//!
 //! Not defended against: a peer that *truncates* a file we have mapped. Touching a page
 //! past the new end raises `SIGBUS`; our own processes never truncate a published file.
 
@@ -138,24 +148,6 @@ impl SharedMapping {
         Ok(())
     }
 
-    /// Copies `src` into the mapping at `offset` (8-aligned) as 8-byte volatile stores: one
-    /// bounds check for the whole range.
-    #[inline]
-    pub(crate) fn store_words(&self, offset: usize, src: &[u64]) -> Result<(), OutOfBounds> {
-        let len = src.len() * 8;
-        if offset % 8 != 0 {
-            return Err(OutOfBounds { offset, len, mapping_len: self.len });
-        }
-        self.checked_range(offset, len)?;
-        // SAFETY: as in `load_words`.
-        let dst = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
-        for (i, &word) in src.iter().enumerate() {
-            // SAFETY: i < src.len(): inside the checked range.
-            unsafe { dst.add(i).write_volatile(word) };
-        }
-        Ok(())
-    }
-
     /// Copies `dst.len()` bytes starting at `offset` out of the mapping (volatile loads:
     /// 8 bytes at a time where the shared side is aligned).
     pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {
@@ -206,6 +198,59 @@ impl SharedMapping {
             unsafe { dst.add(i).write_volatile(src[i]) };
             i += 1;
         }
+        Ok(())
+    }
+}
+
+impl SharedMapping {
+    /// Copies `len` bytes from `src` into the mapping at `offset` with one `memmove`:
+    /// for bulk payload that is only forwarded, never interpreted (see the module docs).
+    ///
+    /// # Safety
+    /// `src..src+len` must be readable for the duration of the call (it may be another
+    /// mapping, even this one: the copy allows overlap).
+    #[inline]
+    pub(crate) unsafe fn copy_in_raw(
+        &self,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), OutOfBounds> {
+        self.checked_range(offset, len)?;
+        // SAFETY: offset..offset+len is inside the mapping (checked above), which stays
+        // mapped while `&self` lives; the caller vouches for the source; `copy` tolerates
+        // overlap; no reference to either side is formed.
+        unsafe { std::ptr::copy(src, self.base.as_ptr().add(offset), len) };
+        Ok(())
+    }
+
+    /// Zeroes `len` bytes at `offset` with one `memset`: for space a ring consumer hands
+    /// back, which no other process reads or writes until it sees the consumer's next
+    /// Release store (so, as for bulk payload, no word-by-word volatile stores).
+    #[inline]
+    pub(crate) fn zero_bytes(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
+        self.checked_range(offset, len)?;
+        // SAFETY: offset..offset+len is inside the mapping (checked above), which stays
+        // mapped while `&self` lives; no reference into it is formed.
+        unsafe { std::ptr::write_bytes(self.base.as_ptr().add(offset), 0, len) };
+        Ok(())
+    }
+
+    /// Copies `len` bytes starting at `offset` out of the mapping to `dst` with one
+    /// `memmove` (bulk payload, as [`Self::copy_in_raw`]).
+    ///
+    /// # Safety
+    /// `dst..dst+len` must be writable for the duration of the call.
+    #[inline]
+    pub(crate) unsafe fn copy_out_raw(
+        &self,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), OutOfBounds> {
+        self.checked_range(offset, len)?;
+        // SAFETY: as in `copy_in_raw`, with the caller vouching for the destination.
+        unsafe { std::ptr::copy(self.base.as_ptr().add(offset), dst, len) };
         Ok(())
     }
 }

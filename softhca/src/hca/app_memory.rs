@@ -10,6 +10,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
+use crate::fabric::{RecordFiller, RecordView};
+
 /// A range of application memory the HCA may access. Cheap to copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppSpan {
@@ -101,6 +103,37 @@ impl AppSpan {
         // overlap an application may create between its own buffers.
         unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) };
         Ok(())
+    }
+
+    /// Appends `len` bytes from `offset` to a ring record being filled: the requester's
+    /// gather, straight from application memory into the ring. `Err` also when the record
+    /// has less room left (a bug in the caller's arithmetic, refused rather than done).
+    #[inline]
+    pub fn copy_into_record(
+        &self,
+        offset: usize,
+        len: usize,
+        record: &mut RecordFiller<'_>,
+    ) -> Result<(), OutOfSpan> {
+        let at = self.check(offset, len)?;
+        // SAFETY: in bounds of a span the constructor's contract keeps mapped and readable.
+        unsafe { record.append_raw(at as *const u8, len) }.map_err(|_| OutOfSpan)
+    }
+
+    /// Copies `len` bytes from `record_offset` in a ring record to `offset`: the
+    /// responder's scatter, straight from the ring into application memory. `Err` also when
+    /// the range is outside the record (a bug in the caller's arithmetic).
+    #[inline]
+    pub fn copy_from_record(
+        &self,
+        offset: usize,
+        record: &RecordView<'_>,
+        record_offset: usize,
+        len: usize,
+    ) -> Result<(), OutOfSpan> {
+        let at = self.check(offset, len)?;
+        // SAFETY: in bounds of a span the constructor's contract keeps mapped and writable.
+        unsafe { record.copy_out_raw(record_offset, at as *mut u8, len) }.map_err(|_| OutOfSpan)
     }
 
     /// Reads a big-endian u32 with one volatile load (doorbell records).

@@ -18,7 +18,7 @@
 //!   reads the doorbell record, on any progress call. The receives of an SRQ belong to the
 //!   SRQ and stay. RESET forgets everything without completions.
 
-use super::app_memory::AppSpan;
+use super::app_memory::{AppSpan, OutOfSpan};
 use super::completion_queue::CompletionQueue;
 use super::cqe::{Completion, ErrorCompletion, error_cqe, success_cqe};
 use super::events::EventSink;
@@ -28,7 +28,10 @@ use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
-use crate::fabric::{QpNotifier, Registry, RingConsumer, RingError, RingProducer, SmallRecord};
+use crate::fabric::{
+    FilledPushError, QpNotifier, RecordFiller, RecordView, Registry, RingConsumer, RingError,
+    RingProducer, SmallRecord,
+};
 use ferrodat_abi::mlx5::{
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
     cqe_syndrome, opcode, wqe_ctrl,
@@ -284,8 +287,6 @@ pub struct QueuePair {
     last_wqe_reported: bool,
     /// Packets were pushed since the peer was last notified.
     unannounced: bool,
-    /// Reused buffer for outgoing segments.
-    segment: Vec<u8>,
     /// Asynchronous events delivered for this QP (DESTROY_QP reports them).
     async_events_reported: u32,
     /// Where asynchronous events go.
@@ -393,7 +394,6 @@ impl QueuePair {
             responses: VecDeque::new(),
             last_wqe_reported: false,
             unannounced: false,
-            segment: Vec::new(),
             async_events_reported: 0,
             async_events: None,
             deferred_ack: None,
@@ -1205,24 +1205,18 @@ impl QueuePair {
         if matches!(wqe.opcode, opcode::SEND_IMM | opcode::RDMA_WRITE_IMM) {
             header.flags |= flag::IMMEDIATE;
         }
-        let total = header.length;
-        let base_addr = header.remote_addr;
-        let mut payload = std::mem::take(&mut self.segment);
-        payload.resize(SEGMENT_BYTES.min(total as usize), 0);
-        let outcome = self.send_segments(wqe, header, total, base_addr, &mut payload, hw);
-        self.segment = payload;
-        outcome
+        self.send_segments(wqe, header, hw)
     }
 
+    /// The SEND or WRITE segments of `wqe` from the cursor on, each gathered from the WQE's
+    /// buffers straight into its ring record (a small one through the word path).
     fn send_segments(
         &mut self,
         wqe: &SendWqe<'_>,
         header: PacketHeader,
-        total: u64,
-        base_addr: u64,
-        payload: &mut [u8],
         hw: &mut Hardware<'_>,
     ) -> Option<bool> {
+        let (total, base_addr) = (header.length, header.remote_addr);
         loop {
             let offset = self.cursor.offset;
             let len = (total - offset).min(SEGMENT_BYTES as u64) as usize;
@@ -1235,8 +1229,18 @@ impl QueuePair {
             if offset + len as u64 == total {
                 h.flags |= flag::LAST;
             }
-            gather(wqe, hw.regions, self.setup.pdn, offset, &mut payload[..len])?;
-            if !self.push(&h, &payload[..len]) {
+            let pdn = self.setup.pdn;
+            let pushed = if len <= SMALL_RECORD_BYTES {
+                let mut small = [0u8; SMALL_RECORD_BYTES];
+                gather(wqe, hw.regions, pdn, offset, &mut small[..len])?;
+                self.push(&h, &small[..len])
+            } else {
+                let regions = &*hw.regions;
+                self.push_filled(&h, len, |record| {
+                    gather_into_record(wqe, regions, pdn, offset, record)
+                })?
+            };
+            if !pushed {
                 return Some(false);
             }
             self.cursor.offset = offset + len as u64;
@@ -1255,15 +1259,57 @@ impl QueuePair {
             .count()
     }
 
-    fn push(&mut self, header: &PacketHeader, payload: &[u8]) -> bool {
+    /// `header` as it goes out with `payload_len` bytes: with the ACK the responder side
+    /// owes riding on a request, saving a packet (then the second value is true).
+    fn outgoing_header(&self, header: &PacketHeader, payload_len: usize) -> (PacketHeader, bool) {
         let mut h = *header;
-        h.payload_len = payload.len() as u32;
-        // A request carries the ACK the responder side owes, saving a packet.
+        h.payload_len = payload_len as u32;
         let piggyback = h.kind < kind::ACK && self.deferred_ack.is_some();
         if piggyback {
             h.flags |= flag::ACK_PIGGYBACK;
             h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
         }
+        (h, piggyback)
+    }
+
+    /// Book-keeping after a push attempt; returns `pushed`.
+    fn after_push(&mut self, pushed: bool, piggyback: bool) -> bool {
+        self.unannounced |= pushed;
+        if pushed && piggyback {
+            self.deferred_ack = None;
+        }
+        pushed
+    }
+
+    /// As [`Self::push`], for a payload of `payload_len` bytes that `fill` appends straight
+    /// into the ring record (no intermediate buffer). `None`: `fill` failed, nothing was
+    /// sent; `Some(false)`: the ring is full.
+    fn push_filled(
+        &mut self,
+        header: &PacketHeader,
+        payload_len: usize,
+        fill: impl FnOnce(&mut RecordFiller<'_>) -> Option<()>,
+    ) -> Option<bool> {
+        let (h, piggyback) = self.outgoing_header(header, payload_len);
+        let compact = CompactHeader::compact(&h, payload_len);
+        let (kind, header_bytes) = match &compact {
+            Some(c) => (wire::COMPACT_RECORD | u16::from(h.kind), c.as_bytes()),
+            None => (u16::from(h.kind), h.as_bytes()),
+        };
+        let filled = self
+            .link
+            .outbound
+            .try_push_filled(kind, header_bytes, payload_len, |r| fill(r).ok_or(()));
+        let pushed = match filled {
+            Ok(()) => true,
+            Err(FilledPushError::Fill(())) => return None,
+            Err(FilledPushError::Ring(_)) => false,
+        };
+        Some(self.after_push(pushed, piggyback))
+    }
+
+    fn push(&mut self, header: &PacketHeader, payload: &[u8]) -> bool {
+        let (h, piggyback) = self.outgoing_header(header, payload.len());
         let outbound = &mut self.link.outbound;
         let compact = CompactHeader::compact(&h, payload.len());
         let (kind, header_bytes) = match &compact {
@@ -1281,11 +1327,7 @@ impl QueuePair {
             outbound.try_push(kind, header_bytes, &[payload])
         }
         .is_ok();
-        self.unannounced |= pushed;
-        if pushed && piggyback {
-            self.deferred_ack = None;
-        }
-        pushed
+        self.after_push(pushed, piggyback)
     }
 
     /// Transport timeout: no response for `timeout` while requests are in flight counts
@@ -1425,92 +1467,83 @@ impl QueuePair {
         src_qpn: u32,
         hw: &mut Hardware<'_>,
     ) -> bool {
-        let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) else {
-            return false;
-        };
-        let mut payload = std::mem::take(hw.scratch);
-        let mut small_payload = None;
-        let read = match popped {
-            Ok(SmallRecord::None) => Ok(None),
+        match popped {
+            Ok(SmallRecord::None) => false,
             Ok(SmallRecord::Record { kind, len }) => {
-                Ok(Some(parse_packet(kind, &small.as_bytes()[..len], src_qpn).map(|(h, at)| {
-                    small_payload = Some(at..len);
-                    h
-                })))
-            }
-            Ok(SmallRecord::Larger) => inbound.consume(|rec| {
-                if rec.kind() & 0xff00 == wire::COMPACT_RECORD {
-                    let mut c = [0u8; size_of::<CompactHeader>()];
-                    if rec.len() < c.len() || rec.read(0, &mut c).is_err() {
-                        return None;
-                    }
-                    let payload_len = rec.len() - c.len();
-                    if payload_len > SEGMENT_BYTES {
-                        return None;
-                    }
-                    let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-                        rec.kind() as u8,
-                        src_qpn,
-                        payload_len,
-                    )?;
-                    payload.resize(payload_len, 0);
-                    rec.read(c.len(), &mut payload).ok()?;
-                    return Some(header);
-                }
-                let mut h = [0u8; size_of::<PacketHeader>()];
-                if rec.len() < h.len() || rec.read(0, &mut h).is_err() {
-                    return None;
-                }
-                let header = PacketHeader::read_from_bytes(&h).ok()?;
-                if header.payload_len as usize != rec.len() - h.len()
-                    || header.payload_len as usize > SEGMENT_BYTES
-                {
-                    return None;
-                }
-                payload.resize(header.payload_len as usize, 0);
-                rec.read(h.len(), &mut payload).ok()?;
-                Some(header)
-            }),
-            Err(e) => Err(e),
-        };
-        let go_on = match read {
-            Ok(Some(Some(header))) => {
-                // Dropped, as a QP in ERR or a stranger's packet is.
-                if self.state != qp_state::ERR && header.src_qpn == self.attrs.dest_qpn {
-                    let data = match small_payload {
-                        Some(range) => &small.as_bytes()[range],
-                        None => &payload[..],
-                    };
-                    if header.kind >= kind::ACK {
-                        self.handle_response(&header, data, hw);
-                    } else {
-                        if header.flags & flag::ACK_PIGGYBACK != 0 {
-                            self.ack_timer_running = false;
-                            self.timeouts = 0;
-                            self.ack_through(header.ack_psn);
-                        }
-                        self.handle_request(&header, data, hw);
-                    }
+                let bytes = &small.as_bytes()[..len];
+                // A malformed packet is dropped.
+                if let Some((header, at)) = parse_packet(kind, bytes, src_qpn) {
+                    self.accept_packet(&header, Payload::Copied(&bytes[at..]), hw);
                 }
                 true
             }
-            Ok(Some(None)) => true, // malformed packet: dropped
-            Ok(None) => false,
+            Ok(SmallRecord::Larger) => self.inbound_record_in_ring(src_qpn, hw),
+            Err(_) => {
+                self.discard_inbound();
+                false
+            }
+        }
+    }
+
+    /// Handles the next record while it is still in the ring, so that its payload goes
+    /// straight from the ring to its destination, then consumes it. False: stop reading.
+    fn inbound_record_in_ring(&mut self, src_qpn: u32, hw: &mut Hardware<'_>) -> bool {
+        // The consumer leaves the link while the record is handled (which needs `&mut
+        // self`); nothing on the request or response path touches the peer's ring.
+        let Some(mut ring) = self.link.peer.as_mut().and_then(|p| p.inbound.take()) else {
+            return false;
+        };
+        let handled = ring.consume(|record| {
+            // A malformed packet is dropped.
+            if let Some((header, at)) = read_packet_header(record, src_qpn) {
+                let len = record.len() - at;
+                self.accept_packet(&header, Payload::InRing { record, offset: at, len }, hw);
+            }
+        });
+        let go_on = match handled {
+            Ok(found) => found.is_some(),
             Err(_) => {
                 // A corrupt ring: nothing more can be trusted from this peer.
-                if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
-                    let _ = inbound.discard_all();
-                }
+                let _ = ring.discard_all();
                 false
             }
         };
-        *hw.scratch = payload;
+        if let Some(peer) = self.link.peer.as_mut()
+            && peer.inbound.is_none()
+        {
+            peer.inbound = Some(ring);
+        }
         go_on
+    }
+
+    /// A corrupt ring: nothing more can be trusted from this peer.
+    fn discard_inbound(&mut self) {
+        if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
+            let _ = inbound.discard_all();
+        }
+    }
+
+    /// One well-formed packet from the peer: a response to our requests or a request.
+    /// Dropped, as a QP in ERR or a stranger's packet is.
+    fn accept_packet(&mut self, header: &PacketHeader, data: Payload<'_>, hw: &mut Hardware<'_>) {
+        if self.state == qp_state::ERR || header.src_qpn != self.attrs.dest_qpn {
+            return;
+        }
+        if header.kind >= kind::ACK {
+            self.handle_response(header, data, hw);
+        } else {
+            if header.flags & flag::ACK_PIGGYBACK != 0 {
+                self.ack_timer_running = false;
+                self.timeouts = 0;
+                self.ack_through(header.ack_psn);
+            }
+            self.handle_request(header, data, hw);
+        }
     }
 
     // ---------------------------------------------------------------- responses
 
-    fn handle_response(&mut self, h: &PacketHeader, payload: &[u8], hw: &mut Hardware<'_>) {
+    fn handle_response(&mut self, h: &PacketHeader, payload: Payload<'_>, hw: &mut Hardware<'_>) {
         // The transport timer restarts at the next check (no clock read per packet).
         self.ack_timer_running = false;
         self.timeouts = 0;
@@ -1661,7 +1694,6 @@ impl QueuePair {
     }
 
     fn send_owed_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
-        let mut chunk = Vec::new();
         while let Some(r) = self.responses.front_mut() {
             match r {
                 Response::Packet(h) => {
@@ -1673,10 +1705,6 @@ impl QueuePair {
                 Response::ReadData { psn, source, offset } => {
                     let (psn, source, off) = (*psn, *source, *offset);
                     let len = (source.len() as u64 - off).min(SEGMENT_BYTES as u64) as usize;
-                    chunk.resize(len, 0);
-                    if source.read(off as usize, &mut chunk).is_err() {
-                        chunk.fill(0);
-                    }
                     let mut h = PacketHeader {
                         kind: kind::READ_RESPONSE,
                         src_qpn: self.setup.qpn,
@@ -1691,7 +1719,22 @@ impl QueuePair {
                     if last {
                         h.flags |= flag::LAST;
                     }
-                    if !self.push(&h, &chunk) {
+                    // Straight from the source into the ring (a small chunk through the
+                    // word path); zeros if the source range were ever out of its span.
+                    let pushed = if len <= SMALL_RECORD_BYTES {
+                        let mut chunk = [0u8; SMALL_RECORD_BYTES];
+                        let _ = source.read(off as usize, &mut chunk[..len]);
+                        self.push(&h, &chunk[..len])
+                    } else {
+                        self.push_filled(&h, len, |record| {
+                            source
+                                .copy_into_record(off as usize, len, record)
+                                .or_else(|_| record.append_zeros(len).map_err(|_| OutOfSpan))
+                                .ok()
+                        })
+                        .unwrap_or(false)
+                    };
+                    if !pushed {
                         break;
                     }
                     if !last {
@@ -1735,7 +1778,7 @@ impl QueuePair {
         Some((ReceiveEntry { index, bytes }, self.setup.pdn))
     }
 
-    fn handle_request(&mut self, h: &PacketHeader, payload: &[u8], hw: &mut Hardware<'_>) {
+    fn handle_request(&mut self, h: &PacketHeader, payload: Payload<'_>, hw: &mut Hardware<'_>) {
         let first = h.flags & flag::FIRST != 0;
         if let Some(waiting) = self.rnr_psn {
             if h.psn != waiting || !first {
@@ -2119,9 +2162,82 @@ fn parse_packet(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<(PacketHeader, 
     Some((header, H))
 }
 
+/// As [`parse_packet`], for a record still in the ring: its header, copied out, and where
+/// its payload starts in the record.
+fn read_packet_header(record: &RecordView<'_>, src_qpn: u32) -> Option<(PacketHeader, usize)> {
+    if record.kind() & 0xff00 == wire::COMPACT_RECORD {
+        let mut c = [0u8; size_of::<CompactHeader>()];
+        record.read(0, &mut c).ok()?;
+        let payload_len = record.len() - c.len();
+        if payload_len > SEGMENT_BYTES {
+            return None;
+        }
+        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
+            record.kind() as u8,
+            src_qpn,
+            payload_len,
+        )?;
+        return Some((header, c.len()));
+    }
+    let mut h = [0u8; size_of::<PacketHeader>()];
+    record.read(0, &mut h).ok()?;
+    let header = PacketHeader::read_from_bytes(&h).ok()?;
+    if header.payload_len as usize != record.len() - h.len()
+        || header.payload_len as usize > SEGMENT_BYTES
+    {
+        return None;
+    }
+    Some((header, h.len()))
+}
+
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
 fn wqebbs(ds: usize) -> u16 {
     (ds * SEND_WQE_DS).div_ceil(SEND_WQE_BB) as u16
+}
+
+/// One contiguous piece of a WQE's local data.
+enum Piece<'a> {
+    /// Inline data in the WQE.
+    Inline(&'a [u8]),
+    /// `len` bytes at `offset` in a translated buffer.
+    Buffer { span: AppSpan, offset: usize, len: usize },
+}
+
+/// Calls `each` with the pieces of the WQE's local data from message offset `offset`, `len`
+/// bytes in all. `None`: an SGE no longer translates, the data is shorter, or `each` failed.
+fn gather_pieces(
+    wqe: &SendWqe<'_>,
+    regions: &MemoryRegions,
+    pdn: u32,
+    offset: u64,
+    len: usize,
+    mut each: impl FnMut(Piece<'_>) -> Option<()>,
+) -> Option<()> {
+    if len == 0 {
+        return Some(());
+    }
+    let inline = wqe.inline_data();
+    if !inline.is_empty() {
+        return each(Piece::Inline(inline.get(offset as usize..offset as usize + len)?));
+    }
+    let mut skip = offset;
+    let mut filled = 0;
+    for sge in wqe.sges() {
+        let sge_len = u64::from(sge.length);
+        if skip >= sge_len {
+            skip -= sge_len;
+            continue;
+        }
+        let span = regions.translate(sge.lkey, pdn, sge.addr, sge_len, 0).ok()?;
+        let take = ((sge_len - skip) as usize).min(len - filled);
+        each(Piece::Buffer { span, offset: skip as usize, len: take })?;
+        filled += take;
+        skip = 0;
+        if filled == len {
+            return Some(());
+        }
+    }
+    None
 }
 
 /// Copies the WQE's local data from message offset `offset` into `out`.
@@ -2132,50 +2248,93 @@ fn gather(
     offset: u64,
     out: &mut [u8],
 ) -> Option<()> {
-    if out.is_empty() {
-        return Some(());
-    }
-    let inline = wqe.inline_data();
-    if !inline.is_empty() {
-        out.copy_from_slice(inline.get(offset as usize..offset as usize + out.len())?);
-        return Some(());
-    }
-    let mut skip = offset;
     let mut filled = 0;
-    for sge in wqe.sges() {
-        let len = u64::from(sge.length);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let span = regions.translate(sge.lkey, pdn, sge.addr, len, 0).ok()?;
-        let take = ((len - skip) as usize).min(out.len() - filled);
-        span.read(skip as usize, &mut out[filled..filled + take]).ok()?;
-        filled += take;
-        skip = 0;
-        if filled == out.len() {
-            return Some(());
+    gather_pieces(wqe, regions, pdn, offset, out.len(), |piece| {
+        let len = match piece {
+            Piece::Inline(bytes) => {
+                out[filled..filled + bytes.len()].copy_from_slice(bytes);
+                bytes.len()
+            }
+            Piece::Buffer { span, offset, len } => {
+                span.read(offset, &mut out[filled..filled + len]).ok()?;
+                len
+            }
+        };
+        filled += len;
+        Some(())
+    })
+}
+
+/// Appends the WQE's local data from message offset `offset` to a ring record, as much as
+/// the record has room for, straight from the application's buffers.
+fn gather_into_record(
+    wqe: &SendWqe<'_>,
+    regions: &MemoryRegions,
+    pdn: u32,
+    offset: u64,
+    record: &mut RecordFiller<'_>,
+) -> Option<()> {
+    let len = record.remaining();
+    gather_pieces(wqe, regions, pdn, offset, len, |piece| match piece {
+        Piece::Inline(bytes) => record.append(bytes).ok(),
+        Piece::Buffer { span, offset, len } => span.copy_into_record(offset, len, record).ok(),
+    })
+}
+
+/// A packet's payload: copied out of the ring (a small record), or still in its record.
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Copied(&'a [u8]),
+    InRing { record: &'a RecordView<'a>, offset: usize, len: usize },
+}
+
+impl Payload<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Payload::Copied(bytes) => bytes.len(),
+            Payload::InRing { len, .. } => *len,
         }
     }
-    (filled == out.len()).then_some(())
+
+    /// Copies `len` bytes from payload offset `from` to `target` at `target_offset`.
+    fn copy_to(
+        &self,
+        from: usize,
+        len: usize,
+        target: &AppSpan,
+        target_offset: usize,
+    ) -> Result<(), OutOfSpan> {
+        match self {
+            Payload::Copied(bytes) => {
+                target.write(target_offset, bytes.get(from..from + len).ok_or(OutOfSpan)?)
+            }
+            Payload::InRing { record, offset, len: payload_len } => {
+                if from + len > *payload_len {
+                    return Err(OutOfSpan);
+                }
+                target.copy_from_record(target_offset, record, offset + from, len)
+            }
+        }
+    }
 }
 
 /// Copies `data` to message offset `offset` across `targets`. Err: it does not fit.
-fn scatter(targets: &[AppSpan], offset: u64, data: &[u8]) -> Result<(), ()> {
+fn scatter(targets: &[AppSpan], offset: u64, data: Payload<'_>) -> Result<(), ()> {
     let mut skip = offset as usize;
     let mut done = 0;
+    let total = data.len();
     for t in targets {
-        if done == data.len() {
+        if done == total {
             break;
         }
         if skip >= t.len() {
             skip -= t.len();
             continue;
         }
-        let take = (t.len() - skip).min(data.len() - done);
-        t.write(skip, &data[done..done + take]).map_err(|_| ())?;
+        let take = (t.len() - skip).min(total - done);
+        data.copy_to(done, take, t, skip).map_err(|_| ())?;
         done += take;
         skip = 0;
     }
-    if done == data.len() { Ok(()) } else { Err(()) }
+    if done == total { Ok(()) } else { Err(()) }
 }
