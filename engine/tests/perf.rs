@@ -256,6 +256,9 @@ impl NamespacePair {
             );
             steps.push(["-n", ns, "link", "set", dev, "up"].map(String::from).to_vec());
             steps.push(["-n", ns, "link", "set", "lo", "up"].map(String::from).to_vec());
+            // `ip netns exec` also needs to make a mount namespace, which some containers
+            // refuse even where the network namespace could be made.
+            steps.push(["netns", "exec", ns, "true"].map(String::from).to_vec());
         }
         for step in &steps {
             match Command::new("ip").args(step).output() {
