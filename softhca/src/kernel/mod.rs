@@ -37,6 +37,7 @@ use handles::{HandleTable, Object};
 use std::borrow::Cow;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use zerocopy::FromBytes;
 
@@ -53,6 +54,9 @@ use zerocopy::FromBytes;
 pub struct Uverbs {
     device: Arc<Device>,
     file: Mutex<File>,
+    /// UAR pages of the file's context (0 before GET_CONTEXT): what the doorbell entry
+    /// point checks a store against without taking the file lock on every post.
+    uar_pages: AtomicUsize,
 }
 
 /// What the kernel keeps per `struct ib_uverbs_file`.
@@ -216,7 +220,7 @@ const EX_HDR: usize = size_of::<ExCmdHdr>();
 impl Uverbs {
     /// Opens the device (`ib_uverbs_open`): a file with no context yet.
     pub fn open(device: Arc<Device>) -> Result<Uverbs, Errno> {
-        Ok(Uverbs { device, file: Mutex::new(File::default()) })
+        Ok(Uverbs { device, file: Mutex::new(File::default()), uar_pages: AtomicUsize::new(0) })
     }
 
     /// The device this file is open on.
@@ -242,8 +246,11 @@ impl Uverbs {
             split_legacy(buf, hdr, &method)?
         };
         let mut file = self.lock();
-        (method.handler)(&mut Session { dev: &self.device, file: &mut file }, &call)?;
-        Ok(buf.len())
+        let done = (method.handler)(&mut Session { dev: &self.device, file: &mut file }, &call);
+        // A context, once made, stays for the file's life (one per file).
+        let pages = file.context.as_ref().map_or(0, |ctx| ctx.uar.count());
+        self.uar_pages.store(pages, Ordering::Release);
+        done.map(|()| buf.len())
     }
 
     /// Maps a UAR page (`mlx5_ib_mmap`): `pgoff` is the mmap offset in pages,
@@ -264,11 +271,7 @@ impl Uverbs {
     /// and a read-back could see another thread's later store, losing this one, where the
     /// device sees every store.
     pub fn doorbell_rung(&self, uar_page: u32, offset: u32, stored: [u8; 8]) {
-        let page_exists = self
-            .lock()
-            .context
-            .as_ref()
-            .is_some_and(|ctx| ctx.uar.page(uar_page as usize).is_some());
+        let page_exists = (uar_page as usize) < self.uar_pages.load(Ordering::Acquire);
         let offset = offset as usize;
         if !page_exists || offset + 8 > mlx5::ADAPTER_PAGE_SIZE {
             return;
