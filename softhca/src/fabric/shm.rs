@@ -93,6 +93,15 @@ impl SharedMapping {
         }
     }
 
+    /// The address of `offset`, once `offset..offset+len` is checked to lie inside the
+    /// mapping (which stays mapped while `&self` lives). No reference is formed.
+    #[inline]
+    fn range_ptr(&self, offset: usize, len: usize) -> Result<*mut u8, OutOfBounds> {
+        self.checked_range(offset, len)?;
+        // SAFETY: offset <= offset + len <= self.len: inside (or one past) the mapping.
+        Ok(unsafe { self.base.as_ptr().add(offset) })
+    }
+
     fn assert_word(&self, offset: usize, size: usize) {
         assert!(
             offset % size == 0 && self.checked_range(offset, size).is_ok(),
@@ -137,10 +146,9 @@ impl SharedMapping {
         if offset % 8 != 0 {
             return Err(OutOfBounds { offset, len, mapping_len: self.len });
         }
-        self.checked_range(offset, len)?;
-        // SAFETY: offset..offset+len is inside the mapping and 8-aligned (checked above;
-        // the mapping is page-aligned), so every word read is in bounds and aligned.
-        let src = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        // Inside the mapping, and 8-aligned (the mapping is page-aligned): every word read
+        // is in bounds and aligned.
+        let src = self.range_ptr(offset, len)?.cast::<u64>();
         for (i, word) in dst.iter_mut().enumerate() {
             // SAFETY: i < dst.len(): inside the checked range.
             *word = unsafe { src.add(i).read_volatile() };
@@ -151,9 +159,7 @@ impl SharedMapping {
     /// Copies `dst.len()` bytes starting at `offset` out of the mapping (volatile loads:
     /// 8 bytes at a time where the shared side is aligned).
     pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {
-        self.checked_range(offset, dst.len())?;
-        // SAFETY: offset..offset+len is inside the mapping (checked above).
-        let src = unsafe { self.base.as_ptr().add(offset) };
+        let src = self.range_ptr(offset, dst.len())?;
         let mut i = 0;
         while i < dst.len() && (src as usize + i) % 8 != 0 {
             // SAFETY: i < len, so src+i is inside the checked range.
@@ -177,9 +183,7 @@ impl SharedMapping {
     /// Copies `src` into the mapping at `offset` (volatile stores, 8 bytes at a time where
     /// the shared side is aligned).
     pub(crate) fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<(), OutOfBounds> {
-        self.checked_range(offset, src.len())?;
-        // SAFETY: offset..offset+len is inside the mapping (checked above).
-        let dst = unsafe { self.base.as_ptr().add(offset) };
+        let dst = self.range_ptr(offset, src.len())?;
         let mut i = 0;
         while i < src.len() && (dst as usize + i) % 8 != 0 {
             // SAFETY: i < len, inside the checked range.
@@ -216,11 +220,10 @@ impl SharedMapping {
         src: *const u8,
         len: usize,
     ) -> Result<(), OutOfBounds> {
-        self.checked_range(offset, len)?;
-        // SAFETY: offset..offset+len is inside the mapping (checked above), which stays
-        // mapped while `&self` lives; the caller vouches for the source; `copy` tolerates
-        // overlap; no reference to either side is formed.
-        unsafe { std::ptr::copy(src, self.base.as_ptr().add(offset), len) };
+        let dst = self.range_ptr(offset, len)?;
+        // SAFETY: the destination is inside the mapping (`range_ptr`); the caller vouches
+        // for the source; `copy` tolerates overlap; no reference to either side is formed.
+        unsafe { std::ptr::copy(src, dst, len) };
         Ok(())
     }
 
@@ -229,10 +232,9 @@ impl SharedMapping {
     /// Release store (so, as for bulk payload, no word-by-word volatile stores).
     #[inline]
     pub(crate) fn zero_bytes(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
-        self.checked_range(offset, len)?;
-        // SAFETY: offset..offset+len is inside the mapping (checked above), which stays
-        // mapped while `&self` lives; no reference into it is formed.
-        unsafe { std::ptr::write_bytes(self.base.as_ptr().add(offset), 0, len) };
+        let dst = self.range_ptr(offset, len)?;
+        // SAFETY: inside the mapping (`range_ptr`); no reference into it is formed.
+        unsafe { std::ptr::write_bytes(dst, 0, len) };
         Ok(())
     }
 
@@ -248,9 +250,9 @@ impl SharedMapping {
         dst: *mut u8,
         len: usize,
     ) -> Result<(), OutOfBounds> {
-        self.checked_range(offset, len)?;
+        let src = self.range_ptr(offset, len)?;
         // SAFETY: as in `copy_in_raw`, with the caller vouching for the destination.
-        unsafe { std::ptr::copy(self.base.as_ptr().add(offset), dst, len) };
+        unsafe { std::ptr::copy(src, dst, len) };
         Ok(())
     }
 }
