@@ -63,8 +63,7 @@ fn connected_pair() -> (Verbs, Pd, Cq, Cq, Qp, Qp) {
     let cq_b = v.create_cq(63, None, 0xb);
     let a = v.create_qp(&pd, &cq_a, &cq_a, None, QpCaps::default());
     let b = v.create_qp(&pd, &cq_b, &cq_b, None, QpCaps::default());
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    v.connect_pair(&a, &b);
     (v, pd, cq_a, cq_b, a, b)
 }
 
@@ -182,8 +181,7 @@ fn completion_channel_fires_once_per_arm() {
     let mut scq = v.create_cq(15, None, 0x5c);
     let mut a = v.create_qp(&pd, &scq, &scq, None, QpCaps::default());
     let mut b = v.create_qp(&pd, &scq, &rcq, None, QpCaps::default());
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    v.connect_pair(&a, &b);
     let mr = v.reg_mr(&pd, 4096, LOCAL);
     for i in 0..8 {
         v.post_recv(&mut b, &[mr.sge(64 * i, 64)]);
@@ -277,8 +275,7 @@ fn arms_of_two_cqs_through_the_shared_doorbell_are_both_seen() {
     let mut scq = v.create_cq(15, None, 0x5c);
     let mut a = v.create_qp(&pd, &scq, &rcq_a, None, QpCaps::default());
     let mut b = v.create_qp(&pd, &scq, &rcq_b, None, QpCaps::default());
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    v.connect_pair(&a, &b);
     let mr = v.reg_mr(&pd, 4096, LOCAL);
     v.post_recv(&mut a, &[mr.sge(0, 64)]);
     v.post_recv(&mut b, &[mr.sge(64, 64)]);
@@ -327,10 +324,8 @@ fn srq_shared_by_two_qps_with_limit_and_last_wqe_events() {
     let mut r2 = v.create_qp(&pd, &scq, &scq, None, caps);
     let s1 = v.create_qp(&pd, &rcq, &rcq, Some(&srq), caps);
     let s2 = v.create_qp(&pd, &rcq, &rcq, Some(&srq), caps);
-    v.connect(&r1, s1.qpn);
-    v.connect(&s1, r1.qpn);
-    v.connect(&r2, s2.qpn);
-    v.connect(&s2, r2.qpn);
+    v.connect_pair(&r1, &s1);
+    v.connect_pair(&r2, &s2);
 
     // Arm the limit: an event once fewer than 3 posted WQEs remain.
     v.modify_srq_limit(&srq, 3).expect("MODIFY_SRQ LIMIT");
@@ -407,8 +402,7 @@ fn modify_qp_to_err_flushes_every_outstanding_receive_in_order() {
     let mut a = v.create_qp(&pd, &cq_a, &cq_a, None, caps);
     let mut b = v.create_qp(&pd, &cq_b, &cq_b, None, caps);
     assert_eq!(b.rq_wqe_cnt, 8);
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    v.connect_pair(&a, &b);
     let mr = v.reg_mr(&pd, 4096, LOCAL);
 
     // Fill the RQ, consume 6 entries, post 4 more: the ring wraps, entries 6, 7, 0..3 wait.
@@ -473,8 +467,7 @@ fn a_qp_the_hardware_moved_to_err_stays_there_until_reset_and_then_works_again()
     v.reset(&mut a);
     v.reset(&mut b);
     assert_eq!(v.query_qp(&a).qp_state, qp_state::RESET);
-    v.connect(&a, b.qpn);
-    v.connect(&b, a.qpn);
+    v.connect_pair(&a, &b);
     let r = v.post_recv(&mut b, &[remote.sge(0, 64)]);
     local.write(0, b"again!!!");
     let s = v.post_send(&mut a, &[send(vec![local.sge(0, 8)])]);

@@ -561,6 +561,12 @@ impl Verbs {
         self.cmd(cmd::MODIFY_QP, m.as_bytes(), &[], 0).map(drop)
     }
 
+    /// Connects `a` and `b` to each other (each as [`Verbs::connect`]).
+    pub fn connect_pair(&self, a: &Qp, b: &Qp) {
+        self.connect(a, b.qpn);
+        self.connect(b, a.qpn);
+    }
+
     /// RESET→INIT→RTR→RTS towards `dest_qpn` on this device (loopback: dgid = our GID),
     /// with the masks the kernel requires for RC and every remote right.
     pub fn connect(&self, qp: &Qp, dest_qpn: u32) {
