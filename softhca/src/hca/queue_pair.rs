@@ -2140,13 +2140,34 @@ impl QueuePair {
 /// Parses a whole packet record of kind `kind` from `src_qpn`: its header and where its
 /// payload starts. `None`: malformed (the same checks as a record read piecewise).
 fn parse_packet(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<(PacketHeader, usize)> {
+    decode_packet_header(kind, bytes, bytes.len(), src_qpn)
+}
+
+/// As [`parse_packet`], for a record still in the ring: its header, copied out, and where
+/// its payload starts in the record.
+fn read_packet_header(record: &RecordView<'_>, src_qpn: u32) -> Option<(PacketHeader, usize)> {
+    let mut prefix = [0u8; size_of::<PacketHeader>()];
+    let n = record.len().min(prefix.len());
+    record.read(0, &mut prefix[..n]).ok()?;
+    decode_packet_header(record.kind(), &prefix[..n], record.len(), src_qpn)
+}
+
+/// The header of a packet record of kind `kind` and `record_len` bytes from `src_qpn`,
+/// given the record's first bytes (`prefix`, at least a header's worth if the record
+/// has them), and where its payload starts. `None`: malformed.
+fn decode_packet_header(
+    kind: u16,
+    prefix: &[u8],
+    record_len: usize,
+    src_qpn: u32,
+) -> Option<(PacketHeader, usize)> {
     if kind & 0xff00 == wire::COMPACT_RECORD {
         const C: usize = size_of::<CompactHeader>();
-        let payload_len = bytes.len().checked_sub(C)?;
+        let payload_len = record_len.checked_sub(C)?;
         if payload_len > SEGMENT_BYTES {
             return None;
         }
-        let header = CompactHeader::read_from_bytes(bytes.get(..C)?).ok()?.expand(
+        let header = CompactHeader::read_from_bytes(prefix.get(..C)?).ok()?.expand(
             kind as u8,
             src_qpn,
             payload_len,
@@ -2154,40 +2175,12 @@ fn parse_packet(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<(PacketHeader, 
         return Some((header, C));
     }
     const H: usize = size_of::<PacketHeader>();
-    let header = PacketHeader::read_from_bytes(bytes.get(..H)?).ok()?;
-    if header.payload_len as usize != bytes.len() - H || header.payload_len as usize > SEGMENT_BYTES
+    let header = PacketHeader::read_from_bytes(prefix.get(..H)?).ok()?;
+    if header.payload_len as usize != record_len - H || header.payload_len as usize > SEGMENT_BYTES
     {
         return None;
     }
     Some((header, H))
-}
-
-/// As [`parse_packet`], for a record still in the ring: its header, copied out, and where
-/// its payload starts in the record.
-fn read_packet_header(record: &RecordView<'_>, src_qpn: u32) -> Option<(PacketHeader, usize)> {
-    if record.kind() & 0xff00 == wire::COMPACT_RECORD {
-        let mut c = [0u8; size_of::<CompactHeader>()];
-        record.read(0, &mut c).ok()?;
-        let payload_len = record.len() - c.len();
-        if payload_len > SEGMENT_BYTES {
-            return None;
-        }
-        let header = CompactHeader::read_from_bytes(&c).ok()?.expand(
-            record.kind() as u8,
-            src_qpn,
-            payload_len,
-        )?;
-        return Some((header, c.len()));
-    }
-    let mut h = [0u8; size_of::<PacketHeader>()];
-    record.read(0, &mut h).ok()?;
-    let header = PacketHeader::read_from_bytes(&h).ok()?;
-    if header.payload_len as usize != record.len() - h.len()
-        || header.payload_len as usize > SEGMENT_BYTES
-    {
-        return None;
-    }
-    Some((header, h.len()))
 }
 
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
