@@ -469,34 +469,23 @@ impl RingProducer {
         header: &[u8],
         payload: &[&[u8]],
     ) -> Result<(), PushError> {
-        if kind == lay::KIND_PAD {
-            return Err(PushError::ReservedKind);
-        }
-        let max = self.max_record_len();
-        let len = payload
-            .iter()
-            .try_fold(header.len(), |sum, part| sum.checked_add(part.len()))
-            .filter(|&len| len <= max)
-            .ok_or_else(|| PushError::TooLarge {
-                len: payload.iter().fold(header.len(), |sum, part| sum.saturating_add(part.len())),
-                max,
-            })?;
-        let (base, needed) = self.reserve(lay::RECORD_HEADER_BYTES + round_up_8(len))?;
-        let mut at = base + lay::RECORD_HEADER_BYTES;
-        for part in std::iter::once(header).chain(payload.iter().copied()) {
-            // In bounds by construction: the record fits before the end of the area.
-            let written = self.map.write_bytes(at, part);
-            debug_assert!(written.is_ok(), "record overran the ring area");
-            at += part.len();
-        }
-        self.publish(base, needed, len, kind);
-        Ok(())
+        let payload_len = payload.iter().fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        self.try_push_filled(kind, header, payload_len, |record| {
+            payload.iter().try_for_each(|part| record.append(part))
+        })
+        .map_err(|e| match e {
+            FilledPushError::Ring(e) => e,
+            // The parts are exactly the announced length: an append cannot overflow.
+            FilledPushError::Fill(overflow) => {
+                PushError::Unfilled { filled: payload_len - overflow.remaining, len: payload_len }
+            }
+        })
     }
 
     /// Appends one record: `header`, then `payload_len` bytes that `fill` appends straight
     /// into the ring (a gather from application memory, say: no intermediate buffer).
-    /// Published as [`Self::try_push`] publishes, once `fill` returned success having
-    /// appended exactly `payload_len` bytes. If it fails (or comes up short) nothing is
+    /// Published with a Release store of the tail once `fill` returned success having
+    /// appended exactly `payload_len` bytes ([`Self::try_push`] is this with slices). If it fails (or comes up short) nothing is
     /// published and every byte written is zeroed again, so the space reads as unused
     /// (see "Headers"); the next push reuses it.
     pub fn try_push_filled<E>(
