@@ -1259,9 +1259,10 @@ impl QueuePair {
             .count()
     }
 
-    /// `header` as it goes out with `payload_len` bytes: with the ACK the responder side
-    /// owes riding on a request, saving a packet (then the second value is true).
-    fn outgoing_header(&self, header: &PacketHeader, payload_len: usize) -> (PacketHeader, bool) {
+    /// `header` as it goes out with `payload_len` bytes, in its wire form: with the ACK the
+    /// responder side owes riding on a request, saving a packet (then the second value is
+    /// true).
+    fn outgoing_header(&self, header: &PacketHeader, payload_len: usize) -> (WireHeader, bool) {
         let mut h = *header;
         h.payload_len = payload_len as u32;
         let piggyback = h.kind < kind::ACK && self.deferred_ack.is_some();
@@ -1269,7 +1270,7 @@ impl QueuePair {
             h.flags |= flag::ACK_PIGGYBACK;
             h.ack_psn = self.deferred_ack.map(|(psn, _)| psn).unwrap_or_default();
         }
-        (h, piggyback)
+        (WireHeader::new(&h, payload_len), piggyback)
     }
 
     /// Book-keeping after a push attempt; returns `pushed`.
@@ -1290,12 +1291,8 @@ impl QueuePair {
         payload_len: usize,
         fill: impl FnOnce(&mut RecordFiller<'_>) -> Option<()>,
     ) -> Option<bool> {
-        let (h, piggyback) = self.outgoing_header(header, payload_len);
-        let compact = CompactHeader::compact(&h, payload_len);
-        let (kind, header_bytes) = match &compact {
-            Some(c) => (wire::COMPACT_RECORD | u16::from(h.kind), c.as_bytes()),
-            None => (u16::from(h.kind), h.as_bytes()),
-        };
+        let (wire_header, piggyback) = self.outgoing_header(header, payload_len);
+        let (kind, header_bytes) = (wire_header.record_kind(), wire_header.bytes());
         let filled = self
             .link
             .outbound
@@ -1309,13 +1306,9 @@ impl QueuePair {
     }
 
     fn push(&mut self, header: &PacketHeader, payload: &[u8]) -> bool {
-        let (h, piggyback) = self.outgoing_header(header, payload.len());
+        let (wire_header, piggyback) = self.outgoing_header(header, payload.len());
         let outbound = &mut self.link.outbound;
-        let compact = CompactHeader::compact(&h, payload.len());
-        let (kind, header_bytes) = match &compact {
-            Some(c) => (wire::COMPACT_RECORD | u16::from(h.kind), c.as_bytes()),
-            None => (u16::from(h.kind), h.as_bytes()),
-        };
+        let (kind, header_bytes) = (wire_header.record_kind(), wire_header.bytes());
         let len = header_bytes.len() + payload.len();
         let pushed = if len <= SMALL_RECORD_BYTES {
             let mut words = [0u64; SMALL_RECORD_WORDS];
@@ -2181,6 +2174,37 @@ fn decode_packet_header(
         return None;
     }
     Some((header, H))
+}
+
+/// A packet header in the form it goes into a ring record: the 16-byte compact header when
+/// it says everything, else the whole one.
+enum WireHeader {
+    Compact(CompactHeader, u8),
+    Full(PacketHeader),
+}
+
+impl WireHeader {
+    fn new(h: &PacketHeader, payload_len: usize) -> WireHeader {
+        match CompactHeader::compact(h, payload_len) {
+            Some(c) => WireHeader::Compact(c, h.kind),
+            None => WireHeader::Full(*h),
+        }
+    }
+
+    /// The record's kind: the packet kind, marked compact if it is.
+    fn record_kind(&self) -> u16 {
+        match self {
+            WireHeader::Compact(_, kind) => wire::COMPACT_RECORD | u16::from(*kind),
+            WireHeader::Full(h) => u16::from(h.kind),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            WireHeader::Compact(c, _) => c.as_bytes(),
+            WireHeader::Full(h) => h.as_bytes(),
+        }
+    }
 }
 
 /// WQEBBs a WQE of `ds` 16-byte units occupies.
