@@ -236,6 +236,22 @@ impl Tables {
         }
     }
 
+    /// Runs a pass of each QP in `qpns` once, in QPN order (a QP can be there twice: a
+    /// polled ring and a pending slot, say).
+    #[inline(always)]
+    fn run_each_once(&mut self, qpns: &mut [u32]) {
+        if qpns.len() > 1 {
+            qpns.sort_unstable();
+        }
+        let mut last = None;
+        for &qpn in qpns.iter() {
+            if last != Some(qpn) {
+                last = Some(qpn);
+                self.with_qp(qpn, |qp, hw| qp.run_pass(hw));
+            }
+        }
+    }
+
     /// Starts polling the inbound ring of `qpn`, which just had records (unless the list
     /// is full).
     fn start_polling(&mut self, qpn: u32) {
@@ -356,6 +372,15 @@ impl Background {
         };
         t.published_earliest = t.earliest;
         self.earliest_ns.store(ns, Ordering::Release);
+    }
+
+    /// Records whether some inbound ring is polled directly (every pass must then look).
+    #[inline(always)]
+    fn note_polling(&self, t: &Tables) {
+        let polling = !t.polled.is_empty();
+        if self.polling.load(Ordering::Relaxed) != polling {
+            self.polling.store(polling, Ordering::Relaxed);
+        }
     }
 
     /// Some QP needs every pass.
@@ -650,10 +675,7 @@ impl Engine {
                 }
             }
         }
-        let polling = !t.polled.is_empty();
-        if self.background.polling.load(Ordering::Relaxed) != polling {
-            self.background.polling.store(polling, Ordering::Relaxed);
-        }
+        self.background.note_polling(&t);
         if errored {
             t.receives_to_flush(&mut work);
         }
@@ -667,15 +689,7 @@ impl Engine {
             t.work = work;
             return false;
         }
-        if work.len() > 1 {
-            work.sort_unstable();
-            work.dedup();
-        }
-        for &qpn in &work {
-            t.with_qp(qpn, |qp, hw| {
-                qp.run_pass(hw);
-            });
-        }
+        t.run_each_once(&mut work);
         t.work = work;
         self.background.publish(&mut t);
         new_completions_possible
@@ -693,25 +707,12 @@ impl Engine {
             found[n] = qpn;
             n += 1;
         });
-        let polling = !t.polled.is_empty();
-        if self.background.polling.load(Ordering::Relaxed) != polling {
-            self.background.polling.store(polling, Ordering::Relaxed);
-        }
-        let found = &mut found[..n];
-        if found.is_empty() {
+        self.background.note_polling(t);
+        if n == 0 {
             // An idle look at the polled rings: no list changed, nothing to publish.
             return false;
         }
-        if found.len() > 1 {
-            found.sort_unstable();
-        }
-        let mut last = None;
-        for &qpn in found.iter() {
-            if last != Some(qpn) {
-                last = Some(qpn);
-                t.with_qp(qpn, |qp, hw| qp.run_pass(hw));
-            }
-        }
+        t.run_each_once(&mut found[..n]);
         self.background.publish(t);
         true
     }
