@@ -408,8 +408,9 @@ fn wrap(ring: DevPtr, parity: u8) -> (DevPtr, u8) {
 }
 
 /// One CQE into `wc`; false for entries that complete nothing (a resize marker, a
-/// detached QP's leftovers). The requester's success, the commonest, is decoded here; the
-/// rest out of line, so the polling loop keeps its values in registers.
+/// detached QP's leftovers). The commonest, a requester's success with no byte count (a
+/// SEND, an RDMA WRITE), is decoded here; the rest out of line, so the polling loop keeps
+/// its values in registers.
 #[inline(always)]
 fn decode(
     qps: &[Option<Arc<QpCompletions>>],
@@ -420,22 +421,19 @@ fn decode(
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
     let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
     let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
-    if op_own >> 4 != cqe_opcode::REQ {
-        return decode_other(qp, cqe, op_own, wc);
-    }
-    let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
-    let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
-    let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
-    let byte_len = match len {
-        ReqLen::Zero => 0,
-        ReqLen::Eight => 8,
-        ReqLen::ByteCount => u32::from_be(unsafe { cqe.read_u32(44) }),
+    // The WQE's opcode is the top byte of sop_drop_qpn (byte 56), read on its own so the
+    // table needs no shift or mask.
+    let opcode = match REQUESTER_NO_BYTE_COUNT[usize::from(unsafe { cqe.read_u8(56) })] {
+        Some(opcode) if op_own >> 4 == cqe_opcode::REQ => opcode,
+        _ => return decode_other(qp, cqe, op_own, wc),
     };
+    let qpn = u32::from_be(unsafe { cqe.read_u32(56) }) & 0x00ff_ffff;
+    let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
     // The whole completion at once: a few wide stores.
     *wc = WorkCompletion {
         wr_id: qp.send.complete(wqe_counter),
-        byte_len,
-        qpn: sop_qpn & 0x00ff_ffff,
+        byte_len: 0,
+        qpn,
         src_qp: 0,
         imm_data: 0,
         status: WcStatus::Success,
@@ -447,8 +445,8 @@ fn decode(
     true
 }
 
-/// A CQE other than a requester's success: a receive, an error, or one that completes
-/// nothing (false).
+/// A CQE [`decode`] leaves: a requester's success with a byte count (RDMA READ, atomics),
+/// a receive, an error, or one that completes nothing (false).
 #[inline(never)]
 fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
@@ -486,6 +484,21 @@ fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkComple
         };
         return true;
     }
+    if op == cqe_opcode::REQ {
+        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
+        *wc = WorkCompletion {
+            wr_id: qp.send.complete(wqe_counter),
+            byte_len: match len {
+                ReqLen::Zero => 0,
+                ReqLen::Eight => 8,
+                ReqLen::ByteCount => u32::from_be(unsafe { cqe.read_u32(44) }),
+            },
+            qpn,
+            opcode,
+            ..WorkCompletion::default()
+        };
+        return true;
+    }
     if op == cqe_opcode::REQ_ERR || op == cqe_opcode::RESP_ERR {
         let syndrome = unsafe { cqe.read_u8(55) };
         let (wr_id, opcode) = if op == cqe_opcode::REQ_ERR {
@@ -517,6 +530,20 @@ enum ReqLen {
     Eight,
     ByteCount,
 }
+
+/// [`REQUESTER`]'s opcodes whose completion reports no byte count, indexed by the whole
+/// opcode byte; `None` for the others (decoded out of line).
+const REQUESTER_NO_BYTE_COUNT: [Option<WcOpcode>; 256] = {
+    let mut t = [None; 256];
+    let mut i = 0;
+    while i < REQUESTER.len() {
+        if let (opcode, ReqLen::Zero) = REQUESTER[i] {
+            t[i] = Some(opcode);
+        }
+        i += 1;
+    }
+    t
+};
 
 /// The completion opcode and byte length of a requester CQE, by the mlx5 opcode of its WQE
 /// (the top byte of sop_drop_qpn; the opcodes posted here are all below 0x40).
