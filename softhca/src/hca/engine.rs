@@ -142,8 +142,9 @@ struct Tables {
     scratch: Vec<u8>,
     /// Reused list of the QPs one pass visits.
     work: Vec<u32>,
-    /// `earliest` as last published in [`Background::earliest_ns`].
-    published_earliest: Option<Instant>,
+    /// `earliest` or the `errored` list may have changed since the last
+    /// [`Background::publish`] (which then looks at them; most passes change neither).
+    unpublished: bool,
     /// QPs whose inbound ring we poll (producers skip notifying us), with the passes since
     /// each last had records. See `fabric/wake.rs`, "Polled rings".
     polled: Vec<(u32, u32)>,
@@ -176,6 +177,7 @@ impl Tables {
             } else {
                 self.errored.retain(|&q| q != qpn);
             }
+            self.unpublished = true;
         }
         // Every pass, or at a deadline, or only when told (a doorbell, a packet).
         if qp.needs_every_pass() {
@@ -192,6 +194,7 @@ impl Tables {
             }
             if self.earliest.is_none_or(|e| at < e) {
                 self.earliest = Some(at);
+                self.unpublished = true;
             }
         }
         if qp.on_always_list {
@@ -207,6 +210,7 @@ impl Tables {
         self.slots.retain(|_, q| *q != qpn);
         self.always.retain(|&q| q != qpn);
         self.errored.retain(|&q| q != qpn);
+        self.unpublished = true;
         self.timers.retain(|&q| q != qpn);
         self.polled.retain(|&(q, _)| q != qpn);
     }
@@ -310,6 +314,7 @@ impl Tables {
             return;
         }
         self.earliest = None;
+        self.unpublished = true;
         let mut i = 0;
         while i < self.timers.len() {
             let qpn = self.timers[i];
@@ -369,20 +374,19 @@ impl Background {
         if self.always.load(Ordering::Relaxed) != always {
             self.always.store(always, Ordering::Release);
         }
+        if !std::mem::take(&mut t.unpublished) {
+            return;
+        }
         let errored = !t.errored.is_empty();
         if self.errored.load(Ordering::Relaxed) != errored {
             self.errored.store(errored, Ordering::Release);
         }
-        let ns = match t.earliest {
-            Some(at) if Some(at) != t.published_earliest => {
-                at.saturating_duration_since(self.epoch).as_nanos() as u64
-            }
-            Some(_) => return,
-            None if t.published_earliest.is_none() => return,
-            None => u64::MAX,
-        };
-        t.published_earliest = t.earliest;
-        self.earliest_ns.store(ns, Ordering::Release);
+        let ns = t
+            .earliest
+            .map_or(u64::MAX, |at| at.saturating_duration_since(self.epoch).as_nanos() as u64);
+        if self.earliest_ns.load(Ordering::Relaxed) != ns {
+            self.earliest_ns.store(ns, Ordering::Release);
+        }
     }
 
     /// Records whether some inbound ring is polled directly (every pass must then look).
@@ -463,7 +467,7 @@ impl Engine {
                 timers: Vec::new(),
                 earliest: None,
                 last_clock: Instant::now(),
-                published_earliest: None,
+                unpublished: false,
                 polled: Vec::new(),
                 peers: HashMap::new(),
                 scratch: Vec::new(),
