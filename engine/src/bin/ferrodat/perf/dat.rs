@@ -18,14 +18,14 @@
 //! EVDs (receive and request) instead of up to 16 per poll of one CQ.
 //!
 //! The end of a test is in band: a SEND of no bytes (a receive of length 0), or for the
-//! WRITE ping-pong the value [`STOP_SEQ`] written.
+//! WRITE ping-pong the value [`STOP_SEQ`](super::rdma::STOP_SEQ) written.
 
 use super::control::{Control, DatInfo, Job};
-use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use super::rdma::{
-    DST_OFF, LAT_LEN, LAT_OFF, MAX_MESSAGE, MR_LEN, RECV_OFF, RECV_SLOT, RECV_SLOTS, SIGNAL_EVERY,
-    SRC_OFF, STALL, STOP_SEQ, WINDOW, check_size,
+    DST_OFF, LAT_LEN, LAT_OFF, MR_LEN, RECV_OFF, RECV_SLOT, RECV_SLOTS, SIGNAL_EVERY, SRC_OFF,
+    STALL,
 };
+use super::workload::{Counts, PerfSide};
 use ferrodat_abi::dat::{completion_flags, dto_status, dtos, evd_flags, event, mem_priv, ret};
 use ferrodat_engine::dto::DtoCompletion;
 use ferrodat_engine::ep::{Ep, EpAttr};
@@ -71,15 +71,8 @@ pub struct Side {
     psp: Option<(Psp, Evd)>,
     /// The peer's LMR.
     peer: Option<(u64, u32)>,
-    /// Requests posted, and of those signalled.
-    posted: u64,
-    signalled: u64,
-    /// Completions seen: signalled requests (READs included), READs, receives.
-    sends_done: u64,
-    reads_done: u64,
-    recvs: u64,
-    /// A receive of no bytes came (the peer's stop).
-    stopped: bool,
+    /// What the completions said (`stopped`: a receive of no bytes came).
+    counts: Counts,
 }
 
 fn dat(what: &str) -> impl Fn(DatError) -> String + '_ {
@@ -122,12 +115,7 @@ impl Side {
             conn_evd,
             psp: None,
             peer: None,
-            posted: 0,
-            signalled: 0,
-            sends_done: 0,
-            reads_done: 0,
-            recvs: 0,
-            stopped: false,
+            counts: Counts::default(),
         };
         for slot in 0..RECV_SLOTS {
             side.post_recv(slot)?;
@@ -265,58 +253,11 @@ impl Side {
         match c.operation {
             dtos::RECEIVE => {
                 self.post_recv(c.user_cookie)?;
-                self.recvs += 1;
-                if c.transfered_length == 0 {
-                    self.stopped = true;
-                }
+                self.counts.received(c.transfered_length == 0);
             }
-            dtos::RDMA_READ => {
-                self.reads_done += 1;
-                self.sends_done += 1;
-            }
-            _ => self.sends_done += 1,
+            op => self.counts.request_done(op == dtos::RDMA_READ),
         }
         Ok(())
-    }
-
-    /// One look for completions: the receive EVD if `recv`, the request EVD while a
-    /// signalled request is outstanding. Returns how many it took.
-    fn pump(&mut self, recv: bool) -> Result<usize, String> {
-        let mut n = 0;
-        if recv && self.take(true)? {
-            n += 1;
-        }
-        if self.signalled > self.sends_done && self.take(false)? {
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    /// Pumps until `done` holds; gives up after [`STALL`] without it.
-    fn wait_until(
-        &mut self,
-        what: &str,
-        recv: bool,
-        done: impl Fn(&Self) -> bool,
-    ) -> Result<(), String> {
-        let mut idle = 0u32;
-        let mut since: Option<Instant> = None;
-        loop {
-            if done(self) {
-                return Ok(());
-            }
-            if self.pump(recv)? == 0 {
-                idle += 1;
-                if idle % 4096 == 0 && since.get_or_insert_with(Instant::now).elapsed() > STALL {
-                    return Err(format!(
-                        "waited {} s for {what}: the peer stopped answering (see its output)",
-                        STALL.as_secs()
-                    ));
-                }
-            } else {
-                since = None;
-            }
-        }
     }
 
     /// Posts one request with `post(ep, cookie, flags)`: signalled if `signal` or every
@@ -326,12 +267,12 @@ impl Side {
         signal: bool,
         post: impl Fn(&Ep, u64, u32) -> DatResult<()>,
     ) -> Result<(), String> {
-        self.posted += 1;
-        let signal = signal || self.posted % SIGNAL_EVERY == 0;
+        self.counts.posted += 1;
+        let signal = signal || self.counts.posted % SIGNAL_EVERY == 0;
         let flags = if signal { 0 } else { completion_flags::SUPPRESS };
         let mut since: Option<Instant> = None;
         loop {
-            match post(&self.ep, self.posted, flags) {
+            match post(&self.ep, self.counts.posted, flags) {
                 Ok(()) => break,
                 Err(e) if e.return_type() == ret::INSUFFICIENT_RESOURCES => {
                     if self.pump(false)? == 0
@@ -344,49 +285,81 @@ impl Side {
             }
         }
         if signal {
-            self.signalled += 1;
+            self.counts.signalled += 1;
         }
         Ok(())
     }
+}
 
-    /// Waits until every signalled request so far has completed.
-    fn quiesce(&mut self) -> Result<(), String> {
-        let want = self.signalled;
-        self.wait_until("the last request completions", false, |s| s.sends_done >= want)
+impl PerfSide for Side {
+    /// The source area's triplet and the peer's target area.
+    type Transfer = ([LmrTriplet; 1], RmrTriplet);
+
+    fn start_job(ctl: &mut Control, job: Job) -> Result<(), String> {
+        ctl.start_dat_job(job)
     }
 
-    /// A SEND of `size` bytes from the source area (none: the stop).
+    fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    fn counts_mut(&mut self) -> &mut Counts {
+        &mut self.counts
+    }
+
+    /// One look for completions: the receive EVD if `recv`, the request EVD while a
+    /// signalled request is outstanding.
+    fn pump(&mut self, recv: bool) -> Result<usize, String> {
+        let mut n = 0;
+        if recv && self.take(true)? {
+            n += 1;
+        }
+        if self.counts.signalled > self.counts.sends_done && self.take(false)? {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// A SEND of `size` bytes from the source area.
     fn send(&mut self, size: usize) -> Result<(), String> {
         let local = if size == 0 { Vec::new() } else { vec![self.triplet(SRC_OFF, size)?] };
         self.post(false, |ep, cookie, flags| ep.post_send(&local, cookie, flags))
             .map_err(|e| format!("dat_ep_post_send: {e}"))
     }
 
-    /// One SEND and its answer.
-    fn send_round_trip(&mut self, size: usize) -> Result<(), String> {
-        let want = self.recvs + 1;
-        self.send(size)?;
-        self.wait_until("the answer to a SEND", true, |s| s.recvs >= want)
+    /// A SEND of no bytes.
+    fn send_stop(&mut self) -> Result<(), String> {
+        self.send(0)
     }
 
-    /// The sequence number in the last 8 bytes of a `size`-byte landing message.
-    fn landed(&self, size: usize) -> u64 {
-        let mut v = [0u8; 8];
-        // In bounds: write_lat_size checked `size` when the test started.
-        match self.lmr.read(LAT_OFF + size - 8, &mut v) {
-            Ok(()) => u64::from_le_bytes(v),
-            Err(_) => 0,
+    fn transfer(&self, size: usize) -> Result<Self::Transfer, String> {
+        Ok(([self.triplet(SRC_OFF, size)?], self.remote(DST_OFF, size)?))
+    }
+
+    fn post_read(&mut self, (local, remote): &Self::Transfer) -> Result<(), String> {
+        self.post(true, |ep, cookie, flags| ep.post_rdma_read(local, cookie, remote, flags))
+            .map_err(|e| format!("dat_ep_post_rdma_read: {e}"))
+    }
+
+    fn post_write(&mut self, (local, remote): &Self::Transfer) -> Result<(), String> {
+        self.post(true, |ep, cookie, flags| ep.post_rdma_write(local, cookie, remote, flags))
+            .map_err(|e| format!("dat_ep_post_rdma_write: {e}"))
+    }
+
+    /// The sizes the WRITE ping-pong takes: a sequence number fits in the landing area.
+    fn write_lat_size(&self, size: usize) -> Result<(), String> {
+        if !(8..=LAT_LEN).contains(&size) {
+            return Err(format!("RDMA WRITE ping-pong of {size} bytes: it takes 8 to {LAT_LEN}"));
         }
+        Ok(())
     }
 
-    /// Zeroes the landing area.
     fn clear_landing(&mut self) -> Result<(), String> {
         self.lmr.write(LAT_OFF, &[0; LAT_LEN]).map_err(|e| e.to_string())
     }
 
-    /// RDMA WRITEs a `size`-byte message ending in `seq` from the source area into the
-    /// peer's landing area. (The source is rewritten only after the peer answered the
-    /// previous message, so the device has read it by then.)
+    /// From the source area (rewritten only after the peer answered the previous message,
+    /// so the device has read it by then).
     fn write_seq(&mut self, size: usize, seq: u64) -> Result<(), String> {
         self.lmr.write(SRC_OFF + size - 8, &seq.to_le_bytes()).map_err(|e| e.to_string())?;
         let local = [self.triplet(SRC_OFF, size)?];
@@ -395,165 +368,14 @@ impl Side {
             .map_err(|e| format!("dat_ep_post_rdma_write: {e}"))
     }
 
-    /// The sizes the WRITE ping-pong takes: a sequence number fits in the landing area.
-    fn write_lat_size(size: usize) -> Result<(), String> {
-        if !(8..=LAT_LEN).contains(&size) {
-            return Err(format!("RDMA WRITE ping-pong of {size} bytes: it takes 8 to {LAT_LEN}"));
+    fn landed(&self, size: usize) -> u64 {
+        let mut v = [0u8; 8];
+        // In bounds: write_lat_size checked `size` when the test started.
+        match self.lmr.read(LAT_OFF + size - 8, &mut v) {
+            Ok(()) => u64::from_le_bytes(v),
+            Err(_) => 0,
         }
-        Ok(())
     }
-}
-
-/// Client: SEND/RECV ping-pong of `size` bytes.
-pub fn send_recv(
-    side: &mut Side,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    check_size(size, RECV_SLOT)?;
-    ctl.start_dat_job(Job::Echo(size))?;
-    let timed = timed_groups(sizing, || side.send_round_trip(size))?;
-    side.send(0)?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, true))
-}
-
-/// Client: RDMA WRITE ping-pong of `size` bytes.
-pub fn write_lat(
-    side: &mut Side,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    Side::write_lat_size(size)?;
-    side.clear_landing()?;
-    ctl.start_dat_job(Job::WriteLat(size))?;
-    let mut seq = 0u64;
-    let timed = timed_groups(sizing, || {
-        seq += 1;
-        side.write_seq(size, seq)?;
-        side.wait_until("the peer's RDMA WRITE", true, |s| s.landed(size) == seq)
-    })?;
-    side.write_seq(size, STOP_SEQ)?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, true))
-}
-
-/// Client: RDMA READ of `size` bytes, one at a time; the whole round trip.
-pub fn read_lat(
-    side: &mut Side,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    check_size(size, MAX_MESSAGE)?;
-    let local = [side.triplet(SRC_OFF, size)?];
-    let remote = side.remote(DST_OFF, size)?;
-    ctl.start_dat_job(Job::Serve)?;
-    let timed = timed_groups(sizing, || {
-        let want = side.reads_done + 1;
-        side.post(true, |ep, cookie, flags| ep.post_rdma_read(&local, cookie, &remote, flags))
-            .map_err(|e| format!("dat_ep_post_rdma_read: {e}"))?;
-        side.wait_until("an RDMA READ", false, |s| s.reads_done >= want)
-    })?;
-    side.send(0)?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, false))
-}
-
-/// Client: RDMA WRITE stream of `size`-byte messages.
-pub fn write_bw(
-    side: &mut Side,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Outcome, String> {
-    check_size(size, MAX_MESSAGE)?;
-    ctl.start_dat_job(Job::Serve)?;
-    stream(side, size, sizing.warmup())?;
-    let (messages, seconds) = stream(side, size, sizing)?;
-    side.send(0)?;
-    ctl.wait_done()?;
-    Ok(Outcome::Bandwidth { bytes: messages * size as u64, messages, seconds })
-}
-
-/// [`WINDOW`] signalled WRITEs outstanding for as long as `sizing` says; (messages, seconds).
-fn stream(side: &mut Side, size: usize, sizing: Sizing) -> Result<(u64, f64), String> {
-    side.quiesce()?;
-    let local = [side.triplet(SRC_OFF, size)?];
-    let remote = side.remote(DST_OFF, size)?;
-    let base = side.sends_done;
-    let mut posted = 0u64;
-    let mut meter = sizing.meter();
-    let start = Instant::now();
-    while meter.more() {
-        if posted >= WINDOW {
-            let need = base + posted - WINDOW + 1;
-            side.wait_until("RDMA WRITE completions", false, |s| s.sends_done >= need)?;
-        }
-        side.post(true, |ep, cookie, flags| ep.post_rdma_write(&local, cookie, &remote, flags))
-            .map_err(|e| format!("dat_ep_post_rdma_write: {e}"))?;
-        posted += 1;
-        meter.add(1);
-    }
-    side.wait_until("the last RDMA WRITE completions", false, |s| s.sends_done >= base + posted)?;
-    Ok((posted, start.elapsed().as_secs_f64()))
-}
-
-/// Server: runs `job` on the EP for the client, then says DONE.
-pub fn serve(side: &mut Side, ctl: &mut Control, job: Job) -> Result<(), String> {
-    let run = |side: &mut Side, ctl: &mut Control| -> Result<(), String> {
-        side.stopped = false;
-        match job {
-            Job::Echo(size) => {
-                check_size(size, RECV_SLOT)?;
-                ctl.send("GO")?;
-                loop {
-                    let want = side.recvs + 1;
-                    side.wait_until("the client's SEND", true, |s| s.recvs >= want)?;
-                    if side.stopped {
-                        return Ok(());
-                    }
-                    side.send(size)?;
-                }
-            }
-            Job::WriteLat(size) => {
-                Side::write_lat_size(size)?;
-                side.clear_landing()?;
-                ctl.send("GO")?;
-                let mut seq = 0u64;
-                loop {
-                    seq += 1;
-                    side.wait_until("the client's RDMA WRITE", true, |s| {
-                        let v = s.landed(size);
-                        v == seq || v == STOP_SEQ
-                    })?;
-                    if side.landed(size) == STOP_SEQ {
-                        return Ok(());
-                    }
-                    side.write_seq(size, seq)?;
-                }
-            }
-            Job::Serve => {
-                // The client's one-sided traffic completes nothing here, so no stall
-                // timeout: the test ends with the stop SEND, or when the client goes away.
-                ctl.send("GO")?;
-                let mut idle = 0u32;
-                while !side.stopped {
-                    if side.pump(true)? == 0 {
-                        idle = idle.wrapping_add(1);
-                        if idle % (1 << 16) == 0 && ctl.peer_gone() {
-                            return Err("the client went away during the test".into());
-                        }
-                    }
-                }
-                Ok(())
-            }
-        }
-    };
-    run(side, ctl).map_err(|e| ctl.fail(e))?;
-    ctl.send("DONE")
 }
 
 #[cfg(test)]

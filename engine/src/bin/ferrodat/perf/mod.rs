@@ -9,9 +9,9 @@
 //! `local_conn_info` and `connect_qp`) and the TCP ping-pong baseline.
 //!
 //! Rows ([`plan`]): the baselines ([`baseline`]: the shared-memory floor, TCP ping-pong,
-//! single-core memcpy), then each RDMA test at the driver level ([`rdma`]: the QP posted
-//! to and polled directly) and at the DAT level ([`dat`]: the same test through the
-//! engine's EP and EVDs, connected by the engine's connection manager).
+//! single-core memcpy), then each RDMA test ([`workload`]) at the driver level ([`rdma`]:
+//! the QP posted to and polled directly) and at the DAT level ([`dat`]: the same test
+//! through the engine's EP and EVDs, connected by the engine's connection manager).
 
 mod baseline;
 mod control;
@@ -20,6 +20,7 @@ mod plan;
 mod progress;
 mod rdma;
 mod report;
+mod workload;
 
 use clap::Args;
 use control::Control;
@@ -280,12 +281,18 @@ fn client(
         }
         let mut timed_slice = |test: Test, sizing: Sizing| -> Result<Timed, String> {
             match test {
-                Test::SendRecv(Level::Dat, n) => dat::send_recv(&mut dat_side, &mut ctl, n, sizing),
-                Test::WriteLat(Level::Dat, n) => dat::write_lat(&mut dat_side, &mut ctl, n, sizing),
-                Test::ReadLat(Level::Dat, n) => dat::read_lat(&mut dat_side, &mut ctl, n, sizing),
-                Test::SendRecv(_, n) => rdma::send_recv(&mut side, &mut ctl, n, sizing),
-                Test::WriteLat(_, n) => rdma::write_lat(&mut side, &mut ctl, n, sizing),
-                Test::ReadLat(_, n) => rdma::read_lat(&mut side, &mut ctl, n, sizing),
+                Test::SendRecv(Level::Dat, n) => {
+                    workload::send_recv(&mut dat_side, &mut ctl, n, sizing)
+                }
+                Test::WriteLat(Level::Dat, n) => {
+                    workload::write_lat(&mut dat_side, &mut ctl, n, sizing)
+                }
+                Test::ReadLat(Level::Dat, n) => {
+                    workload::read_lat(&mut dat_side, &mut ctl, n, sizing)
+                }
+                Test::SendRecv(_, n) => workload::send_recv(&mut side, &mut ctl, n, sizing),
+                Test::WriteLat(_, n) => workload::write_lat(&mut side, &mut ctl, n, sizing),
+                Test::ReadLat(_, n) => workload::read_lat(&mut side, &mut ctl, n, sizing),
                 Test::Floor => baseline::floor(sizing),
                 other => unreachable!("{other:?} is not a latency test"),
             }
@@ -312,9 +319,9 @@ fn client(
             Test::Memcpy(size) => baseline::memcpy(size, sizing),
             Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
             Test::WriteBw(Level::Dat, size) => {
-                dat::write_bw(&mut dat_side, &mut ctl, size, sizing)?
+                workload::write_bw(&mut dat_side, &mut ctl, size, sizing)?
             }
-            Test::WriteBw(_, size) => rdma::write_bw(&mut side, &mut ctl, size, sizing)?,
+            Test::WriteBw(_, size) => workload::write_bw(&mut side, &mut ctl, size, sizing)?,
             other => timed_slice(other, sizing)?.outcome(),
         };
         rows.push(Row { test: *test, title: test.title(local), result });
@@ -349,12 +356,12 @@ fn serve(stream: TcpStream, peer: SocketAddr, device: &str, port: u16) -> Result
     loop {
         match ctl.next_command()? {
             control::Command::Tcp(size) => baseline::tcp_echo(&mut ctl, size)?,
-            control::Command::Run(job) => rdma::serve(&mut side, &mut ctl, job)?,
+            control::Command::Run(job) => workload::serve(&mut side, &mut ctl, job)?,
             control::Command::Dat(client) => {
                 dat_side = Some(dat_server(&mut ctl, device, port, &client)?);
             }
             control::Command::RunDat(job) => match dat_side.as_mut() {
-                Some(d) => dat::serve(d, &mut ctl, job)?,
+                Some(d) => workload::serve(d, &mut ctl, job)?,
                 None => return Err(ctl.fail("a DAT job before the DAT setup".into())),
             },
             control::Command::Bye => return Ok(()),

@@ -30,10 +30,10 @@
 //! control connection.
 
 use super::control::{Control, Job, QpInfo};
-use super::plan::{Outcome, Sizing, Timed, timed_groups};
+use super::workload::{Counts, PerfSide};
 use ferrodat_driver::completion::{WcOpcode, WorkCompletion};
 use ferrodat_driver::work_request::{
-    Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
+    Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
 };
 use ferrodat_driver::{Access, Context, Cq, CqOptions, MrBuf, Pd, Qp, QpCaps, QpInit};
 use ferrodat_engine::cm::{connect_qp, local_conn_info};
@@ -95,16 +95,8 @@ pub struct Side<'m> {
     peer: Option<QpInfo>,
     inline_max: usize,
     wc: [WorkCompletion; 16],
-    /// Send work requests posted, and of those signalled.
-    posted: u64,
-    signalled: u64,
-    /// Completions seen: signalled send-queue requests (READs included), READs,
-    /// receives.
-    sends_done: u64,
-    reads_done: u64,
-    recvs: u64,
-    /// A receive carried [`STOP_IMM`].
-    stopped: bool,
+    /// What the completions said (`stopped`: a receive carried [`STOP_IMM`]).
+    counts: Counts,
 }
 
 impl<'m> Side<'m> {
@@ -139,12 +131,7 @@ impl<'m> Side<'m> {
             peer: None,
             inline_max,
             wc: [WorkCompletion::default(); 16],
-            posted: 0,
-            signalled: 0,
-            sends_done: 0,
-            reads_done: 0,
-            recvs: 0,
-            stopped: false,
+            counts: Counts::default(),
         })
     }
 
@@ -178,9 +165,53 @@ impl<'m> Side<'m> {
         self.peer.ok_or_else(|| "the QP is not connected".to_string())
     }
 
-    /// Polls the CQ once; returns how many completions it handled. A receive is reposted
-    /// at once; a failed work request is an error.
-    fn pump(&mut self) -> Result<usize, String> {
+    /// Posts one send work request, signalled if `signal` or every [`SIGNAL_EVERY`]th;
+    /// a full queue is drained by polling.
+    fn post(&mut self, op: SendOp, payload: Payload<'m, '_>, signal: bool) -> Result<(), String> {
+        self.counts.posted += 1;
+        let signal = signal || self.counts.posted % SIGNAL_EVERY == 0;
+        let flags = if signal { SendFlags::SIGNALED } else { SendFlags::NONE };
+        let wr = SendWr::new(self.counts.posted, op, payload).flags(flags);
+        let mut since: Option<Instant> = None;
+        loop {
+            match self.qp.post_send(&[wr]) {
+                Ok(()) => break,
+                Err(e) if matches!(e.reason, PostErrorReason::QueueFull { .. }) => {
+                    if self.pump(false)? == 0
+                        && since.get_or_insert_with(Instant::now).elapsed() > STALL
+                    {
+                        return Err(format!("the send queue stayed full: {e}"));
+                    }
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if signal {
+            self.counts.signalled += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<'m> PerfSide for Side<'m> {
+    /// The source area's entry and the peer's target area.
+    type Transfer = ([Sge<'m>; 1], Remote);
+
+    fn start_job(ctl: &mut Control, job: Job) -> Result<(), String> {
+        ctl.start_job(job)
+    }
+
+    fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    fn counts_mut(&mut self) -> &mut Counts {
+        &mut self.counts
+    }
+
+    /// Polls the CQ once (receives and requests complete there alike, so `recv` makes no
+    /// difference).
+    fn pump(&mut self, _recv: bool) -> Result<usize, String> {
         let n = self.cq.poll(&mut self.wc);
         for i in 0..n {
             let w = self.wc[i];
@@ -197,73 +228,12 @@ impl<'m> Side<'m> {
             match w.opcode {
                 WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => {
                     self.post_recv(w.wr_id)?;
-                    self.recvs += 1;
-                    if w.imm() == Some(STOP_IMM) {
-                        self.stopped = true;
-                    }
+                    self.counts.received(w.imm() == Some(STOP_IMM));
                 }
-                WcOpcode::RdmaRead => {
-                    self.reads_done += 1;
-                    self.sends_done += 1;
-                }
-                _ => self.sends_done += 1,
+                op => self.counts.request_done(op == WcOpcode::RdmaRead),
             }
         }
         Ok(n)
-    }
-
-    /// Pumps until `done` holds; gives up after [`STALL`] without it.
-    fn wait_until(&mut self, what: &str, done: impl Fn(&Self) -> bool) -> Result<(), String> {
-        let mut idle = 0u32;
-        let mut since: Option<Instant> = None;
-        loop {
-            if done(self) {
-                return Ok(());
-            }
-            if self.pump()? == 0 {
-                idle += 1;
-                if idle % 4096 == 0 && since.get_or_insert_with(Instant::now).elapsed() > STALL {
-                    return Err(format!(
-                        "waited {} s for {what}: the peer stopped answering (see its output)",
-                        STALL.as_secs()
-                    ));
-                }
-            } else {
-                since = None;
-            }
-        }
-    }
-
-    /// Posts one send work request, signalled if `signal` or every [`SIGNAL_EVERY`]th;
-    /// a full queue is drained by polling.
-    fn post(&mut self, op: SendOp, payload: Payload<'m, '_>, signal: bool) -> Result<(), String> {
-        self.posted += 1;
-        let signal = signal || self.posted % SIGNAL_EVERY == 0;
-        let flags = if signal { SendFlags::SIGNALED } else { SendFlags::NONE };
-        let wr = SendWr::new(self.posted, op, payload).flags(flags);
-        let mut since: Option<Instant> = None;
-        loop {
-            match self.qp.post_send(&[wr]) {
-                Ok(()) => break,
-                Err(e) if matches!(e.reason, PostErrorReason::QueueFull { .. }) => {
-                    if self.pump()? == 0 && since.get_or_insert_with(Instant::now).elapsed() > STALL
-                    {
-                        return Err(format!("the send queue stayed full: {e}"));
-                    }
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        if signal {
-            self.signalled += 1;
-        }
-        Ok(())
-    }
-
-    /// Waits until every signalled send so far has completed.
-    fn quiesce(&mut self) -> Result<(), String> {
-        let want = self.signalled;
-        self.wait_until("the last send completions", |s| s.sends_done >= want)
     }
 
     /// A SEND of `size` bytes: inline up to the QP's limit, else from the source area.
@@ -277,40 +247,24 @@ impl<'m> Side<'m> {
         }
     }
 
-    /// Tells the peer the test is over: a SEND with [`STOP_IMM`] and no data.
+    /// A SEND with [`STOP_IMM`] and no data.
     fn send_stop(&mut self) -> Result<(), String> {
         self.post(SendOp::SendImm(STOP_IMM), Payload::EMPTY, false)
     }
 
-    /// One SEND and its answer.
-    fn send_round_trip(&mut self, size: usize) -> Result<(), String> {
-        let want = self.recvs + 1;
-        self.send(size)?;
-        self.wait_until("the answer to a SEND", |s| s.recvs >= want)
-    }
-
-    /// The sequence number in the last 8 bytes of a `size`-byte landing message.
-    fn landed(&self, size: usize) -> u64 {
-        let mut v = [0u8; 8];
-        // In bounds: write_lat_size checked `size` when the test started.
-        match self.mr.read(LAT_OFF + size - 8, &mut v) {
-            Ok(()) => u64::from_le_bytes(v),
-            Err(_) => 0,
-        }
-    }
-
-    /// Zeroes the landing area.
-    fn clear_landing(&mut self) -> Result<(), String> {
-        self.mr.write(LAT_OFF, &[0; LAT_LEN]).map_err(|e| e.to_string())
-    }
-
-    /// RDMA WRITEs a `size`-byte message ending in `seq` into the peer's landing area.
-    fn write_seq(&mut self, size: usize, seq: u64) -> Result<(), String> {
+    fn transfer(&self, size: usize) -> Result<Self::Transfer, String> {
         let peer = self.peer()?;
-        let mut msg = [0u8; 64];
-        msg[size - 8..size].copy_from_slice(&seq.to_le_bytes());
-        let remote = Remote { addr: peer.addr + LAT_OFF as u64, rkey: peer.rkey };
-        self.post(SendOp::RdmaWrite(remote), Payload::Inline(&msg[..size]), false)
+        let mr = self.mr;
+        let sge = [mr.sge(SRC_OFF, size).map_err(|e| e.to_string())?];
+        Ok((sge, Remote { addr: peer.addr + DST_OFF as u64, rkey: peer.rkey }))
+    }
+
+    fn post_read(&mut self, (sge, remote): &Self::Transfer) -> Result<(), String> {
+        self.post(SendOp::RdmaRead(*remote), Payload::Sges(sge), true)
+    }
+
+    fn post_write(&mut self, (sge, remote): &Self::Transfer) -> Result<(), String> {
+        self.post(SendOp::RdmaWrite(*remote), Payload::Sges(sge), true)
     }
 
     /// The sizes the WRITE ping-pong takes: a sequence number fits, and the message is
@@ -324,165 +278,25 @@ impl<'m> Side<'m> {
         }
         Ok(())
     }
-}
 
-/// Client: SEND/RECV ping-pong of `size` bytes.
-pub fn send_recv(
-    side: &mut Side<'_>,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    check_size(size, RECV_SLOT)?;
-    ctl.start_job(Job::Echo(size))?;
-    let timed = timed_groups(sizing, || side.send_round_trip(size))?;
-    side.send_stop()?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, true))
-}
-
-/// Client: RDMA WRITE ping-pong of `size` bytes.
-pub fn write_lat(
-    side: &mut Side<'_>,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    side.write_lat_size(size)?;
-    side.clear_landing()?;
-    ctl.start_job(Job::WriteLat(size))?;
-    let mut seq = 0u64;
-    let timed = timed_groups(sizing, || {
-        seq += 1;
-        side.write_seq(size, seq)?;
-        side.wait_until("the peer's RDMA WRITE", |s| s.landed(size) == seq)
-    })?;
-    side.write_seq(size, STOP_SEQ)?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, true))
-}
-
-/// Client: RDMA READ of `size` bytes, one at a time; the whole round trip.
-pub fn read_lat(
-    side: &mut Side<'_>,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Timed, String> {
-    check_size(size, MAX_MESSAGE)?;
-    let peer = side.peer()?;
-    let mr = side.mr;
-    let sge = [mr.sge(SRC_OFF, size).map_err(|e| e.to_string())?];
-    let remote = Remote { addr: peer.addr + DST_OFF as u64, rkey: peer.rkey };
-    ctl.start_job(Job::Serve)?;
-    let timed = timed_groups(sizing, || {
-        let want = side.reads_done + 1;
-        side.post(SendOp::RdmaRead(remote), Payload::Sges(&sge), true)?;
-        side.wait_until("an RDMA READ", |s| s.reads_done >= want)
-    })?;
-    side.send_stop()?;
-    ctl.wait_done()?;
-    Ok(Timed::new(timed, false))
-}
-
-/// Client: RDMA WRITE stream of `size`-byte messages.
-pub fn write_bw(
-    side: &mut Side<'_>,
-    ctl: &mut Control,
-    size: usize,
-    sizing: Sizing,
-) -> Result<Outcome, String> {
-    check_size(size, MAX_MESSAGE)?;
-    ctl.start_job(Job::Serve)?;
-    stream(side, size, sizing.warmup())?;
-    let (messages, seconds) = stream(side, size, sizing)?;
-    side.send_stop()?;
-    ctl.wait_done()?;
-    Ok(Outcome::Bandwidth { bytes: messages * size as u64, messages, seconds })
-}
-
-/// [`WINDOW`] WRITEs outstanding for as long as `sizing` says; (messages, seconds).
-fn stream(side: &mut Side<'_>, size: usize, sizing: Sizing) -> Result<(u64, f64), String> {
-    side.quiesce()?;
-    let peer = side.peer()?;
-    let mr = side.mr;
-    let sge = [mr.sge(SRC_OFF, size).map_err(|e| e.to_string())?];
-    let remote = Remote { addr: peer.addr + DST_OFF as u64, rkey: peer.rkey };
-    let base = side.sends_done;
-    let mut posted = 0u64;
-    let mut meter = sizing.meter();
-    let start = Instant::now();
-    while meter.more() {
-        if posted >= WINDOW {
-            let need = base + posted - WINDOW + 1;
-            side.wait_until("RDMA WRITE completions", |s| s.sends_done >= need)?;
-        }
-        side.post(SendOp::RdmaWrite(remote), Payload::Sges(&sge), true)?;
-        posted += 1;
-        meter.add(1);
+    fn clear_landing(&mut self) -> Result<(), String> {
+        self.mr.write(LAT_OFF, &[0; LAT_LEN]).map_err(|e| e.to_string())
     }
-    side.wait_until("the last RDMA WRITE completions", |s| s.sends_done >= base + posted)?;
-    Ok((posted, start.elapsed().as_secs_f64()))
-}
 
-pub fn check_size(size: usize, max: usize) -> Result<(), String> {
-    if !(1..=max).contains(&size) {
-        return Err(format!("a {size}-byte message: this test takes 1 to {max} bytes"));
+    fn write_seq(&mut self, size: usize, seq: u64) -> Result<(), String> {
+        let peer = self.peer()?;
+        let mut msg = [0u8; 64];
+        msg[size - 8..size].copy_from_slice(&seq.to_le_bytes());
+        let remote = Remote { addr: peer.addr + LAT_OFF as u64, rkey: peer.rkey };
+        self.post(SendOp::RdmaWrite(remote), Payload::Inline(&msg[..size]), false)
     }
-    Ok(())
-}
 
-/// Server: runs `job` for the client, then says DONE.
-pub fn serve(side: &mut Side<'_>, ctl: &mut Control, job: Job) -> Result<(), String> {
-    let run = |side: &mut Side<'_>, ctl: &mut Control| -> Result<(), String> {
-        side.stopped = false;
-        match job {
-            Job::Echo(size) => {
-                check_size(size, RECV_SLOT)?;
-                ctl.send("GO")?;
-                loop {
-                    let want = side.recvs + 1;
-                    side.wait_until("the client's SEND", |s| s.recvs >= want)?;
-                    if side.stopped {
-                        return Ok(());
-                    }
-                    side.send(size)?;
-                }
-            }
-            Job::WriteLat(size) => {
-                side.write_lat_size(size)?;
-                side.clear_landing()?;
-                ctl.send("GO")?;
-                let mut seq = 0u64;
-                loop {
-                    seq += 1;
-                    side.wait_until("the client's RDMA WRITE", |s| {
-                        let v = s.landed(size);
-                        v == seq || v == STOP_SEQ
-                    })?;
-                    if side.landed(size) == STOP_SEQ {
-                        return Ok(());
-                    }
-                    side.write_seq(size, seq)?;
-                }
-            }
-            Job::Serve => {
-                // The client's one-sided traffic completes nothing here, so no stall
-                // timeout: the test ends with the stop SEND, or when the client goes away.
-                ctl.send("GO")?;
-                let mut idle = 0u32;
-                while !side.stopped {
-                    if side.pump()? == 0 {
-                        idle = idle.wrapping_add(1);
-                        if idle % (1 << 16) == 0 && ctl.peer_gone() {
-                            return Err("the client went away during the test".into());
-                        }
-                    }
-                }
-                Ok(())
-            }
+    fn landed(&self, size: usize) -> u64 {
+        let mut v = [0u8; 8];
+        // In bounds: write_lat_size checked `size` when the test started.
+        match self.mr.read(LAT_OFF + size - 8, &mut v) {
+            Ok(()) => u64::from_le_bytes(v),
+            Err(_) => 0,
         }
-    };
-    run(side, ctl).map_err(|e| ctl.fail(e))?;
-    ctl.send("DONE")
+    }
 }
