@@ -5,6 +5,7 @@ pub mod completion_queue;
 pub mod cqe;
 pub mod engine;
 pub mod events;
+pub mod fifo;
 pub mod id_map;
 pub mod mr;
 pub mod queue_pair;

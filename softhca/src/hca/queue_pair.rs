@@ -22,6 +22,7 @@ use super::app_memory::{AppSpan, OutOfSpan};
 use super::completion_queue::CompletionQueue;
 use super::cqe::{Completion, ErrorCompletion, error_cqe, success_cqe};
 use super::events::EventSink;
+use super::fifo::Fifo;
 use super::id_map::IdMap;
 use super::mr::{KeyError, MemoryRegions};
 use super::recv_wqe::scatter_list;
@@ -253,7 +254,7 @@ pub struct QueuePair {
     sq_head: u16,
     /// Receive entries taken from the RQ.
     rq_head: u16,
-    outstanding: VecDeque<Outstanding>,
+    outstanding: Fifo<Outstanding>,
     cursor: TransmitCursor,
     /// Entries before the cursor (sent) still without an outcome: requests waiting for
     /// their response. Kept up to date where the cursor moves or outcomes are set, so the
@@ -376,7 +377,7 @@ impl QueuePair {
             link,
             sq_head: 0,
             rq_head: 0,
-            outstanding: VecDeque::new(),
+            outstanding: Fifo::default(),
             cursor: TransmitCursor::default(),
             awaiting: 0,
             next_psn: 0,
@@ -1627,8 +1628,8 @@ impl QueuePair {
     /// Every SEND/WRITE up to and including `psn` is acknowledged.
     #[inline(always)]
     fn ack_through(&mut self, psn: u32) {
-        // By index: the deque's chained iterator costs more than the one or two entries
-        // usually in flight.
+        // By index: an iterator's setup costs more than the one or two entries usually in
+        // flight.
         let sent = self.cursor.index.min(self.outstanding.len());
         let mut acked = 0;
         for i in 0..sent {
