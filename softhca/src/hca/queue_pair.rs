@@ -265,6 +265,11 @@ pub struct QueuePair {
     resume_at: Option<Instant>,
     /// When a response last arrived while requests were in flight.
     last_response: Instant,
+    /// `last_response + ack_timeout` (None: no timeout), what [`Self::next_deadline`]
+    /// reports while the timer runs. Only [`Self::set_last_response`] and `transition`
+    /// (the timeout) change either, and they keep it up to date: most restarts reuse the
+    /// same coarse clock reading, so the sum is rarely worked out again.
+    ack_deadline: Option<Instant>,
     /// `last_response` counts: requests are in flight.
     ack_timer_running: bool,
     /// `last_response` was taken from the engine's last clock reading rather than the
@@ -383,6 +388,7 @@ impl QueuePair {
             next_psn: 0,
             resume_at: None,
             last_response: now,
+            ack_deadline: None,
             ack_timer_running: false,
             ack_timer_coarse: false,
             on_timer_list: false,
@@ -475,6 +481,7 @@ impl QueuePair {
         self.attrs = attrs;
         self.refresh_fast_path_facts();
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
+        self.ack_deadline = self.ack_timeout.map(|t| self.last_response + t);
         self.state = state;
         match state {
             qp_state::RESET => self.forget_everything(),
@@ -1342,7 +1349,7 @@ impl QueuePair {
         if now.duration_since(self.last_response) < timeout {
             return;
         }
-        self.last_response = now;
+        self.set_last_response(now);
         if std::mem::take(&mut self.ack_timer_coarse) {
             // Started from a stale reading: count from a real one instead.
             return;
@@ -1363,7 +1370,16 @@ impl QueuePair {
     fn start_ack_timer(&mut self, hw: &Hardware<'_>) {
         self.ack_timer_running = true;
         self.ack_timer_coarse = hw.now.is_none();
-        self.last_response = hw.coarse_now();
+        self.set_last_response(hw.coarse_now());
+    }
+
+    /// The transport timer counts from `at` (keeping `ack_deadline` with it).
+    #[inline(always)]
+    fn set_last_response(&mut self, at: Instant) {
+        if at != self.last_response {
+            self.last_response = at;
+            self.ack_deadline = self.ack_timeout.map(|t| at + t);
+        }
     }
 
     /// Requests went out: start the transport timer if it does not run.
@@ -1384,7 +1400,7 @@ impl QueuePair {
         if !self.ack_timer_running {
             return Some(self.last_response); // due now: starts the timer
         }
-        Some(self.last_response + self.ack_timeout?)
+        self.ack_deadline
     }
 
     // ================================================================ inbound packets
