@@ -425,7 +425,7 @@ fn decode(
     // table needs no shift or mask.
     let opcode = match REQUESTER_NO_BYTE_COUNT[usize::from(unsafe { cqe.read_u8(56) })] {
         Some(opcode) if op_own >> 4 == cqe_opcode::REQ => opcode,
-        _ => return decode_other(qp, cqe, op_own, wc),
+        _ => return decode_receive_or_other(qp, cqe, op_own, wc),
     };
     let qpn = u32::from_be(unsafe { cqe.read_u32(56) }) & 0x00ff_ffff;
     let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
@@ -445,7 +445,36 @@ fn decode(
     true
 }
 
-/// A CQE [`decode`] leaves: a requester's success with a byte count (RDMA READ, atomics),
+/// A CQE [`decode`] leaves, the next commonest first: a plain SEND received into the QP's
+/// own receive queue (one per message of a ping-pong), without the general decoder's call.
+#[inline(always)]
+fn decode_receive_or_other(
+    qp: &QpCompletions,
+    cqe: DevPtr,
+    op_own: u8,
+    wc: &mut WorkCompletion,
+) -> bool {
+    let RecvSource::Queue(rq) = &qp.recv else { return decode_other(qp, cqe, op_own, wc) };
+    if op_own >> 4 != cqe_opcode::RESP_SEND {
+        return decode_other(qp, cqe, op_own, wc);
+    }
+    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
+    *wc = WorkCompletion {
+        wr_id: rq.complete_next(),
+        byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
+        qpn: u32::from_be(unsafe { cqe.read_u32(56) }) & 0x00ff_ffff,
+        src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
+        imm_data: 0,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Recv,
+        flags: if op_own & CQE_SE_MASK != 0 { WorkCompletion::SOLICITED } else { 0 },
+        syndrome: 0,
+        vendor_syndrome: 0,
+    };
+    true
+}
+
+/// A CQE [`decode`] and [`decode_receive_or_other`] leave: a requester's success with a byte count (RDMA READ, atomics),
 /// a receive, an error, or one that completes nothing (false).
 #[inline(never)]
 fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {

@@ -426,22 +426,29 @@ fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
     assert_eq!(out[0].wr_id, 1008);
 }
 
-#[test]
-fn polling_decodes_completions_and_follows_ownership_across_wraps() {
-    let mut sq = send_queue(16, 0x108, 256);
+/// A send queue (QPN 0x108) and a receive queue with `receives` posted (wr_ids from
+/// `first_wr_id`, 64 bytes at 0x5000 each), reporting to a CQ of `ncqe` entries under user
+/// index 5.
+fn qp_on_cq(ncqe: u32, receives: u64, first_wr_id: u64) -> (Sq, Rq, Cq) {
+    let sq = send_queue(16, 0x108, 256);
     let mut rq = recv_queue(16);
-    let mut c = cq(4);
-    let model = Recorder::default();
+    let c = cq(ncqe);
     let qp = Arc::new(QpCompletions {
         send: sq.q.tracker().clone(),
         recv: RecvSource::Queue(rq.q.tracker().clone()),
     });
     c.cq.attachments().attach(5, qp);
-
     let buf = [sge(0x5000, 64, 9)];
-    for i in 0..12 {
-        rq.q.post(&[RecvWr { wr_id: 100 + i, sges: &buf }]).unwrap();
+    for i in 0..receives {
+        rq.q.post(&[RecvWr { wr_id: first_wr_id + i, sges: &buf }]).unwrap();
     }
+    (sq, rq, c)
+}
+
+#[test]
+fn polling_decodes_completions_and_follows_ownership_across_wraps() {
+    let (mut sq, mut rq, mut c) = qp_on_cq(4, 12, 100);
+    let model = Recorder::default();
     assert_eq!(rq.db.be32(0), 12);
     assert_eq!(rq.ring.bytes(16, 16), [0, 0, 0, 64, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0x50, 0]);
 
@@ -488,6 +495,36 @@ fn polling_decodes_completions_and_follows_ownership_across_wraps() {
         (77, WcStatus::RemoteAccess, WcOpcode::RdmaRead)
     );
     assert_eq!(out[0].syndrome(), Some((0x13, 0)));
+}
+
+#[test]
+fn plain_receives_decode_with_their_length_sender_and_solicited_bit() {
+    let (_sq, _rq, mut c) = qp_on_cq(8, 6, 200);
+    let model = Recorder::default();
+    // MLX5_CQE_RESP_SEND (2): the next receive in order; the SE bit (op_own bit 1) set on
+    // the second.
+    let resp_send = 2u8;
+    write_cqe(&mut c, 0, resp_send, 5, 0x108, 0, 8, 0xdead, 0);
+    write_cqe(&mut c, 1, resp_send, 5, 0x108, 0, 0, 0, 0);
+    // SAFETY: op_own of entry 1, still software's (owner bit 0 in the first pass).
+    unsafe { c.ring.ptr().write_u8(64 + 63, (resp_send << 4) | 0x02) };
+    let mut wc = WorkCompletion::default();
+    for (want_id, want_len, solicited) in [(200, 8, false), (201, 0, true)] {
+        assert!(c.cq.poll_one(&mut wc, &model));
+        assert_eq!(
+            (wc.wr_id, wc.opcode, wc.status, wc.byte_len, wc.qpn, wc.src_qp),
+            (want_id, WcOpcode::Recv, WcStatus::Success, want_len, 0x108, 0x77)
+        );
+        assert_eq!((wc.imm(), wc.solicited()), (None, solicited), "imm is not read for a SEND");
+    }
+    // The batch path decodes them the same way, in order.
+    write_cqe(&mut c, 2, resp_send, 5, 0x108, 0, 64, 0, 0);
+    write_cqe(&mut c, 3, resp_send, 5, 0x108, 0, 1, 0, 0);
+    let mut out = [WorkCompletion::default(); 4];
+    assert_eq!(c.cq.poll(&mut out, &model), 2);
+    assert_eq!((out[0].wr_id, out[0].byte_len, out[1].wr_id, out[1].byte_len), (202, 64, 203, 1));
+    assert!(!out[0].solicited() && out[1].imm().is_none());
+    assert_eq!(c.db.be32(0), 4);
 }
 
 #[test]
