@@ -714,7 +714,10 @@ fn full_ring_applies_back_pressure_and_never_overwrites() {
 
 #[test]
 fn word_records_and_small_pops_match_byte_records_across_wraps() {
-    let SmallRing { mut producer, mut consumer, .. } = SmallRing::new("words");
+    // Kept whole (not destructured from a temporary), so that its instance keeps the ring
+    // file, which the loop reads back.
+    let ring = SmallRing::new("words");
+    let SmallRing { mut producer, mut consumer, .. } = ring;
     assert_eq!(producer.try_push_words(0xffff, &[0], 8), Err(PushError::ReservedKind));
     // Records of 1..=40 bytes, alternately pushed as words and as bytes, popped alternately
     // whole and piecewise, many times round the ring (padding records included).
@@ -747,6 +750,11 @@ fn word_records_and_small_pops_match_byte_records_across_wraps() {
             assert_eq!(got[..len], bytes[..], "record {n}");
         }
         assert_eq!(consumer.pop_small(&mut [0u64; 5]), Ok(SmallRecord::None));
+        // Everything consumed reads as zero again (header and payload words, padding): the
+        // header word at the head is what says whether a record is there.
+        let area = std::fs::read(producer.path()).expect("ring file");
+        let data = &area[ring_layout::DATA_OFFSET..];
+        assert!(data.iter().all(|&b| b == 0), "consumed bytes left non-zero after record {n}");
     }
     assert!(producer.is_drained());
 }

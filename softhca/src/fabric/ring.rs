@@ -1039,17 +1039,19 @@ impl RingConsumer {
         let Some(dst) = out.get_mut(..n) else {
             return Ok(SmallRecord::Larger);
         };
-        // Plain index loops: a small record is a few words, not worth unrolled copies.
-        let record = &words[at..at + 1 + n];
+        // One pass that copies each word out and zeroes it behind (the producer writes none
+        // of them before it sees the head stored below): a small record is a few words,
+        // not worth two loops or unrolled copies.
+        let (header_word, body) = words[at..at + 1 + n].split_at(1);
         let mut i = 0;
         while i < n {
-            dst[i] = record[i + 1].load(Ordering::Relaxed);
+            dst[i] = body[i].load(Ordering::Relaxed);
+            body[i].store(0, Ordering::Relaxed);
             i += 1;
         }
-        for word in record {
-            word.store(0, Ordering::Relaxed);
-        }
-        self.head = self.head.wrapping_add(8 * record.len() as u32);
+        header_word[0].store(0, Ordering::Relaxed);
+        let record_words = 1 + n;
+        self.head = self.head.wrapping_add(8 * record_words as u32);
         words[HEAD_WORD].store(pack(epoch, self.head), Ordering::Release);
         Ok(SmallRecord::Record { kind, len })
     }
