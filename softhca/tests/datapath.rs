@@ -245,6 +245,155 @@ fn nop_and_unsignalled_wqes() {
     assert_eq!((got[0].wqe_opcode, got[0].wqe_counter), (opcode::NOP, n));
 }
 
+/// An 8-byte inline SEND (the small-message path), its bytes all `byte`.
+fn small_send(byte: u8, signaled: bool) -> SendWr {
+    SendWr { opcode: opcode::SEND, inline: Some(vec![byte; 8]), signaled, ..Default::default() }
+}
+
+/// The requester CQEs among `wcs` (both QPs of a pair complete sends and receives on one
+/// CQ): (opcode, syndrome, wqe_counter).
+fn requester_cqes(wcs: &[Wc]) -> Vec<(u8, Option<u8>, u16)> {
+    wcs.iter()
+        .filter(|w| w.opcode == cqe_opcode::REQ || w.opcode == cqe_opcode::REQ_ERR)
+        .map(|w| (w.opcode, w.syndrome, w.wqe_counter))
+        .collect()
+}
+
+/// Each QP of the pair gets `n` 64-byte receives in its MR, the i-th at offset 64 * i.
+fn post_receives(p: &mut Pair, n: u64, mr_a: &Mr, mr_b: &Mr) {
+    for i in 0..n {
+        p.a.post_recv(&[(mr_a.addr() + 64 * i, 64, mr_a.key)]);
+        p.b.post_recv(&[(mr_b.addr() + 64 * i, 64, mr_b.key)]);
+    }
+}
+
+/// ACKs retire acknowledged unsignalled SENDs without a CQE, whether the ACK rides on the
+/// peer's SEND (several at once) or comes alone for a signalled SEND among them; each
+/// signalled SEND completes once, in order, with its own WQE counter.
+#[test]
+fn acks_retire_unsignalled_sends_and_signalled_ones_complete_in_order() {
+    let mut p = pair("ackretire", rc_attrs());
+    let mr_a = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let mr_b = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    post_receives(&mut p, 16, &mr_a, &mr_b);
+    // Three unsignalled SENDs, delivered; B holds their ACK back for a request to carry.
+    for i in 0..3 {
+        p.a.post_send(&p.engine, &small_send(i, false));
+    }
+    let wb = p.cq_b.wait(&p.engine, 3, WAIT);
+    assert_eq!(wb.iter().map(|w| w.opcode).collect::<Vec<_>>(), [cqe_opcode::RESP_SEND; 3]);
+    // B's SEND carries the ACK of all three.
+    p.b.post_send(&p.engine, &small_send(0xb0, false));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa[0].opcode, cqe_opcode::RESP_SEND, "only B's SEND: {wa:?}");
+    // A signalled SEND behind them completes alone.
+    let s3 = p.a.post_send(&p.engine, &small_send(3, true));
+    assert_eq!(s3, 3);
+    let wa = p.cq_a.wait(&p.engine, 2, Duration::from_millis(100));
+    assert_eq!(requester_cqes(&wa), [(cqe_opcode::REQ, None, s3)]);
+    // Unsignalled, signalled, unsignalled: the signalled one asks for its ACK, which
+    // retires the first and completes it; the third waits for the ACK B's next SEND
+    // carries.
+    p.a.post_send(&p.engine, &small_send(4, false));
+    let s5 = p.a.post_send(&p.engine, &small_send(5, true));
+    p.a.post_send(&p.engine, &small_send(6, false));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(requester_cqes(&wa), [(cqe_opcode::REQ, None, s5)]);
+    let wb = p.cq_b.wait(&p.engine, 3, WAIT);
+    assert_eq!(wb.len(), 3);
+    p.b.post_send(&p.engine, &small_send(0xb1, false));
+    let s7 = p.a.post_send(&p.engine, &small_send(7, true));
+    let wa = p.cq_a.wait(&p.engine, 3, Duration::from_millis(100));
+    assert_eq!(requester_cqes(&wa), [(cqe_opcode::REQ, None, s7)], "{wa:?}");
+    assert_eq!(wa.iter().filter(|w| w.opcode == cqe_opcode::RESP_SEND).count(), 1);
+    for i in 0..8u8 {
+        assert_eq!(mr_b.buf.read(64 * usize::from(i), 8), [i; 8], "SEND {i} in its receive");
+    }
+    assert!(p.cq_a.wait(&p.engine, 1, Duration::from_millis(50)).is_empty(), "each once");
+}
+
+/// With `sq_sig_all` every WQE completes with a CQE, also those an ACK covers together.
+#[test]
+fn with_sq_sig_all_an_ack_for_several_sends_completes_each() {
+    let mut p = pair_signalling("ackall", rc_attrs(), 64, 64, true);
+    let mr_a = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let mr_b = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    post_receives(&mut p, 4, &mr_a, &mr_b);
+    let sent: Vec<u16> = (0..3).map(|i| p.a.post_send(&p.engine, &small_send(i, false))).collect();
+    assert_eq!(p.cq_b.wait(&p.engine, 3, WAIT).len(), 3);
+    // B's SEND carries the ACK of all three.
+    p.b.post_send(&p.engine, &small_send(0xb0, false));
+    let wa = p.cq_a.wait(&p.engine, 4, WAIT);
+    let ok = |c: u16| (cqe_opcode::REQ, None, c);
+    assert_eq!(requester_cqes(&wa), [ok(sent[0]), ok(sent[1]), ok(sent[2])]);
+}
+
+/// An ACK that covers the first SEND only (riding on B's SEND), then an RNR NAK for the
+/// second (no receive posted): the first is retired, the second and a signalled third are
+/// transmitted again once receives are posted, and the third completes.
+#[test]
+fn an_rnr_nak_after_an_ack_for_the_sends_before_it() {
+    let mut p = pair("ackrnr", rc_attrs()); // rnr_retry 7: forever
+    let mr_a = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let mr_b = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    post_receives(&mut p, 1, &mr_a, &mr_b);
+    p.a.post_send(&p.engine, &small_send(0, false));
+    assert_eq!(p.cq_b.wait(&p.engine, 1, WAIT).len(), 1);
+    // B has not read these yet when its SEND, with the ACK of the first, goes out.
+    p.a.post_send(&p.engine, &small_send(1, false));
+    let s2 = p.a.post_send(&p.engine, &small_send(2, true));
+    p.b.post_send(&p.engine, &small_send(0xb0, false));
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(wa[0].opcode, cqe_opcode::RESP_SEND);
+    for _ in 0..20 {
+        p.engine.progress();
+    }
+    assert!(p.cq_a.poll_one().is_none(), "nothing completes while B has no receive");
+    for i in 1..3 {
+        p.b.post_recv(&[(mr_b.addr() + 64 * i, 64, mr_b.key)]);
+    }
+    let wb = p.cq_b.wait(&p.engine, 2, WAIT);
+    assert_eq!(
+        wb.iter().map(|w| (w.opcode, w.wqe_counter)).collect::<Vec<_>>(),
+        [(cqe_opcode::RESP_SEND, 1), (cqe_opcode::RESP_SEND, 2)]
+    );
+    assert_eq!(mr_b.buf.read(64, 8), [1; 8]);
+    assert_eq!(mr_b.buf.read(128, 8), [2; 8]);
+    let wa = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(requester_cqes(&wa), [(cqe_opcode::REQ, None, s2)]);
+}
+
+/// An ACK (riding on B's SEND) retires the first SEND; a WRITE behind it is NAKed for a
+/// bad rkey: it completes in error although unsignalled, the signalled SEND behind it is
+/// flushed, and the retired SEND has no CQE.
+#[test]
+fn a_nak_after_an_ack_for_the_send_before_it() {
+    let mut p = pair("acknak", rc_attrs());
+    let mr_a = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let mr_b = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    post_receives(&mut p, 2, &mr_a, &mr_b);
+    p.a.post_send(&p.engine, &small_send(0, false));
+    assert_eq!(p.cq_b.wait(&p.engine, 1, WAIT).len(), 1);
+    let bad_write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        inline: Some(vec![1; 8]),
+        remote: Some((mr_b.addr() + 1024, mr_b.key ^ 0x100)),
+        ..Default::default()
+    };
+    let w1 = p.a.post_send(&p.engine, &bad_write);
+    let s2 = p.a.post_send(&p.engine, &small_send(2, true));
+    p.b.post_send(&p.engine, &small_send(0xb0, false));
+    let wa = p.cq_a.wait(&p.engine, 3, WAIT);
+    assert_eq!(
+        requester_cqes(&wa),
+        [
+            (cqe_opcode::REQ_ERR, Some(cqe_syndrome::REMOTE_ACCESS_ERR), w1),
+            (cqe_opcode::REQ_ERR, Some(cqe_syndrome::WR_FLUSH_ERR), s2),
+        ]
+    );
+    assert_eq!(mr_b.buf.read(1024, 8), [0; 8], "nothing written by the bad WRITE");
+}
+
 #[test]
 fn inline_data_at_the_size_limits_and_sixteen_sges() {
     let mut p = pair("inline", rc_attrs());

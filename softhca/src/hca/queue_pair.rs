@@ -649,7 +649,8 @@ impl QueuePair {
     }
 
     /// Completes finished WQEs at the head of the send queue, in order. An error
-    /// completion moves the QP to ERR.
+    /// completion moves the QP to ERR. (Acknowledged unsignalled SEND/WRITEs at the head
+    /// never get here: [`Self::ack_through`] retires them itself.)
     #[inline(always)]
     fn complete_in_order(&mut self, hw: &mut Hardware<'_>) {
         // Most calls find nothing finished: decide that without a call.
@@ -1644,6 +1645,27 @@ impl QueuePair {
     /// Every SEND/WRITE up to and including `psn` is acknowledged.
     #[inline(always)]
     fn ack_through(&mut self, psn: u32) {
+        // Sent, unsignalled SEND/WRITEs at the front that the ACK covers are retired here
+        // rather than marked done for `complete_in_order` to pop: at the front nothing
+        // precedes them, so retiring now is in order, and without a CQE (unsignalled, no
+        // `sq_sig_all`, a success) nothing else observes the difference. Each was before
+        // the cursor without an outcome, so it counted in `awaiting`.
+        if !self.setup.sq_sig_all {
+            while self.cursor.index > 0
+                && let Some(o) = self.outstanding.front()
+                && o.outcome.is_none()
+                && !o.signaled
+                && matches!(o.operation, Operation::Transfer)
+                && wire::psn_at_or_before(o.psn, psn)
+            {
+                self.outstanding.pop_front();
+                self.cursor.index -= 1;
+                self.awaiting -= 1;
+            }
+            if self.cursor.index == 0 {
+                return;
+            }
+        }
         // By index: an iterator's setup costs more than the one or two entries usually in
         // flight.
         let sent = self.cursor.index.min(self.outstanding.len());

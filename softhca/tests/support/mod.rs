@@ -463,6 +463,17 @@ pub fn pair(tag: &str, attrs: QpAttributes) -> Pair {
 }
 
 pub fn pair_with(tag: &str, attrs: QpAttributes, sq_wqebbs: u32, rq: u32) -> Pair {
+    pair_signalling(tag, attrs, sq_wqebbs, rq, false)
+}
+
+/// As [`pair_with`], both QPs created with `sq_sig_all` as given.
+pub fn pair_signalling(
+    tag: &str,
+    attrs: QpAttributes,
+    sq_wqebbs: u32,
+    rq: u32,
+    sq_sig_all: bool,
+) -> Pair {
     let fabric = TestFabric::new(tag);
     let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
     let pdn = engine.registry().alloc_pdn();
@@ -476,7 +487,7 @@ pub fn pair_with(tag: &str, attrs: QpAttributes, sq_wqebbs: u32, rq: u32) -> Pai
         sq_wqebbs,
         rq_wqe_count: rq,
         max_recv_sge: 16,
-        sq_sig_all: false,
+        sq_sig_all,
     };
     let a = Qp::new(&engine, spec(&cq_a));
     let b = Qp::new(&engine, spec(&cq_b));
