@@ -474,8 +474,9 @@ fn decode_receive_or_other(
     true
 }
 
-/// A CQE [`decode`] and [`decode_receive_or_other`] leave: a requester's success with a byte count (RDMA READ, atomics),
-/// a receive, an error, or one that completes nothing (false).
+/// A CQE [`decode`] and [`decode_receive_or_other`] leave: a requester's success with a
+/// byte count (RDMA READ, atomics), a receive of another kind or into an SRQ, an error, or
+/// one that completes nothing (false).
 #[inline(never)]
 fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
