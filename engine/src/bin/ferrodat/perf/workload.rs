@@ -123,7 +123,7 @@ pub trait PerfSide {
 }
 
 /// Refuses message sizes outside 1..=`max`.
-pub fn check_size(size: usize, max: usize) -> Result<(), String> {
+fn check_size(size: usize, max: usize) -> Result<(), String> {
     if !(1..=max).contains(&size) {
         return Err(format!("a {size}-byte message: this test takes 1 to {max} bytes"));
     }
