@@ -11,7 +11,7 @@
 //! connection ([`super::control`]'s `DAT` line).
 //!
 //! Same work as the driver level wherever DAT lets it be the same: sends are posted with
-//! `DAT_COMPLETION_SUPPRESS_FLAG` except every [`SIGNAL_EVERY`]th (the driver level's
+//! `DAT_COMPLETION_SUPPRESS_FLAG` except every [`SIGNAL_EVERY`](super::rdma::SIGNAL_EVERY)th (the driver level's
 //! unsignalled sends), READs and stream WRITEs are signalled, receives always complete.
 //! What DAT makes different: every DTO names LMR memory (no inline data, so an 8-byte SEND
 //! or RDMA WRITE gathers from the LMR), and completions come one event per dequeue from two
@@ -22,8 +22,7 @@
 
 use super::control::{Control, DatInfo, Job};
 use super::rdma::{
-    DST_OFF, LAT_LEN, LAT_OFF, MR_LEN, RECV_OFF, RECV_SLOT, RECV_SLOTS, SIGNAL_EVERY, SRC_OFF,
-    STALL,
+    DST_OFF, LAT_LEN, LAT_OFF, MR_LEN, RECV_OFF, RECV_SLOT, RECV_SLOTS, SRC_OFF, STALL,
 };
 use super::workload::{Counts, PerfSide};
 use ferrodat_abi::dat::{completion_flags, dto_status, dtos, evd_flags, event, mem_priv, ret};
@@ -261,18 +260,17 @@ impl Side {
     }
 
     /// Posts one request with `post(ep, cookie, flags)`: signalled if `signal` or every
-    /// [`SIGNAL_EVERY`]th, else suppressed; a full endpoint is drained by dequeuing.
+    /// [`SIGNAL_EVERY`](super::rdma::SIGNAL_EVERY)th, else suppressed; a full endpoint is drained by dequeuing.
     fn post(
         &mut self,
         signal: bool,
         post: impl Fn(&Ep, u64, u32) -> DatResult<()>,
     ) -> Result<(), String> {
-        self.counts.posted += 1;
-        let signal = signal || self.counts.posted % SIGNAL_EVERY == 0;
+        let (cookie, signal) = self.counts.next_request(signal);
         let flags = if signal { 0 } else { completion_flags::SUPPRESS };
         let mut since: Option<Instant> = None;
         loop {
-            match post(&self.ep, self.counts.posted, flags) {
+            match post(&self.ep, cookie, flags) {
                 Ok(()) => break,
                 Err(e) if e.return_type() == ret::INSUFFICIENT_RESOURCES => {
                     if self.pump(false)? == 0
@@ -284,9 +282,7 @@ impl Side {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        if signal {
-            self.counts.signalled += 1;
-        }
+        self.counts.posted_request(signal);
         Ok(())
     }
 }

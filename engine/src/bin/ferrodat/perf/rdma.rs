@@ -168,10 +168,9 @@ impl<'m> Side<'m> {
     /// Posts one send work request, signalled if `signal` or every [`SIGNAL_EVERY`]th;
     /// a full queue is drained by polling.
     fn post(&mut self, op: SendOp, payload: Payload<'m, '_>, signal: bool) -> Result<(), String> {
-        self.counts.posted += 1;
-        let signal = signal || self.counts.posted % SIGNAL_EVERY == 0;
+        let (id, signal) = self.counts.next_request(signal);
         let flags = if signal { SendFlags::SIGNALED } else { SendFlags::NONE };
-        let wr = SendWr::new(self.counts.posted, op, payload).flags(flags);
+        let wr = SendWr::new(id, op, payload).flags(flags);
         let mut since: Option<Instant> = None;
         loop {
             match self.qp.post_send(&[wr]) {
@@ -186,9 +185,7 @@ impl<'m> Side<'m> {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        if signal {
-            self.counts.signalled += 1;
-        }
+        self.counts.posted_request(signal);
         Ok(())
     }
 }

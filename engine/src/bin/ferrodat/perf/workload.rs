@@ -5,7 +5,7 @@
 
 use super::control::{Control, Job};
 use super::plan::{Outcome, Sizing, Timed, timed_groups};
-use super::rdma::{MAX_MESSAGE, RECV_SLOT, STALL, STOP_SEQ, WINDOW};
+use super::rdma::{MAX_MESSAGE, RECV_SLOT, SIGNAL_EVERY, STALL, STOP_SEQ, WINDOW};
 use std::time::Instant;
 
 /// What one side's completions said so far.
@@ -28,6 +28,21 @@ impl Counts {
         self.sends_done += 1;
         if read {
             self.reads_done += 1;
+        }
+    }
+
+    /// Numbers the next request and says whether it is signalled: if `signal`, or every
+    /// [`SIGNAL_EVERY`]th, so that the send queue's entries are retired. Both levels post by
+    /// this rule; [`Counts::posted_request`] records the post once it went in.
+    pub fn next_request(&mut self, signal: bool) -> (u64, bool) {
+        self.posted += 1;
+        (self.posted, signal || self.posted % SIGNAL_EVERY == 0)
+    }
+
+    /// The request [`Counts::next_request`] numbered was posted.
+    pub fn posted_request(&mut self, signalled: bool) {
+        if signalled {
+            self.signalled += 1;
         }
     }
 
