@@ -58,6 +58,18 @@
 //! up aborts it (`Disconnected`, `LocalAbort`). Moving the QP to ERR (flushing its work
 //! requests) is the EP layer's part.
 //!
+//! # Order across connections
+//!
+//! IB's CM carries every connection's messages on one MAD QP, so a peer that sends the
+//! RTU of one connection and then the DREQ of another has them handled in that order. Here
+//! each connection is its own TCP socket, and the two can arrive the other way round (in
+//! one poll round, or in different rounds when the kernel delivers loopback packets on
+//! two CPUs). A consumer that counts connection events (dtestcm) then sees a DISCONNECTED
+//! before the last ESTABLISHED. So the passive side keeps that order itself: in each poll
+//! round, connections still being set up are handled first, and a DREQ is held while a
+//! connection from the same peer address that was waiting for its RTU when the DREQ came
+//! still waits, at most [`CmConfig::teardown_hold`].
+//!
 //! # Threads
 //!
 //! Each [`Cm`] runs one thread (`ferrodat-cm`) with a `poll(2)` loop over its listening
@@ -208,6 +220,10 @@ pub struct CmConfig {
     pub disconnect_timeout: Duration,
     /// How long a closing socket waits for the peer to close after our last message.
     pub linger_timeout: Duration,
+    /// Passive: how long a peer's DREQ may wait for the RTUs of that peer's connections
+    /// that were still being set up when it came (see the reactor's `Hold`). Bounds the
+    /// delay a peer that never sends its RTU can add to its other disconnects.
+    pub teardown_hold: Duration,
 }
 
 impl Default for CmConfig {
@@ -217,6 +233,7 @@ impl Default for CmConfig {
             req_timeout: Duration::from_secs(30),
             disconnect_timeout: Duration::from_secs(10),
             linger_timeout: Duration::from_secs(2),
+            teardown_hold: Duration::from_secs(1),
         }
     }
 }

@@ -79,6 +79,18 @@ pub(super) struct Conn {
     pub(super) shut: bool,
     /// Active: how to try the TCP connect again while nothing listens.
     pub(super) retry: Option<super::active::Retry>,
+    /// A DREQ from the peer waiting for RTUs that may have been sent before it; the
+    /// socket is not read meanwhile (its EOF would come before the DREQ is handled).
+    held: Option<Hold>,
+}
+
+/// A peer's DREQ kept back until the connections from the same peer address that were
+/// waiting for their RTU when it came have had it (or failed), or `until` passes. The
+/// peer wrote those RTUs before the DREQ; delivered the other way round, its consumer
+/// would see this DISCONNECTED before their ESTABLISHED (see the module docs of `cm`).
+struct Hold {
+    awaiting: Vec<ConnId>,
+    until: Instant,
 }
 
 impl Conn {
@@ -95,12 +107,14 @@ impl Conn {
             peer: None,
             shut: false,
             retry: None,
+            held: None,
         }
     }
 
     fn polled(&self) -> bool {
         !(self.state == State::Requested && self.peer_gone.is_some())
             && self.state != State::RetryWait
+            && self.held.is_none()
     }
 }
 
@@ -109,6 +123,8 @@ pub(super) struct Reactor {
     pub(super) config: CmConfig,
     pub(super) listeners: HashMap<u64, Listening>,
     pub(super) conns: HashMap<ConnId, Conn>,
+    /// The connections with a held DREQ, in the order the DREQs came.
+    held: Vec<ConnId>,
 }
 
 /// How a socket stopped working.
@@ -121,7 +137,13 @@ pub(super) enum Lost {
 
 impl Reactor {
     pub(super) fn new(shared: Arc<Shared>, config: CmConfig) -> Reactor {
-        Reactor { shared, config, listeners: HashMap::new(), conns: HashMap::new() }
+        Reactor {
+            shared,
+            config,
+            listeners: HashMap::new(),
+            conns: HashMap::new(),
+            held: Vec::new(),
+        }
     }
 
     pub(super) fn run(mut self) {
@@ -174,7 +196,13 @@ impl Reactor {
             let next_wake = self
                 .conns
                 .values()
-                .flat_map(|c| [c.deadline, c.retry.as_ref().and_then(|r| r.next_at)])
+                .flat_map(|c| {
+                    [
+                        c.deadline,
+                        c.retry.as_ref().and_then(|r| r.next_at),
+                        c.held.as_ref().map(|h| h.until),
+                    ]
+                })
                 .flatten()
                 .min();
             let timeout = match next_wake {
@@ -212,6 +240,7 @@ impl Reactor {
                     self.conn_ready(*cid, rev);
                 }
             }
+            self.release_held(Instant::now());
         }
     }
 
@@ -381,6 +410,9 @@ impl Reactor {
     fn parse(&mut self, id: ConnId) -> bool {
         loop {
             let Some(c) = self.conns.get_mut(&id) else { return false };
+            if c.held.is_some() {
+                return true; // the rest waits with the DREQ
+            }
             if c.state == State::Closing || !c.polled() {
                 c.inbuf.clear();
                 return true;
@@ -420,18 +452,12 @@ impl Reactor {
                 }),
             ),
             (State::Established, Msg::Dreq) => {
-                self.send(id, &Msg::Drep);
-                self.notify(
-                    id,
-                    CmEvent::Disconnected { conn: id, reason: DisconnectReason::PeerRequest },
-                );
-                self.closing(id);
-            }
-            (State::DreqSent, msg @ (Msg::Drep | Msg::Dreq)) => {
-                // Crossed DREQs: answer theirs too, both sides are done.
-                if msg == Msg::Dreq {
-                    self.send(id, &Msg::Drep);
+                if !self.hold_dreq(id) {
+                    self.on_dreq(id);
                 }
+            }
+            (State::DreqSent, Msg::Dreq) => self.on_dreq(id),
+            (State::DreqSent, Msg::Drep) => {
                 self.notify(
                     id,
                     CmEvent::Disconnected { conn: id, reason: DisconnectReason::LocalGraceful },
@@ -443,6 +469,77 @@ impl Reactor {
                 format!("unexpected {} from the peer in CM state {state:?}", msg.name()),
             ),
         }
+    }
+
+    /// The peer's DREQ: answered with a DREP, and the connection is over.
+    fn on_dreq(&mut self, id: ConnId) {
+        let Some(state) = self.conns.get(&id).map(|c| c.state) else { return };
+        let reason = match state {
+            State::Established => DisconnectReason::PeerRequest,
+            // Crossed DREQs: ours is answered by theirs; answer theirs too.
+            State::DreqSent => DisconnectReason::LocalGraceful,
+            // The consumer released or closed it while the DREQ was held.
+            _ => return,
+        };
+        self.send(id, &Msg::Drep);
+        self.notify(id, CmEvent::Disconnected { conn: id, reason });
+        self.closing(id);
+    }
+
+    /// Holds the DREQ that just came on `id` if connections from the same peer address
+    /// wait for their RTU (see [`Hold`]); true when held.
+    fn hold_dreq(&mut self, id: ConnId) -> bool {
+        if !self.conns.values().any(|c| c.state == State::RepSent) {
+            return false;
+        }
+        let Some(peer) = self.peer_addr(id).map(|a| a.ip()) else { return false };
+        let awaiting: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.state == State::RepSent && c.sock.peer_addr().is_ok_and(|a| a.ip() == peer)
+            })
+            .map(|(cid, _)| *cid)
+            .collect();
+        if awaiting.is_empty() {
+            return false;
+        }
+        let until = super::deadline_after(self.config.teardown_hold);
+        let Some(c) = self.conns.get_mut(&id) else { return false };
+        c.held = Some(Hold { awaiting, until });
+        self.held.push(id);
+        true
+    }
+
+    /// Handles the held DREQs whose awaited connections are all past `RepSent` (or gone),
+    /// or whose time is up, in the order they came. A later DREQ never awaits less than an
+    /// earlier one, so this keeps their order too.
+    fn release_held(&mut self, now: Instant) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut still = Vec::new();
+        for id in std::mem::take(&mut self.held) {
+            let conns = &self.conns;
+            let Some(c) = self.conns.get(&id) else { continue };
+            let Some(h) = &c.held else { continue };
+            let waiting = h
+                .awaiting
+                .iter()
+                .any(|a| conns.get(a).is_some_and(|ac| ac.state == State::RepSent));
+            if waiting && now < h.until && c.state == State::Established {
+                still.push(id);
+                continue;
+            }
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.held = None;
+            }
+            self.on_dreq(id);
+            // Whatever the peer sent after its DREQ (nothing, normally) is handled now;
+            // the socket is polled again from the next round.
+            self.parse(id);
+        }
+        self.held.extend(still);
     }
 
     /// The peer broke the protocol.
