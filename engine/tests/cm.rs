@@ -400,7 +400,10 @@ fn no_listener_is_non_peer_rejected() {
 #[test]
 fn a_connect_just_before_the_listener_gets_through() {
     let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
-    let port = dead_port();
+    // A fixed port, not a kernel-picked one: a port from the ephemeral range, free when
+    // picked, can be bound by a parallel test's listener before ours (its REQ then went
+    // to that listener and the test waited out its 30 s for a request).
+    let port = 31103;
     let (sa, ea) = sink();
     let _ca = cm_a.connect(LOCALHOST, port, &fake_info(1), b"early", Some(WAIT), sa).unwrap();
     // Let a few tries be refused first.
@@ -754,4 +757,141 @@ fn rtus_waiting_beside_dreqs_are_reported_first() {
         [("up", true); EACH].into_iter().chain([("down", false); EACH]).collect();
     assert_eq!(reported, expected, "every RTU's Established before the DREQs' Disconnected");
     drop((up, down, blocker, listener));
+}
+
+/// A listener whose accepted connections report, in one channel, every passive event
+/// tagged with the group the test put the connection in.
+struct Ordered {
+    listener: cm::Listener,
+    requests: Events,
+    order_tx: Sender<(&'static str, CmEvent)>,
+    order: Receiver<(&'static str, CmEvent)>,
+}
+
+impl Ordered {
+    fn new(cm_b: &Cm) -> Ordered {
+        let (lsink, requests) = sink();
+        let listener = cm_b.listen_any(64, lsink).unwrap();
+        let (order_tx, order) = channel();
+        Ordered { listener, requests, order_tx, order }
+    }
+
+    fn tagged(&self, tag: &'static str) -> Sink {
+        let tx = Mutex::new(self.order_tx.clone());
+        Arc::new(move |ev| drop(tx.lock().unwrap().send((tag, ev))))
+    }
+
+    /// A connection from `cm_a`, established on both sides; its passive events say "down".
+    fn established(&self, cm_a: &Cm, qpn: u32) -> (cm::Connection, Events, cm::Connection) {
+        let (sa, ea) = sink();
+        let port = self.listener.conn_qual();
+        let ca = cm_a.connect(LOCALHOST, port, &fake_info(qpn), &[], Some(WAIT), sa).unwrap();
+        let cb = self
+            .requests
+            .request()
+            .accept(&fake_info(qpn | 0x100), &[], self.tagged("down"))
+            .unwrap();
+        ea.established();
+        assert!(matches!(self.next(), ("down", CmEvent::Established { .. })));
+        (ca, ea, cb)
+    }
+
+    /// A connection from 127.0.0.1 played by hand up to the REP: the passive side waits
+    /// for its RTU. Its passive events say "up".
+    fn waiting_for_rtu(&self, qpn: u32) -> (TcpStream, cm::Connection) {
+        let mut s = TcpStream::connect((LOCALHOST, self.listener.conn_qual())).unwrap();
+        write_msg(&mut s, &Msg::Req { info: fake_info(qpn), private_data: vec![] });
+        let cb = self
+            .requests
+            .request()
+            .accept(&fake_info(qpn | 0x100), &[], self.tagged("up"))
+            .unwrap();
+        assert!(matches!(read_msg(&mut s), Msg::Rep { .. }));
+        (s, cb)
+    }
+
+    fn next(&self) -> (&'static str, CmEvent) {
+        self.order.recv_timeout(WAIT).expect("a passive event within the wait")
+    }
+}
+
+fn hold_config(teardown_hold: Duration) -> cm::CmConfig {
+    cm::CmConfig { teardown_hold, ..cm::CmConfig::default() }
+}
+
+/// The same peer's RTU can also reach the passive CM in a later poll round than a DREQ it
+/// wrote after it (loopback packets delivered on two CPUs). The DREQ, and the EOF of the
+/// abrupt disconnect behind it, wait for that RTU: ESTABLISHED first, then DISCONNECTED
+/// with the peer's reason.
+#[test]
+fn an_rtu_arriving_after_a_dreq_of_the_same_peer_is_still_reported_first() {
+    let cm_b = Cm::with_config(LOCALHOST, hold_config(WAIT)).unwrap();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let p = Ordered::new(&cm_b);
+    let (ca, ea, down) = p.established(&cm_a, 1);
+    let (mut s, up) = p.waiting_for_rtu(2);
+
+    ca.disconnect(false).unwrap();
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalAbrupt);
+    // Give the passive CM time to read the DREQ and the EOF before the RTU exists. (Not a
+    // timed check: a slower machine only makes the test pass without the late arrival.)
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(p.order.try_recv().is_err(), "the DISCONNECTED waits for the RTU");
+    write_msg(&mut s, &Msg::Rtu);
+
+    assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
+    match p.next() {
+        ("down", CmEvent::Disconnected { reason, .. }) => {
+            assert_eq!(reason, DisconnectReason::PeerRequest)
+        }
+        other => panic!("expected the held Disconnected, got {other:?}"),
+    }
+    drop((s, up, down, p));
+}
+
+/// A peer that never sends its RTU delays its other DISCONNECTEDs by the hold at most; the
+/// graceful disconnect still gets its DREP, and the late RTU still establishes.
+#[test]
+fn a_missing_rtu_delays_the_same_peers_disconnect_only_by_the_hold() {
+    let cm_b = Cm::with_config(LOCALHOST, hold_config(Duration::from_millis(300))).unwrap();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let p = Ordered::new(&cm_b);
+    let (ca, ea, down) = p.established(&cm_a, 1);
+    let (mut s, up) = p.waiting_for_rtu(2);
+
+    ca.disconnect(true).unwrap();
+    match p.next() {
+        ("down", CmEvent::Disconnected { reason, .. }) => {
+            assert_eq!(reason, DisconnectReason::PeerRequest)
+        }
+        other => panic!("expected Disconnected once the hold ran out, got {other:?}"),
+    }
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful, "the DREP came");
+    write_msg(&mut s, &Msg::Rtu);
+    assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
+    drop((s, up, down, p));
+}
+
+/// Only the DREQs of the peer whose RTU is missing wait: another peer address's disconnect
+/// is reported at once, even with a hold longer than the test's wait.
+#[test]
+fn a_missing_rtu_does_not_hold_another_peers_disconnect() {
+    let cm_b = Cm::with_config(LOCALHOST, hold_config(2 * WAIT)).unwrap();
+    let other_peer = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    let cm_a = Cm::new(other_peer).unwrap();
+    let p = Ordered::new(&cm_b);
+    let (ca, ea, down) = p.established(&cm_a, 1);
+    let (mut s, up) = p.waiting_for_rtu(2);
+
+    ca.disconnect(true).unwrap();
+    match p.next() {
+        ("down", CmEvent::Disconnected { reason, .. }) => {
+            assert_eq!(reason, DisconnectReason::PeerRequest)
+        }
+        other => panic!("expected the other peer's Disconnected at once, got {other:?}"),
+    }
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful);
+    write_msg(&mut s, &Msg::Rtu);
+    assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
+    drop((s, up, down, p));
 }
