@@ -3,9 +3,11 @@
 //! published in the doorbell record; arming for the next (solicited) completion.
 //!
 //! One thread polls a CQ at a time (the ring is behind `&mut`). QPs attach and detach from
-//! any thread through [`CqAttachments`]: the poller picks changes up at its next poll with
-//! one relaxed load when nothing changed, and on a detach it marks the QP's CQEs still in
-//! the ring as stale, so a user index can be reused at once (rdma-core's `cq_clean`).
+//! any thread through [`CqAttachments`]: the poller picks changes up at its next batch poll
+//! with one relaxed load when nothing changed, and when a one-at-a-time poll meets an entry
+//! of a QP it does not know yet or one flagged detached; on a detach it marks the QP's CQEs
+//! still in the ring as stale, so a user index can be reused at once (rdma-core's
+//! `cq_clean`).
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
 use crate::doorbell::{CqDoorbell, Model};
@@ -37,6 +39,19 @@ pub enum RecvSource {
 pub struct QpCompletions {
     pub send: Arc<SendTracker>,
     pub recv: RecvSource,
+    /// The QP's number, reported in its completions (taken from here rather than from each
+    /// CQE: one load instead of a load, a mask and a byte swap).
+    pub qpn: u32,
+    /// Set by [`CqAttachments::detach`] once the detach is queued: a poller that finds it
+    /// leaves the entry to its general path, which takes the detach in first. So the
+    /// one-at-a-time poll needs no look at the CQ's attachments while nothing is detached.
+    detached: AtomicBool,
+}
+
+impl QpCompletions {
+    pub fn new(qpn: u32, send: Arc<SendTracker>, recv: RecvSource) -> QpCompletions {
+        QpCompletions { send, recv, qpn, detached: AtomicBool::new(false) }
+    }
 }
 
 /// QPs attaching to and detaching from a CQ, waiting for its poller.
@@ -52,9 +67,11 @@ impl CqAttachments {
         self.push(uidx, Some(qp));
     }
 
-    /// The QP with user index `uidx` was destroyed.
-    pub fn detach(&self, uidx: u32) {
+    /// The QP with user index `uidx`, whose completions are `qp`, was destroyed.
+    pub fn detach(&self, uidx: u32, qp: &QpCompletions) {
         self.push(uidx, None);
+        // After the push: a poller that sees the flag finds the detach queued.
+        qp.detached.store(true, Ordering::Release);
     }
 
     fn push(&self, uidx: u32, qp: Option<Arc<QpCompletions>>) {
@@ -138,9 +155,7 @@ impl CqRing {
         // One entry, the commonest request (a consumer taking completions one by one):
         // straight-line code for the entry at the consumer index.
         if let [wc] = out {
-            return usize::from(
-                self.poll_ring_one(wc) || (model.progress() && self.poll_ring_one(wc)),
-            );
+            return usize::from(self.poll_one(wc, model));
         }
         let mut n = self.poll_ring(out);
         if n == 0 && !out.is_empty() && model.progress() {
@@ -152,12 +167,41 @@ impl CqRing {
     /// [`CqRing::poll`] of one completion into `wc` (what a one-entry `out` gets), for
     /// callers that take completions one at a time (an EVD's dequeue) and need no slice.
     /// True if one was written.
+    ///
+    /// Straight-line code for the two commonest entries (a requester's success without a
+    /// byte count, a plain receive into the QP's own queue) and for an empty CQ; everything
+    /// else (attachments changed, other entries, entries that complete nothing) is one
+    /// out-of-line call, so the caller keeps its values in registers.
+    ///
+    /// Attachment changes need no look here: a new QP's entry is not in the table yet, and a
+    /// destroyed one is flagged `detached`, so either way the entry goes to the general
+    /// path, which takes the changes in first.
     #[inline(always)]
     pub fn poll_one(&mut self, wc: &mut WorkCompletion, model: &impl Model) -> bool {
+        let cqe = self.next;
+        // SAFETY: byte 63 of entry `cqe`, inside the ring.
+        let op_own = unsafe { cqe.read_u8(63) };
+        if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ self.parity) & 1 != 0 {
+            return model.progress() && self.poll_one_slow(wc);
+        }
+        from_device_barrier();
+        if decode_common(&self.qps, cqe, op_own, wc) {
+            self.consumed_one(cqe);
+            return true;
+        }
+        self.poll_one_slow(wc) || (model.progress() && self.poll_one_slow(wc))
+    }
+
+    /// [`Self::poll_one`] for whatever its straight-line code leaves: takes attachment
+    /// changes in, then the entry at the consumer index with the general decoder (false if
+    /// the CQ is empty).
+    #[cold]
+    #[inline(never)]
+    fn poll_one_slow(&mut self, wc: &mut WorkCompletion) -> bool {
         if self.attachments.changed.load(Ordering::Relaxed) {
             self.apply_attachments();
         }
-        self.poll_ring_one(wc) || (model.progress() && self.poll_ring_one(wc))
+        self.poll_ring_one(wc)
     }
 
     /// True if a CQE waits (without consuming it).
@@ -418,22 +462,48 @@ fn decode(
     op_own: u8,
     wc: &mut WorkCompletion,
 ) -> bool {
-    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
+    // SAFETY: the user index of a 64-byte CQE the device handed to software.
     let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
     let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
+    decode_requester(qp, cqe, op_own, wc) || decode_receive_or_other(qp, cqe, op_own, wc)
+}
+
+/// [`decode`] of the two commonest entries only (a requester's success with no byte count,
+/// a plain receive into the QP's own queue): false, with nothing consumed, for any other
+/// entry, which the caller hands to the general decoder.
+#[inline(always)]
+fn decode_common(
+    qps: &[Option<Arc<QpCompletions>>],
+    cqe: DevPtr,
+    op_own: u8,
+    wc: &mut WorkCompletion,
+) -> bool {
+    // SAFETY: the user index of a 64-byte CQE the device handed to software.
+    let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
+    let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
+    if qp.detached.load(Ordering::Relaxed) {
+        return false;
+    }
+    decode_requester(qp, cqe, op_own, wc) || decode_plain_receive(qp, cqe, op_own, wc)
+}
+
+/// A requester's success with no byte count (a SEND, an RDMA WRITE) into `wc`; false, with
+/// nothing consumed, for any other entry.
+#[inline(always)]
+fn decode_requester(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {
+    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
     // The WQE's opcode is the top byte of sop_drop_qpn (byte 56), read on its own so the
     // table needs no shift or mask.
     let opcode = match REQUESTER_NO_BYTE_COUNT[usize::from(unsafe { cqe.read_u8(56) })] {
         Some(opcode) if op_own >> 4 == cqe_opcode::REQ => opcode,
-        _ => return decode_receive_or_other(qp, cqe, op_own, wc),
+        _ => return false,
     };
-    let qpn = u32::from_be(unsafe { cqe.read_u32(56) }) & 0x00ff_ffff;
     let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
     // The whole completion at once: a few wide stores.
     *wc = WorkCompletion {
         wr_id: qp.send.complete(wqe_counter),
         byte_len: 0,
-        qpn,
+        qpn: qp.qpn,
         src_qp: 0,
         imm_data: 0,
         status: WcStatus::Success,
@@ -454,15 +524,27 @@ fn decode_receive_or_other(
     op_own: u8,
     wc: &mut WorkCompletion,
 ) -> bool {
-    let RecvSource::Queue(rq) = &qp.recv else { return decode_other(qp, cqe, op_own, wc) };
+    decode_plain_receive(qp, cqe, op_own, wc) || decode_other(qp, cqe, op_own, wc)
+}
+
+/// A plain SEND received into the QP's own receive queue into `wc`; false, with nothing
+/// consumed, for any other entry.
+#[inline(always)]
+fn decode_plain_receive(
+    qp: &QpCompletions,
+    cqe: DevPtr,
+    op_own: u8,
+    wc: &mut WorkCompletion,
+) -> bool {
+    let RecvSource::Queue(rq) = &qp.recv else { return false };
     if op_own >> 4 != cqe_opcode::RESP_SEND {
-        return decode_other(qp, cqe, op_own, wc);
+        return false;
     }
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
     *wc = WorkCompletion {
         wr_id: rq.complete_next(),
         byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
-        qpn: u32::from_be(unsafe { cqe.read_u32(56) }) & 0x00ff_ffff,
+        qpn: qp.qpn,
         src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
         imm_data: 0,
         status: WcStatus::Success,
@@ -483,7 +565,7 @@ fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkComple
     let sop_qpn = u32::from_be(unsafe { cqe.read_u32(56) });
     let wqe_counter = u16::from_be(unsafe { cqe.read_u16(60) });
     let op = op_own >> 4;
-    let qpn = sop_qpn & 0x00ff_ffff;
+    let qpn = qp.qpn;
     if matches!(
         op,
         cqe_opcode::RESP_SEND

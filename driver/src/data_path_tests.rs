@@ -391,10 +391,11 @@ fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
     let mut sq = send_queue(16, 0x108, 256);
     let mut c = cq(4);
     let model = Recorder::default();
-    let qp = QpCompletions {
-        send: sq.q.tracker().clone(),
-        recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-    };
+    let qp = QpCompletions::new(
+        0x108,
+        sq.q.tracker().clone(),
+        RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    );
     c.cq.attachments().attach(2, Arc::new(qp));
     let s = [sge(0x1000, 8, 1)];
     let mut send_and_complete = |c: &mut Cq, p: u32| {
@@ -433,10 +434,11 @@ fn qp_on_cq(ncqe: u32, receives: u64, first_wr_id: u64) -> (Sq, Rq, Cq) {
     let sq = send_queue(16, 0x108, 256);
     let mut rq = recv_queue(16);
     let c = cq(ncqe);
-    let qp = Arc::new(QpCompletions {
-        send: sq.q.tracker().clone(),
-        recv: RecvSource::Queue(rq.q.tracker().clone()),
-    });
+    let qp = Arc::new(QpCompletions::new(
+        0x108,
+        sq.q.tracker().clone(),
+        RecvSource::Queue(rq.q.tracker().clone()),
+    ));
     c.cq.attachments().attach(5, qp);
     let buf = [sge(0x5000, 64, 9)];
     for i in 0..receives {
@@ -532,21 +534,23 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     let sq = send_queue(16, 1, 0);
     let mut c = cq(8);
     let model = Recorder::default();
-    let qp = || {
-        Arc::new(QpCompletions {
-            send: sq.q.tracker().clone(),
-            recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-        })
+    let qp = |qpn| {
+        Arc::new(QpCompletions::new(
+            qpn,
+            sq.q.tracker().clone(),
+            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+        ))
     };
-    c.cq.attachments().attach(1, qp());
-    c.cq.attachments().attach(2, qp());
+    let (one, two) = (qp(1), qp(2));
+    c.cq.attachments().attach(1, one.clone());
+    c.cq.attachments().attach(2, two);
     let mut out = [WorkCompletion::default(); 8];
     c.cq.poll(&mut out, &model); // picks the attachments up
     write_cqe(&mut c, 0, 0, 1, 1, 0, 0, 0, 0);
     write_cqe(&mut c, 1, 0, 2, 2, 0, 0, 0, 0);
     write_cqe(&mut c, 2, 0, 1, 1, 0, 0, 0, 0);
-    c.cq.attachments().detach(1);
-    c.cq.attachments().attach(1, qp()); // the index is reused at once
+    c.cq.attachments().detach(1, &one);
+    c.cq.attachments().attach(1, qp(1)); // the index is reused at once
     assert_eq!(c.cq.poll(&mut out, &model), 1);
     assert_eq!(out[0].qpn, 2);
     assert_eq!(c.db.be32(0), 3, "the skipped entries are consumed too");
@@ -559,14 +563,12 @@ fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
     let mut c = cq(4);
     let model = Recorder::default();
     let recv = rq.q.tracker().clone();
-    let qp = || {
-        Arc::new(QpCompletions {
-            send: sq.q.tracker().clone(),
-            recv: RecvSource::Queue(recv.clone()),
-        })
+    let qp = |qpn| {
+        Arc::new(QpCompletions::new(qpn, sq.q.tracker().clone(), RecvSource::Queue(recv.clone())))
     };
-    c.cq.attachments().attach(5, qp());
-    c.cq.attachments().attach(6, qp());
+    let six = qp(0x109);
+    c.cq.attachments().attach(5, qp(0x108));
+    c.cq.attachments().attach(6, six.clone());
     let mut wc = WorkCompletion::default();
     assert!(!c.cq.poll_one(&mut wc, &model), "nothing yet (op_own 0xF0)");
     let s = [sge(0x1000, 8, 1)];
@@ -584,7 +586,7 @@ fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
         write_cqe(&mut c, p + 2, 13, 5, (0x10 << 24) | 0x108, counter + 1, 0, 0, 0x13);
         write_cqe(&mut c, p + 3, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
         if pass == 0 {
-            c.cq.attachments().detach(6);
+            c.cq.attachments().detach(6, &six);
         }
         assert!(c.cq.poll_one(&mut wc, &model), "pass {pass}");
         assert_eq!(
@@ -710,10 +712,11 @@ fn a_bind_completion_reports_bind_mw() {
     let sq = send_queue(16, 0x108, 0);
     let mut c = cq(4);
     let model = Recorder::default();
-    let qp = Arc::new(QpCompletions {
-        send: sq.q.tracker().clone(),
-        recv: RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-    });
+    let qp = Arc::new(QpCompletions::new(
+        0x108,
+        sq.q.tracker().clone(),
+        RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    ));
     c.cq.attachments().attach(5, qp);
     let mut out = [WorkCompletion::default(); 2];
     c.cq.poll(&mut out, &model);

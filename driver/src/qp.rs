@@ -393,6 +393,9 @@ pub(crate) struct QpInner {
     srq: Option<Srq>,
     dbrec: DbRecord,
     _buf: DmaBuf,
+    /// What the CQs complete this QP's requests with (see [`QpCompletions`]); None
+    /// before the attach and after the detach.
+    completions: std::sync::Mutex<Option<Arc<QpCompletions>>>,
 }
 
 /// `mlx5_calc_sq_size` for RC: (wqe bytes, WQEBBs, max_post, max_inline, max_sge).
@@ -551,6 +554,7 @@ impl<'m> Qp<'m> {
             srq: init.srq.cloned(),
             dbrec,
             _buf: buf,
+            completions: std::sync::Mutex::new(None),
         };
         let inner = Arc::new(inner);
         let (sq, rq) = inner.queues(init.sq_sig_all);
@@ -566,7 +570,10 @@ impl<'m> Qp<'m> {
             (None, Some(srq)) => RecvSource::Srq(srq.ring().clone()),
             (None, None) => RecvSource::Queue(Arc::new(RecvTracker::new(1))),
         };
-        let qp = Arc::new(QpCompletions { send: self.sq.tracker().clone(), recv });
+        let qp =
+            Arc::new(QpCompletions::new(self.inner.geometry.qpn, self.sq.tracker().clone(), recv));
+        // Kept for the detach (a modify to RESET detaches and attaches anew).
+        *self.inner.completions.lock().unwrap_or_else(|e| e.into_inner()) = Some(qp.clone());
         let uidx = self.inner.geometry.uidx;
         self.inner.send_cq.attachments.attach(uidx, qp.clone());
         if !Arc::ptr_eq(&self.inner.send_cq, &self.inner.recv_cq) {
@@ -810,9 +817,11 @@ impl QpInner {
     }
 
     fn detach(&self) {
-        self.send_cq.attachments.detach(self.geometry.uidx);
+        let taken = self.completions.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(qp) = taken else { return };
+        self.send_cq.attachments.detach(self.geometry.uidx, &qp);
         if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
-            self.recv_cq.attachments.detach(self.geometry.uidx);
+            self.recv_cq.attachments.detach(self.geometry.uidx, &qp);
         }
     }
 }
