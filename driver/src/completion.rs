@@ -5,29 +5,32 @@ use ferrodat_abi::mlx5::cqe_syndrome as syn;
 use ferrodat_abi::uverbs::wc_status;
 
 /// One finished work request. Compact (32 bytes) because polling writes one per CQE;
-/// the optional parts are read through methods.
+/// the optional parts are read through methods. Laid out (`repr(C)`, this order) so that
+/// what a successful send's completion leaves zero, `byte_len` to `vendor_syndrome`, is
+/// one run of 16 bytes, one store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct WorkCompletion {
     /// The `wr_id` of the request.
     pub wr_id: u64,
-    /// Bytes received (receives), read (RDMA READ) or 8 (atomics); 0 otherwise.
-    pub byte_len: u32,
     /// The local QP number.
     pub qpn: u32,
+    /// Bytes received (receives), read (RDMA READ) or 8 (atomics); 0 otherwise.
+    pub byte_len: u32,
     /// For receives: the sender's QP number.
     pub src_qp: u32,
     /// Immediate data, valid when `flags` has [`WorkCompletion::HAS_IMM`].
     pub(crate) imm_data: u32,
     /// Success or why not.
     pub status: WcStatus,
-    /// What completed. For an error completion, the side (send or receive) it belongs to.
-    pub opcode: WcOpcode,
     /// [`WorkCompletion::HAS_IMM`], [`WorkCompletion::SOLICITED`].
     pub(crate) flags: u8,
     /// For errors: the mlx5 syndrome (0 for success).
     pub(crate) syndrome: u8,
     /// For errors: the vendor syndrome.
     pub(crate) vendor_syndrome: u8,
+    /// What completed. For an error completion, the side (send or receive) it belongs to.
+    pub opcode: WcOpcode,
 }
 
 impl WorkCompletion {

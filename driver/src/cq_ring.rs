@@ -178,18 +178,41 @@ impl CqRing {
     /// path, which takes the changes in first.
     #[inline(always)]
     pub fn poll_one(&mut self, wc: &mut WorkCompletion, model: &impl Model) -> bool {
+        match self.poll_one_common(wc) {
+            Polled::Found => true,
+            Polled::Empty => model.progress() && self.poll_one_after_progress(wc),
+            Polled::Other => {
+                self.poll_one_slow(wc) || (model.progress() && self.poll_one_after_progress(wc))
+            }
+        }
+    }
+
+    /// [`Self::poll_one`] once the model made progress: the same straight-line code again
+    /// (a model's progress usually just wrote the commonest entry).
+    #[inline(always)]
+    fn poll_one_after_progress(&mut self, wc: &mut WorkCompletion) -> bool {
+        match self.poll_one_common(wc) {
+            Polled::Found => true,
+            Polled::Empty => false,
+            Polled::Other => self.poll_one_slow(wc),
+        }
+    }
+
+    /// The entry at the consumer index, if it is one of the two commonest.
+    #[inline(always)]
+    fn poll_one_common(&mut self, wc: &mut WorkCompletion) -> Polled {
         let cqe = self.next;
         // SAFETY: byte 63 of entry `cqe`, inside the ring.
         let op_own = unsafe { cqe.read_u8(63) };
         if op_own >> 4 == cqe_opcode::INVALID || (op_own ^ self.parity) & 1 != 0 {
-            return model.progress() && self.poll_one_slow(wc);
+            return Polled::Empty;
         }
         from_device_barrier();
         if decode_common(&self.qps, cqe, op_own, wc) {
             self.consumed_one(cqe);
-            return true;
+            return Polled::Found;
         }
-        self.poll_one_slow(wc) || (model.progress() && self.poll_one_slow(wc))
+        Polled::Other
     }
 
     /// [`Self::poll_one`] for whatever its straight-line code leaves: takes attachment
@@ -442,6 +465,16 @@ impl CqRing {
         unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
         Ok(())
     }
+}
+
+/// What [`CqRing::poll_one_common`] found at the consumer index.
+enum Polled {
+    /// One of the two commonest entries, now in the completion.
+    Found,
+    /// Nothing: the device still owns the entry.
+    Empty,
+    /// An entry for the general path.
+    Other,
 }
 
 /// The CQE after the ring's last: the first, in the next pass (owner parity flipped).
