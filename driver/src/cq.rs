@@ -4,7 +4,7 @@
 use crate::comp_channel::CompChannel;
 use crate::completion::WorkCompletion;
 use crate::context::Context;
-use crate::cq_ring::{CqAttachments, CqRing as PollRing};
+use crate::cq_ring::{CqAttachments, CqRing as PollRing, QpCompletions, software_end};
 use crate::dma::{DbRecord, DmaBuf};
 use crate::doorbell::CqDoorbell;
 use crate::error::{Error, Result};
@@ -416,6 +416,19 @@ impl CqInner {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
+    }
+
+    /// Detaches the QP with user index `uidx` (destroyed, or reset): its CQEs now in the
+    /// ring are skipped, the ones a reconnection under the same index adds later are not
+    /// (rdma-core's `mlx5_cq_clean` at the same moment, which removes them).
+    pub(crate) fn detach_qp(&self, uidx: u32, qp: &QpCompletions) {
+        // Under the buffers' lock: a resize neither moves the ring meanwhile nor
+        // republishes the consumer index.
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let from = self.dbrec.read_be32(mlx5::CQ_SET_CI) & mlx5::CQ_CI_MASK;
+        // SAFETY: the current ring of `ncqe` entries, alive with the CQ.
+        let end = unsafe { software_end(DevPtr::new(ring.buf.as_ptr()), ring.ncqe, from) };
+        self.attachments.detach(uidx, qp, end);
     }
 }
 

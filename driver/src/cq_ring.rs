@@ -58,24 +58,38 @@ impl QpCompletions {
 #[derive(Debug, Default)]
 pub struct CqAttachments {
     changed: AtomicBool,
-    pending: Mutex<Vec<(u32, Option<Arc<QpCompletions>>)>>,
+    pending: Mutex<Vec<(u32, Change)>>,
+}
+
+/// One attachment change, for the poller.
+#[derive(Debug)]
+enum Change {
+    Attach(Arc<QpCompletions>),
+    /// The QP's CQEs are all before CQ index `stale_before` (24 bits, as the doorbell
+    /// record counts): those still in the ring are skipped, and nothing after that index,
+    /// which can only be a new connection's under the same user index.
+    Detach {
+        stale_before: u32,
+    },
 }
 
 impl CqAttachments {
     /// The QP with user index `uidx` reports to this CQ from now on.
     pub fn attach(&self, uidx: u32, qp: Arc<QpCompletions>) {
-        self.push(uidx, Some(qp));
+        self.push(uidx, Change::Attach(qp));
     }
 
-    /// The QP with user index `uidx`, whose completions are `qp`, was destroyed.
-    pub fn detach(&self, uidx: u32, qp: &QpCompletions) {
-        self.push(uidx, None);
+    /// The QP with user index `uidx`, whose completions are `qp`, was destroyed or reset;
+    /// the device writes no more CQEs for what it had posted, and those it wrote all lie
+    /// before CQ index `stale_before` ([`CqGeometry::software_end`] at the time).
+    pub fn detach(&self, uidx: u32, qp: &QpCompletions, stale_before: u32) {
+        self.push(uidx, Change::Detach { stale_before });
         // After the push: a poller that sees the flag finds the detach queued.
         qp.detached.store(true, Ordering::Release);
     }
 
-    fn push(&self, uidx: u32, qp: Option<Arc<QpCompletions>>) {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((uidx, qp));
+    fn push(&self, uidx: u32, change: Change) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((uidx, change));
         self.changed.store(true, Ordering::Release);
     }
 }
@@ -377,11 +391,15 @@ impl CqRing {
         let changes = std::mem::take(
             &mut *self.attachments.pending.lock().unwrap_or_else(|e| e.into_inner()),
         );
-        for (uidx, qp) in changes {
+        for (uidx, change) in changes {
             let i = uidx as usize;
-            if qp.is_none() {
-                self.mark_stale(uidx);
-            }
+            let qp = match change {
+                Change::Attach(qp) => Some(qp),
+                Change::Detach { stale_before } => {
+                    self.mark_stale(uidx, stale_before);
+                    None
+                }
+            };
             if self.qps.len() <= i {
                 self.qps.resize_with(i + 1, || None);
             }
@@ -389,11 +407,20 @@ impl CqRing {
         }
     }
 
-    /// Rewrites the user index of `uidx`'s CQEs still in the ring (software owns them; the
-    /// device writes no more for a destroyed QP) so they are skipped.
-    fn mark_stale(&mut self, uidx: u32) {
+    /// Rewrites the user index of `uidx`'s CQEs still in the ring before index
+    /// `stale_before` (software owns them; the device writes no more for the detached QP)
+    /// so they are skipped. Entries from that index on keep theirs: a QP reset and
+    /// connected again keeps its user index, and its new completions may already be here.
+    fn mark_stale(&mut self, uidx: u32, stale_before: u32) {
+        let ahead = stale_before.wrapping_sub(self.ci) & CQ_CI_MASK;
+        if ahead > self.g.ncqe {
+            return; // the poller is past that index already
+        }
+        let end = self.ci.wrapping_add(ahead);
         let mut i = self.ci;
-        while let Some((cqe, _)) = self.owned_cqe(i) {
+        while i != end
+            && let Some((cqe, _)) = self.owned_cqe(i)
+        {
             from_device_barrier();
             // SAFETY: the srqn_uidx word of a software-owned CQE.
             unsafe {
@@ -465,6 +492,26 @@ impl CqRing {
         unsafe { self.g.dbrec.write_u32(CQ_SET_CI * 4, (self.ci & CQ_CI_MASK).to_be()) };
         Ok(())
     }
+}
+
+/// The CQ index (24 bits, as the doorbell record counts) just past the entries software
+/// owns from index `from` on: where the device writes its next CQE. Reads only the
+/// ownership bytes, so it may run beside the poller.
+///
+/// # Safety
+/// `ring` is a live CQ ring of `ncqe` 64-byte entries (a power of two).
+pub unsafe fn software_end(ring: DevPtr, ncqe: u32, from: u32) -> u32 {
+    let mut i = from;
+    for _ in 0..ncqe {
+        // SAFETY: byte 63 of entry `i & (ncqe-1)`, inside the ring (caller's contract).
+        let op_own = unsafe { ring.add(((i & (ncqe - 1)) as usize) << 6).read_u8(63) };
+        let sw_owner = i & ncqe != 0;
+        if op_own >> 4 == cqe_opcode::INVALID || ((op_own & CQE_OWNER_MASK) != 0) != sw_owner {
+            break;
+        }
+        i = i.wrapping_add(1);
+    }
+    i & CQ_CI_MASK
 }
 
 /// What [`CqRing::poll_one_common`] found at the consumer index.

@@ -549,11 +549,16 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     write_cqe(&mut c, 0, 0, 1, 1, 0, 0, 0, 0);
     write_cqe(&mut c, 1, 0, 2, 2, 0, 0, 0, 0);
     write_cqe(&mut c, 2, 0, 1, 1, 0, 0, 0, 0);
-    c.cq.attachments().detach(1, &one);
-    c.cq.attachments().attach(1, qp(1)); // the index is reused at once
-    assert_eq!(c.cq.poll(&mut out, &model), 1);
-    assert_eq!(out[0].qpn, 2);
-    assert_eq!(c.db.be32(0), 3, "the skipped entries are consumed too");
+    // SAFETY: the CQ's ring of 8 entries.
+    let end = unsafe { crate::cq_ring::software_end(c.ring.ptr(), 8, 0) };
+    assert_eq!(end, 3, "the device writes entry 3 next");
+    c.cq.attachments().detach(1, &one, end);
+    // The index is reused at once (a reset QP keeps it): its new entry is reported.
+    c.cq.attachments().attach(1, qp(0x11));
+    write_cqe(&mut c, 3, 0, 1, 0x11, 0, 0, 0, 0);
+    assert_eq!(c.cq.poll(&mut out, &model), 2);
+    assert_eq!((out[0].qpn, out[1].qpn), (2, 0x11), "the old entries skipped, the new one not");
+    assert_eq!(c.db.be32(0), 4, "the skipped entries are consumed too");
 }
 
 #[test]
@@ -586,7 +591,7 @@ fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
         write_cqe(&mut c, p + 2, 13, 5, (0x10 << 24) | 0x108, counter + 1, 0, 0, 0x13);
         write_cqe(&mut c, p + 3, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
         if pass == 0 {
-            c.cq.attachments().detach(6, &six);
+            c.cq.attachments().detach(6, &six, p + 4);
         }
         assert!(c.cq.poll_one(&mut wc, &model), "pass {pass}");
         assert_eq!(

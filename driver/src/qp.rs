@@ -819,9 +819,9 @@ impl QpInner {
     fn detach(&self) {
         let taken = self.completions.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(qp) = taken else { return };
-        self.send_cq.attachments.detach(self.geometry.uidx, &qp);
+        self.send_cq.detach_qp(self.geometry.uidx, &qp);
         if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
-            self.recv_cq.attachments.detach(self.geometry.uidx, &qp);
+            self.recv_cq.detach_qp(self.geometry.uidx, &qp);
         }
     }
 }

@@ -153,3 +153,61 @@ fn qps_past_the_dedicated_bfregs_post_through_shared_doorbell_only_registers() {
     drop((a, b, first, second, third, fourth));
     let _ = std::fs::remove_dir_all(&path);
 }
+
+/// A QP reset and connected again keeps its user index, so the CQ gets its detach and its
+/// new attach at once. Completions of the new connection that reach the CQ before anyone
+/// polls it must still be reported; only the old connection's are dropped (rdma-core
+/// removes those at the reset).
+#[test]
+fn completions_after_a_reset_and_reconnect_are_reported_the_old_ones_dropped() {
+    let path = format!("/dev/shm/ferrodat-drv-reset-{}", std::process::id());
+    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
+    let ctx = Context::open_softhca(dev).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.reg_mr(&mut buf, Access::ALL).unwrap();
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, true);
+    let mut wc = [WorkCompletion::default(); 4];
+    // Polled once, so the CQ knows both QPs.
+    assert_eq!(cq.poll(&mut wc), 0);
+
+    // The old connection: a SEND and its receive complete, and nobody polls them.
+    b.post_recv(&[RecvWr { wr_id: 1, sges: &[mr.sge(0, 64).unwrap()] }]).unwrap();
+    a.post_send(&[SendWr::new(2, SendOp::Send, Payload::Inline(b"old"))]).unwrap();
+    while !cq.has_completion() {
+        ctx.channel().progress();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    ctx.channel().progress();
+
+    // Both QPs reset and connected again; the new connection's completions arrive before
+    // the next poll.
+    a.reset().unwrap();
+    b.reset().unwrap();
+    let gid = ctx.gid(1, 0).unwrap();
+    let peer = |q: &Qp, psn| ferrodat_driver::RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
+    let (pa, pb) = (peer(&a, 33), peer(&b, 44));
+    a.connect(&pb, 33, 3, Access::ALL).unwrap();
+    b.connect(&pa, 44, 3, Access::ALL).unwrap();
+    b.post_recv(&[RecvWr { wr_id: 3, sges: &[mr.sge(64, 64).unwrap()] }]).unwrap();
+    a.post_send(&[SendWr::new(4, SendOp::Send, Payload::Inline(b"new"))]).unwrap();
+    for _ in 0..1000 {
+        ctx.channel().progress();
+    }
+
+    // The old entries come first in the ring: were they not skipped, they would be these.
+    let n = cq.poll_wait(&mut wc[..2], Duration::from_secs(5));
+    let mut got: Vec<(u64, WcOpcode, WcStatus)> =
+        wc[..n].iter().map(|w| (w.wr_id, w.opcode, w.status)).collect();
+    assert_eq!(cq.poll(&mut wc), 0, "nothing after them");
+    got.sort_by_key(|g| g.0);
+    assert_eq!(
+        got,
+        [(3, WcOpcode::Recv, WcStatus::Success), (4, WcOpcode::Send, WcStatus::Success)],
+        "the new connection's completions, and none of the old"
+    );
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&path);
+}
