@@ -853,32 +853,24 @@ fn an_rtu_arriving_after_a_dreq_of_the_same_peer_is_still_reported_first() {
 /// graceful disconnect still gets its DREP, and the late RTU still establishes.
 #[test]
 fn a_missing_rtu_delays_the_same_peers_disconnect_only_by_the_hold() {
-    let cm_b = Cm::with_config(LOCALHOST, hold_config(Duration::from_millis(300))).unwrap();
-    let cm_a = Cm::new(LOCALHOST).unwrap();
-    let p = Ordered::new(&cm_b);
-    let (ca, ea, down) = p.established(&cm_a, 1);
-    let (mut s, up) = p.waiting_for_rtu(2);
-
-    ca.disconnect(true).unwrap();
-    match p.next() {
-        ("down", CmEvent::Disconnected { reason, .. }) => {
-            assert_eq!(reason, DisconnectReason::PeerRequest)
-        }
-        other => panic!("expected Disconnected once the hold ran out, got {other:?}"),
-    }
-    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful, "the DREP came");
-    write_msg(&mut s, &Msg::Rtu);
-    assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
-    drop((s, up, down, p));
+    disconnect_beside_a_missing_rtu(Duration::from_millis(300), LOCALHOST, "once the hold ran out");
 }
 
 /// Only the DREQs of the peer whose RTU is missing wait: another peer address's disconnect
 /// is reported at once, even with a hold longer than the test's wait.
 #[test]
 fn a_missing_rtu_does_not_hold_another_peers_disconnect() {
-    let cm_b = Cm::with_config(LOCALHOST, hold_config(2 * WAIT)).unwrap();
     let other_peer = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
-    let cm_a = Cm::new(other_peer).unwrap();
+    disconnect_beside_a_missing_rtu(2 * WAIT, other_peer, "at once");
+}
+
+/// A connection from `active` disconnected gracefully while one from 127.0.0.1 waits for
+/// its RTU, on a passive CM holding DREQs up to `teardown_hold`: the DISCONNECTED comes
+/// (`when`, for the message), the DREP reaches the active side, and the RTU sent then
+/// still establishes the other.
+fn disconnect_beside_a_missing_rtu(teardown_hold: Duration, active: IpAddr, when: &str) {
+    let cm_b = Cm::with_config(LOCALHOST, hold_config(teardown_hold)).unwrap();
+    let cm_a = Cm::new(active).unwrap();
     let p = Ordered::new(&cm_b);
     let (ca, ea, down) = p.established(&cm_a, 1);
     let (mut s, up) = p.waiting_for_rtu(2);
@@ -888,9 +880,9 @@ fn a_missing_rtu_does_not_hold_another_peers_disconnect() {
         ("down", CmEvent::Disconnected { reason, .. }) => {
             assert_eq!(reason, DisconnectReason::PeerRequest)
         }
-        other => panic!("expected the other peer's Disconnected at once, got {other:?}"),
+        other => panic!("expected the Disconnected {when}, got {other:?}"),
     }
-    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful);
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful, "the DREP came");
     write_msg(&mut s, &Msg::Rtu);
     assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
     drop((s, up, down, p));
