@@ -16,17 +16,20 @@ use std::time::Duration;
 /// real HCA, or the one the preload library serves through the kernel channel.
 pub const DEVICE_ENV: &str = "FERRODAT_DRIVER_TEST_DEVICE";
 
+/// softhca0 on 127.0.0.1, in-process, on a private fabric directory (returned, for the
+/// test to remove).
+fn private_softhca(tag: &str) -> (Context, String) {
+    let path = format!("/dev/shm/ferrodat-drv-{tag}-{}", std::process::id());
+    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
+    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
+    (Context::open_softhca(dev).unwrap(), path)
+}
+
 #[test]
 fn send_and_rdma_write_between_two_qps_of_one_context() {
-    let path = format!("/dev/shm/ferrodat-drv-smoke-{}", std::process::id());
-    let ctx = match std::env::var(DEVICE_ENV) {
-        Ok(name) => ferrodat_driver::open(&name).unwrap_or_else(|e| panic!("{e}")),
-        Err(_) => {
-            let config =
-                DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
-            let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
-            Context::open_softhca(dev).unwrap()
-        }
+    let (ctx, path) = match std::env::var(DEVICE_ENV) {
+        Ok(name) => (ferrodat_driver::open(&name).unwrap_or_else(|e| panic!("{e}")), String::new()),
+        Err(_) => private_softhca("smoke"),
     };
     eprintln!(
         "device: {} ({})",
@@ -72,10 +75,7 @@ fn send_and_rdma_write_between_two_qps_of_one_context() {
 
 #[test]
 fn resize_cq_keeps_waiting_completions_and_continues_in_the_new_ring() {
-    let path = format!("/dev/shm/ferrodat-drv-resize-{}", std::process::id());
-    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
-    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
-    let ctx = Context::open_softhca(dev).unwrap();
+    let (ctx, path) = private_softhca("resize");
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = Cq::new(&ctx, &CqOptions { cqe: 4, ..Default::default() }).unwrap();
     let mut buf = vec![0u8; 4096];
@@ -119,10 +119,7 @@ fn resize_cq_keeps_waiting_completions_and_continues_in_the_new_ring() {
 /// two posting threads could interleave in one register), and posting through them works.
 #[test]
 fn qps_past_the_dedicated_bfregs_post_through_shared_doorbell_only_registers() {
-    let path = format!("/dev/shm/ferrodat-drv-bfreg-{}", std::process::id());
-    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
-    let ctx =
-        Context::open_softhca(Device::new_in(config, FabricDir::new(&path)).unwrap()).unwrap();
+    let (ctx, path) = private_softhca("bfreg");
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
     let (first, second) = loopback::connected_pair(&ctx, &pd, &cq, false);
@@ -160,10 +157,7 @@ fn qps_past_the_dedicated_bfregs_post_through_shared_doorbell_only_registers() {
 /// removes those at the reset).
 #[test]
 fn completions_after_a_reset_and_reconnect_are_reported_the_old_ones_dropped() {
-    let path = format!("/dev/shm/ferrodat-drv-reset-{}", std::process::id());
-    let config = DeviceConfig { name: "softhca0".into(), addr: "127.0.0.1".parse().unwrap() };
-    let dev = Device::new_in(config, FabricDir::new(&path)).unwrap();
-    let ctx = Context::open_softhca(dev).unwrap();
+    let (ctx, path) = private_softhca("reset");
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
     let mut buf = vec![0u8; 4096];
