@@ -542,10 +542,17 @@ fn decode(
     op_own: u8,
     wc: &mut WorkCompletion,
 ) -> bool {
+    let Some(qp) = qp_of(qps, cqe) else { return false };
+    decode_requester(qp, cqe, op_own, wc) || decode_receive_or_other(qp, cqe, op_own, wc)
+}
+
+/// The QP a CQE belongs to, by its user index; None for an index not (or no longer) in the
+/// table.
+#[inline(always)]
+fn qp_of(qps: &[Option<Arc<QpCompletions>>], cqe: DevPtr) -> Option<&QpCompletions> {
     // SAFETY: the user index of a 64-byte CQE the device handed to software.
     let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
-    let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
-    decode_requester(qp, cqe, op_own, wc) || decode_receive_or_other(qp, cqe, op_own, wc)
+    qps.get(uidx as usize)?.as_deref()
 }
 
 /// [`decode`] of the two commonest entries only (a requester's success with no byte count,
@@ -558,9 +565,7 @@ fn decode_common(
     op_own: u8,
     wc: &mut WorkCompletion,
 ) -> bool {
-    // SAFETY: the user index of a 64-byte CQE the device handed to software.
-    let uidx = u32::from_be(unsafe { cqe.read_u32(32) }) & 0x00ff_ffff;
-    let Some(Some(qp)) = qps.get(uidx as usize) else { return false };
+    let Some(qp) = qp_of(qps, cqe) else { return false };
     if qp.detached.load(Ordering::Relaxed) {
         return false;
     }
