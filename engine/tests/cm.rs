@@ -887,3 +887,29 @@ fn disconnect_beside_a_missing_rtu(teardown_hold: Duration, active: IpAddr, when
     assert!(matches!(p.next(), ("up", CmEvent::Established { .. })));
     drop((s, up, down, p));
 }
+
+/// A held DREQ goes as soon as the connection it waits for is given up (here the passive
+/// consumer drops the connection whose RTU is missing), not when the hold runs out.
+#[test]
+fn a_held_dreq_goes_when_the_awaited_connection_is_dropped() {
+    let cm_b = Cm::with_config(LOCALHOST, hold_config(2 * WAIT)).unwrap();
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let p = Ordered::new(&cm_b);
+    let (ca, ea, down) = p.established(&cm_a, 1);
+    let (s, up) = p.waiting_for_rtu(2);
+
+    ca.disconnect(true).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(p.order.try_recv().is_err(), "held while the RTU may come");
+    drop(up);
+    match p.next() {
+        ("down", CmEvent::Disconnected { reason, .. }) => {
+            assert_eq!(reason, DisconnectReason::PeerRequest)
+        }
+        other => {
+            panic!("expected the Disconnected once the other connection was dropped, got {other:?}")
+        }
+    }
+    assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful, "the DREP came");
+    drop((s, down, p));
+}

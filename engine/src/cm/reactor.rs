@@ -163,6 +163,8 @@ impl Reactor {
             }
             self.expire(Instant::now());
             self.retry_due(Instant::now());
+            // A command or an expiry may have ended a connection a held DREQ waits for.
+            self.release_held(Instant::now());
             self.shared.open.store(self.conns.len(), std::sync::atomic::Ordering::Relaxed);
 
             fds.clear();
