@@ -81,7 +81,7 @@ impl CqAttachments {
 
     /// The QP with user index `uidx`, whose completions are `qp`, was destroyed or reset;
     /// the device writes no more CQEs for what it had posted, and those it wrote all lie
-    /// before CQ index `stale_before` ([`CqGeometry::software_end`] at the time).
+    /// before CQ index `stale_before` (the index the device was to write next, at the time).
     pub fn detach(&self, uidx: u32, qp: &QpCompletions, stale_before: u32) {
         self.push(uidx, Change::Detach { stale_before });
         // After the push: a poller that sees the flag finds the detach queued.
@@ -566,7 +566,8 @@ fn decode_common(
     wc: &mut WorkCompletion,
 ) -> bool {
     let Some(qp) = qp_of(qps, cqe) else { return false };
-    if qp.detached.load(Ordering::Relaxed) {
+    // Acquire: having seen the flag, the poller sees the queued detach too (`changed`).
+    if qp.detached.load(Ordering::Acquire) {
         return false;
     }
     decode_requester(qp, cqe, op_own, wc) || decode_plain_receive(qp, cqe, op_own, wc)
