@@ -1,6 +1,6 @@
 //! From engine results to `DAT_RETURN`s, and the small helpers every entry point uses.
 
-use ferrodat_abi::dat::{self as abi, ret};
+use ferrodat_abi::dat::{self as abi, ret, subtype};
 use ferrodat_engine::error::{DatError, DatResult};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
@@ -44,6 +44,17 @@ pub(crate) fn not_implemented(verb: &str) -> abi::Return {
         verb,
         &DatError::not_implemented()
             .with_detail(format!("{verb} is not implemented by ferrodat (yet)")),
+    )
+}
+
+/// `DAT_MODEL_NOT_SUPPORTED` for an optional DAT 2.0 call this provider does not offer:
+/// OFA dapl answers these calls so, and consumers written for it test for that code.
+pub(crate) fn model_not_supported(verb: &str) -> abi::Return {
+    code(
+        verb,
+        &DatError::new(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(format!(
+            "{verb} is an optional DAT 2.0 model that ferrodat does not offer (nor does OFA dapl)"
+        )),
     )
 }
 

@@ -1,43 +1,44 @@
 //! The `DAT_PROVIDER` table: every slot filled (a NULL slot would crash the consumer that
-//! calls it). The calls the engine does not offer answer `DAT_NOT_IMPLEMENTED`, saying so
-//! on stderr under `FERRODAT_TRACE`: the connectionless service points (`dat_csp_*`) and
+//! calls it). The optional DAT 2.0 calls the engine does not offer answer
+//! `DAT_MODEL_NOT_SUPPORTED`, as OFA dapl's do, saying so on stderr under
+//! `FERRODAT_TRACE`: the connectionless service points (`dat_csp_*`) and
 //! `dat_ep_common_connect`, `dat_ep_post_send_with_invalidate`,
 //! `dat_ep_post_rdma_read_to_rmr`, `dat_cno_fd_create`, `dat_cno_trigger` and
-//! `dat_ia_ha_related`. Everything else reaches the engine, which may still refuse a model
+//! `dat_ia_ha_related`. Everything else reaches the engine, which may also refuse a model
 //! it does not offer with `DAT_MODEL_NOT_SUPPORTED` (endpoint and SRQ watermarks, RMRs for
 //! one endpoint, provider-created endpoints).
 
-use crate::ret::not_implemented;
+use crate::ret::model_not_supported;
 use crate::{ep, evd, ext, ia, mem, rmr, sp, srq};
 use ferrodat_abi::dat::{self as abi};
 use zerocopy::FromZeros;
 
-/// A slot function that answers `DAT_NOT_IMPLEMENTED`, with the slot's exact signature.
-macro_rules! unimplemented_slot {
+/// A slot function that answers `DAT_MODEL_NOT_SUPPORTED`, with the slot's exact signature.
+macro_rules! unsupported_slot {
     ($name:ident, $verb:literal, ($($arg:ty),*)) => {
         unsafe extern "C" fn $name($(_: $arg),*) -> abi::Return {
-            not_implemented($verb)
+            model_not_supported($verb)
         }
     };
 }
 
-unimplemented_slot!(
+unsupported_slot!(
     csp_create,
     "dat_csp_create",
     (abi::IaHandle, *mut abi::Comm, abi::IaAddressPtr, abi::EvdHandle, *mut abi::CspHandle)
 );
-unimplemented_slot!(
+unsupported_slot!(
     csp_query,
     "dat_csp_query",
     (abi::CspHandle, abi::CspParamMask, *mut abi::CspParam)
 );
-unimplemented_slot!(csp_free, "dat_csp_free", (abi::CspHandle));
-unimplemented_slot!(
+unsupported_slot!(csp_free, "dat_csp_free", (abi::CspHandle));
+unsupported_slot!(
     ep_common_connect,
     "dat_ep_common_connect",
     (abi::EpHandle, abi::IaAddressPtr, abi::Timeout, abi::Count, *mut libc::c_void)
 );
-unimplemented_slot!(
+unsupported_slot!(
     ep_post_send_with_invalidate,
     "dat_ep_post_send_with_invalidate",
     (
@@ -50,7 +51,7 @@ unimplemented_slot!(
         abi::RmrContext
     )
 );
-unimplemented_slot!(
+unsupported_slot!(
     ep_post_rdma_read_to_rmr,
     "dat_ep_post_rdma_read_to_rmr",
     (
@@ -61,13 +62,13 @@ unimplemented_slot!(
         abi::CompletionFlags
     )
 );
-unimplemented_slot!(
+unsupported_slot!(
     cno_fd_create,
     "dat_cno_fd_create",
     (abi::IaHandle, *mut abi::Fd, *mut abi::CnoHandle)
 );
-unimplemented_slot!(cno_trigger, "dat_cno_trigger", (abi::CnoHandle, *mut abi::EvdHandle));
-unimplemented_slot!(
+unsupported_slot!(cno_trigger, "dat_cno_trigger", (abi::CnoHandle, *mut abi::EvdHandle));
+unsupported_slot!(
     ia_ha_related,
     "dat_ia_ha_related",
     (abi::IaHandle, abi::NamePtr, *mut abi::Boolean)
@@ -175,8 +176,8 @@ mod tests {
     }
 
     #[test]
-    fn unimplemented_slots_answer_not_implemented() {
-        let expected = abi::ret::CLASS_ERROR | abi::ret::NOT_IMPLEMENTED;
+    fn optional_calls_not_offered_answer_model_not_supported_as_ofa_dapl() {
+        let expected = abi::ret::CLASS_ERROR | abi::ret::MODEL_NOT_SUPPORTED;
         // SAFETY (all three): the slots ignore their arguments.
         unsafe {
             assert_eq!(csp_free(std::ptr::null_mut()), expected);
