@@ -226,7 +226,7 @@ pub(super) fn outcome_of(conn: ConnId, err: &io::Error) -> CmEvent {
 
 impl Reactor {
     pub(super) fn start_active(&mut self, c: Connecting) {
-        let mut conn = Conn::new(c.sock, State::Connecting, c.deadline);
+        let mut conn = Conn::new(c.sock, c.retry.to, State::Connecting, c.deadline);
         conn.sink = Some(c.sink);
         conn.out = c.req;
         conn.retry = Some(c.retry);

@@ -226,13 +226,13 @@ impl Reactor {
         loop {
             let Some(l) = self.listeners.get(&lid) else { return };
             match l.sock.accept() {
-                Ok((sock, _)) => {
+                Ok((sock, remote)) => {
                     if sock.set_nonblocking(true).is_err() {
                         continue; // dropped: the peer sees the close
                     }
                     let _ = sock.set_nodelay(true);
                     let deadline = super::deadline_after(self.config.req_timeout);
-                    let mut c = Conn::new(sock, State::PassiveNew, Some(deadline));
+                    let mut c = Conn::new(sock, remote, State::PassiveNew, Some(deadline));
                     c.listener = Some(lid);
                     self.conns.insert(ConnId(self.shared.new_id()), c);
                 }

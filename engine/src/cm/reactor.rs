@@ -63,6 +63,9 @@ pub(super) struct Listening {
 
 pub(super) struct Conn {
     pub(super) sock: TcpStream,
+    /// The peer's address: where the active side connects to, or what the passive side's
+    /// accept returned.
+    pub(super) remote: SocketAddr,
     pub(super) state: State,
     /// Where this connection's events go (None: passive before accept, or released).
     pub(super) sink: Option<Sink>,
@@ -94,9 +97,15 @@ struct Hold {
 }
 
 impl Conn {
-    pub(super) fn new(sock: TcpStream, state: State, deadline: Option<Instant>) -> Conn {
+    pub(super) fn new(
+        sock: TcpStream,
+        remote: SocketAddr,
+        state: State,
+        deadline: Option<Instant>,
+    ) -> Conn {
         Conn {
             sock,
+            remote,
             state,
             sink: None,
             inbuf: Vec::new(),
@@ -498,9 +507,7 @@ impl Reactor {
         let awaiting: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| {
-                c.state == State::RepSent && c.sock.peer_addr().is_ok_and(|a| a.ip() == peer)
-            })
+            .filter(|(_, c)| c.state == State::RepSent && c.remote.ip() == peer)
             .map(|(cid, _)| *cid)
             .collect();
         if awaiting.is_empty() {
@@ -642,6 +649,6 @@ impl Reactor {
 
     /// The peer address of a connection, for the request event.
     pub(super) fn peer_addr(&self, id: ConnId) -> Option<SocketAddr> {
-        self.conns.get(&id).and_then(|c| c.sock.peer_addr().ok())
+        self.conns.get(&id).map(|c| c.remote)
     }
 }
