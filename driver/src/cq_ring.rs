@@ -163,13 +163,14 @@ impl CqRing {
     /// progress once and looks again. Returns how many were written.
     #[inline(always)]
     pub fn poll(&mut self, out: &mut [WorkCompletion], model: &impl Model) -> usize {
-        if self.attachments.changed.load(Ordering::Relaxed) {
-            self.apply_attachments();
-        }
         // One entry, the commonest request (a consumer taking completions one by one):
-        // straight-line code for the entry at the consumer index.
+        // straight-line code for the entry at the consumer index, which takes attachment
+        // changes in only when it meets one (see `poll_one`).
         if let [wc] = out {
             return usize::from(self.poll_one(wc, model));
+        }
+        if self.attachments.changed.load(Ordering::Relaxed) {
+            self.apply_attachments();
         }
         let mut n = self.poll_ring(out);
         if n == 0 && !out.is_empty() && model.progress() {
@@ -543,7 +544,9 @@ fn decode(
     wc: &mut WorkCompletion,
 ) -> bool {
     let Some(qp) = qp_of(qps, cqe) else { return false };
-    decode_requester(qp, cqe, op_own, wc) || decode_receive_or_other(qp, cqe, op_own, wc)
+    decode_requester(qp, cqe, op_own, wc)
+        || decode_plain_receive(qp, cqe, op_own, wc)
+        || decode_other(qp, cqe, op_own, wc)
 }
 
 /// The QP a CQE belongs to, by its user index; None for an index not (or no longer) in the
@@ -601,20 +604,9 @@ fn decode_requester(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCo
     true
 }
 
-/// A CQE [`decode`] leaves, the next commonest first: a plain SEND received into the QP's
-/// own receive queue (one per message of a ping-pong), without the general decoder's call.
-#[inline(always)]
-fn decode_receive_or_other(
-    qp: &QpCompletions,
-    cqe: DevPtr,
-    op_own: u8,
-    wc: &mut WorkCompletion,
-) -> bool {
-    decode_plain_receive(qp, cqe, op_own, wc) || decode_other(qp, cqe, op_own, wc)
-}
-
-/// A plain SEND received into the QP's own receive queue into `wc`; false, with nothing
-/// consumed, for any other entry.
+/// A plain SEND received into the QP's own receive queue (one per message of a ping-pong)
+/// into `wc`, without the general decoder's call; false, with nothing consumed, for any
+/// other entry.
 #[inline(always)]
 fn decode_plain_receive(
     qp: &QpCompletions,
@@ -626,25 +618,42 @@ fn decode_plain_receive(
     if op_own >> 4 != cqe_opcode::RESP_SEND {
         return false;
     }
-    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
-    *wc = WorkCompletion {
-        wr_id: rq.complete_next(),
-        byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
-        qpn: qp.qpn,
-        src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
-        imm_data: 0,
-        status: WcStatus::Success,
-        opcode: WcOpcode::Recv,
-        flags: if op_own & CQE_SE_MASK != 0 { WorkCompletion::SOLICITED } else { 0 },
-        syndrome: 0,
-        vendor_syndrome: 0,
-    };
+    *wc = received(qp, rq.complete_next(), cqe, op_own);
     true
 }
 
-/// A CQE [`decode`] and [`decode_receive_or_other`] leave: a requester's success with a
-/// byte count (RDMA READ, atomics), a receive of another kind or into an SRQ, an error, or
-/// one that completes nothing (false).
+/// The completion of a successful receive (a SEND, with or without immediate or
+/// invalidate, or an RDMA WRITE with immediate) of `qp` into the request `wr_id`.
+#[inline(always)]
+fn received(qp: &QpCompletions, wr_id: u64, cqe: DevPtr, op_own: u8) -> WorkCompletion {
+    let op = op_own >> 4;
+    let with_imm = op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM;
+    let mut flags = if with_imm { WorkCompletion::HAS_IMM } else { 0 };
+    if op_own & CQE_SE_MASK != 0 {
+        flags |= WorkCompletion::SOLICITED;
+    }
+    // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
+    WorkCompletion {
+        wr_id,
+        byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
+        qpn: qp.qpn,
+        src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
+        imm_data: if with_imm { u32::from_be(unsafe { cqe.read_u32(36) }) } else { 0 },
+        status: WcStatus::Success,
+        opcode: if op == cqe_opcode::RESP_WR_IMM {
+            WcOpcode::RecvRdmaWithImm
+        } else {
+            WcOpcode::Recv
+        },
+        flags,
+        syndrome: 0,
+        vendor_syndrome: 0,
+    }
+}
+
+/// A CQE [`decode_requester`] and [`decode_plain_receive`] leave: a requester's success
+/// with a byte count (RDMA READ, atomics), a receive of another kind or into an SRQ, an
+/// error, or one that completes nothing (false).
 #[inline(never)]
 fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkCompletion) -> bool {
     // SAFETY (all reads below): fields of a 64-byte CQE the device handed to software.
@@ -659,27 +668,7 @@ fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkComple
             | cqe_opcode::RESP_SEND_INV
             | cqe_opcode::RESP_WR_IMM
     ) {
-        let with_imm = op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM;
-        let mut flags = if with_imm { WorkCompletion::HAS_IMM } else { 0 };
-        if op_own & CQE_SE_MASK != 0 {
-            flags |= WorkCompletion::SOLICITED;
-        }
-        *wc = WorkCompletion {
-            wr_id: recv_wr_id(qp, wqe_counter),
-            byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
-            qpn,
-            src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
-            imm_data: if with_imm { u32::from_be(unsafe { cqe.read_u32(36) }) } else { 0 },
-            status: WcStatus::Success,
-            opcode: if op == cqe_opcode::RESP_WR_IMM {
-                WcOpcode::RecvRdmaWithImm
-            } else {
-                WcOpcode::Recv
-            },
-            flags,
-            syndrome: 0,
-            vendor_syndrome: 0,
-        };
+        *wc = received(qp, recv_wr_id(qp, wqe_counter), cqe, op_own);
         return true;
     }
     if op == cqe_opcode::REQ {
