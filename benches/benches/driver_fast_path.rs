@@ -54,6 +54,7 @@ fn send_side() -> Box<SendSide> {
         sig_all: false,
         // SAFETY: word 1 of the doorbell record.
         dbrec_sq: unsafe { db.ptr().add(4) },
+        absent: false,
     };
     // SAFETY: bfreg 1 (0xa00) of the UAR page, 256-byte halves, inside the 4 KiB page.
     let bf = unsafe { BlueFlame::new(uar.ptr().add(0xa00), 256, 0, 0xa00) };

@@ -62,6 +62,10 @@ struct Sq {
 }
 
 fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
+    send_queue_of(wqe_cnt, qpn, bf_size, false)
+}
+
+fn send_queue_of(wqe_cnt: u32, qpn: u32, bf_size: u32, absent: bool) -> Sq {
     let mut ring = Mem::new(wqe_cnt as usize * 64);
     let mut db = Mem::new(64);
     let mut uar = Mem::new(4096);
@@ -74,6 +78,7 @@ fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
         sig_all: false,
         // SAFETY: word 1 of the 64-byte record.
         dbrec_sq: unsafe { db.ptr().add(4) },
+        absent,
     };
     // SAFETY: bfreg 1 of UAR page 6 at 0x800 + 512 (two 256-byte halves).
     let bf = unsafe { BlueFlame::new(uar.ptr().add(0xa00), bf_size, 6, 0xa00) };
@@ -196,6 +201,34 @@ fn bad_requests_are_refused_with_what_to_fix_and_earlier_ones_stay_posted() {
     // one completion for the newest frees everything before it).
     assert_eq!(sq.q.tracker().complete(3), 0);
     assert_eq!(sq.q.free_blocks(), 4);
+}
+
+#[test]
+fn a_qp_without_a_send_queue_refuses_every_post_and_writes_nothing() {
+    // As the QP code builds it for max_send_wr 0: one block of geometry, no memory of its
+    // own (here a block the test watches).
+    let mut sq = send_queue_of(1, 1, 256, true);
+    let model = Recorder::default();
+    let r = Remote { addr: 0x1000, rkey: 1 };
+    let s = [sge(0x1000, 8, 1)];
+    let wrs = [
+        SendWr::new(1, SendOp::Send, Payload::EMPTY),
+        SendWr::new(2, SendOp::Nop, Payload::EMPTY),
+        SendWr::new(3, SendOp::Send, Payload::Inline(b"hi")),
+        SendWr::new(4, SendOp::RdmaWrite(r), Payload::Sges(&s)),
+        SendWr::new(5, SendOp::FetchAdd { remote: r, add: 1 }, Payload::Sges(&s)),
+    ];
+    for wr in wrs {
+        for batch in [vec![wr], vec![wr, wr]] {
+            let err = sq.q.post(&batch, &model).unwrap_err();
+            assert_eq!((err.index, err.reason), (0, PostErrorReason::NoSendQueue), "{err}");
+            assert!(err.to_string().contains("max_send_wr 0"), "{err}");
+        }
+    }
+    assert_eq!(sq.q.free_blocks(), 0);
+    assert_eq!(sq.ring.bytes(0, 64), [0; 64], "nothing was written to the ring");
+    assert_eq!(sq.db.be32(4), 0, "nothing was announced");
+    assert!(model.rung.borrow().is_empty(), "no doorbell rang");
 }
 
 /// A WQE laid out byte by byte from the PRM's segment formats, independently of the

@@ -800,6 +800,7 @@ impl QpInner {
                     max_sge: g.sq_max_sge,
                     sig_all,
                     dbrec_sq: dbrec.add(4 * mlx5::SND_DBR),
+                    absent: g.sq_wqe_cnt == 0,
                 },
                 BlueFlame::new(DevPtr::new(b.reg), b.buf_size, b.uar_page, b.offset_in_page),
             );

@@ -91,6 +91,11 @@ pub struct SendGeometry {
     pub sig_all: bool,
     /// Word 1 of the QP's doorbell record: the SQ counter.
     pub dbrec_sq: DevPtr,
+    /// The QP has no send queue (created with `max_send_wr` 0): `ring` names no memory
+    /// and `wqe_cnt` is 1. The queue starts full and stays so (nothing ever retires), so
+    /// every post is refused with [`PostErrorReason::NoSendQueue`] before anything is
+    /// written or rung, by the room checks the posts make anyway.
+    pub absent: bool,
 }
 
 /// The send queue as its (single) poster owns it.
@@ -133,7 +138,7 @@ impl SendQueue {
         let ctrl_qpn = u64::from((g.qpn << 8).to_be()) << 32;
         SendQueue {
             g,
-            cur_post: 0,
+            cur_post: if g.absent { g.wqe_cnt } else { 0 },
             mask: g.wqe_cnt - 1,
             retired_seen: 0,
             ctrl_qpn,
@@ -489,6 +494,7 @@ impl SendQueue {
             Payload::Inline(_) => 0,
         };
         let reason = match refusal {
+            _ if g.absent => PostErrorReason::NoSendQueue,
             Refusal::QueueFull => PostErrorReason::QueueFull { capacity: g.wqe_cnt },
             Refusal::TooManySges => PostErrorReason::TooManySges { given: sges, max: g.max_sge },
             Refusal::InlineTooLong => {

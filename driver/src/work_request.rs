@@ -230,6 +230,8 @@ pub enum PostErrorReason {
     InlineNotAllowed,
     /// The QP takes its receives from an SRQ (or was created without a receive queue).
     NoReceiveQueue,
+    /// The QP was created without a send queue (`max_send_wr` 0).
+    NoSendQueue,
     /// A memory-window bind needs no payload (unbind) or one non-empty scatter entry of
     /// at most 2 GiB, not inline data.
     BadBind,
@@ -270,6 +272,11 @@ impl std::fmt::Display for PostError {
             PostErrorReason::NoReceiveQueue => write!(
                 f,
                 "the QP has no receive queue of its own (it uses an SRQ): post receives to the SRQ"
+            ),
+            PostErrorReason::NoSendQueue => write!(
+                f,
+                "the QP was created with max_send_wr 0 and has no send queue; create it with \
+                 room for the send requests it is to post"
             ),
         }
     }

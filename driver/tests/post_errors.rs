@@ -97,6 +97,24 @@ fn malformed_requests_are_refused_and_nothing_is_posted() {
     let sges2 = [mr.sge(0, 8).unwrap(), mr.sge(8, 8).unwrap()];
     let e = srq.post_recv(&[RecvWr { wr_id: 9, sges: &sges2 }]).unwrap_err();
     assert!(matches!(e.reason, PostErrorReason::TooManySges { given: 2, max: 1 }), "{e}");
+
+    // A receive-only QP (max_send_wr 0) has no send queue: every post is refused before
+    // anything is written (its geometry has no send blocks); its receives still go.
+    let receive_only = QpCaps { max_send_wr: 0, max_recv_wr: 4, ..Default::default() };
+    let mut r = new_qp(&pd, &c, &c, None, receive_only);
+    assert_eq!(r.geometry().sq_wqe_cnt, 0);
+    for (op, payload) in [
+        (SendOp::Send, Payload::EMPTY),
+        (SendOp::Nop, Payload::EMPTY),
+        (SendOp::Send, Payload::Inline(b"x")),
+        (SendOp::RdmaWrite(remote), Payload::Sges(&eight)),
+    ] {
+        let e = r.post_send(&[SendWr::new(1, op, payload)]).unwrap_err();
+        assert_eq!((e.index, e.reason), (0, PostErrorReason::NoSendQueue), "{op:?}");
+        assert!(e.to_string().contains("no send queue"), "{e}");
+    }
+    assert_eq!(r.send_space(), 0);
+    r.post_recv(&[RecvWr { wr_id: 1, sges: &sge }]).unwrap();
 }
 
 #[test]

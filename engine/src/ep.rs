@@ -1074,7 +1074,7 @@ fn sges<'b>(
 #[inline(never)]
 fn post_error(verb: &str, e: PostError) -> DatError {
     let d = match e.reason {
-        PostErrorReason::QueueFull { .. } => {
+        PostErrorReason::QueueFull { .. } | PostErrorReason::NoSendQueue => {
             DatError::insufficient_resources(subtype::RESOURCE_TEP)
         }
         PostErrorReason::TooManySges { .. } => DatError::invalid_parameter(2),
