@@ -412,20 +412,34 @@ impl CqRing {
     /// `stale_before` (software owns them; the device writes no more for the detached QP)
     /// so they are skipped. Entries from that index on keep theirs: a QP reset and
     /// connected again keeps its user index, and its new completions may already be here.
+    /// The SRQ entries the skipped receive completions consumed go back to the SRQ, as
+    /// rdma-core's CQ clean frees them: nothing else would, and the SRQ would shrink.
     fn mark_stale(&mut self, uidx: u32, stale_before: u32) {
         let ahead = stale_before.wrapping_sub(self.ci) & CQ_CI_MASK;
         if ahead > self.g.ncqe {
             return; // the poller is past that index already
         }
+        let srq = match self.qps.get(uidx as usize) {
+            Some(Some(qp)) => match &qp.recv {
+                RecvSource::Srq(srq) => Some(srq.clone()),
+                RecvSource::Queue(_) => None,
+            },
+            _ => None,
+        };
         let end = self.ci.wrapping_add(ahead);
         let mut i = self.ci;
         while i != end
-            && let Some((cqe, _)) = self.owned_cqe(i)
+            && let Some((cqe, op_own)) = self.owned_cqe(i)
         {
             from_device_barrier();
-            // SAFETY: the srqn_uidx word of a software-owned CQE.
+            // SAFETY: the srqn_uidx and wqe_counter words of a software-owned CQE.
             unsafe {
                 if u32::from_be(cqe.read_u32(32)) & 0x00ff_ffff == uidx {
+                    if let Some(srq) = &srq
+                        && is_responder(op_own >> 4)
+                    {
+                        srq.complete(u16::from_be(cqe.read_u16(60)));
+                    }
                     cqe.write_u32(32, STALE_UIDX.to_be());
                 }
             }
@@ -748,6 +762,18 @@ const REQUESTER: [(WcOpcode, ReqLen); 64] = {
 };
 
 #[inline(always)]
+/// A responder's CQE (it consumed a receive), rdma-core's `is_responder`.
+fn is_responder(opcode: u8) -> bool {
+    matches!(
+        opcode,
+        cqe_opcode::RESP_WR_IMM
+            | cqe_opcode::RESP_SEND
+            | cqe_opcode::RESP_SEND_IMM
+            | cqe_opcode::RESP_SEND_INV
+            | cqe_opcode::RESP_ERR
+    )
+}
+
 fn recv_wr_id(qp: &QpCompletions, wqe_counter: u16) -> u64 {
     match &qp.recv {
         RecvSource::Queue(rq) => rq.complete_next(),

@@ -250,3 +250,42 @@ fn a_qp_entering_err_leaves_the_srq_receives_alone() {
     assert_eq!((got[1].wr_id, got[1].status), (52, WcStatus::Success));
     assert!(poll_now(&mut c).is_empty());
 }
+
+#[test]
+fn srq_entries_of_a_destroyed_qps_unpolled_receives_go_back_to_the_srq() {
+    let (ctx, _fabric) = open("srqclean");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let (mut send_cq, mut recv_cq) = (cq(&ctx, 32), cq(&ctx, 32));
+    let srq = Srq::new(&pd, 4, 1).unwrap();
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, ..Default::default() };
+    let mut a = new_qp(&pd, &send_cq, &send_cq, None, caps);
+    let mut b = new_qp(&pd, &recv_cq, &recv_cq, Some(&srq), caps);
+    let gid = ctx.gid(1, 0).unwrap();
+    connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
+    connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
+    // Polled once, so the receive CQ knows b before its completions arrive.
+    assert!(poll_now(&mut recv_cq).is_empty());
+    let max = srq.max_wr() as u64;
+    let sge = [mr.sge(0, 64).unwrap()];
+    let fill: Vec<RecvWr> = (0..max).map(|i| RecvWr { wr_id: i, sges: &sge }).collect();
+    srq.post_recv(&fill).unwrap();
+
+    // Three SENDs land in three SRQ entries; their completions wait, unpolled, when b goes.
+    for i in 0..3 {
+        a.post_send(&[SendWr::new(10 + i, SendOp::Send, Payload::Inline(b"x"))]).unwrap();
+    }
+    let acked = poll_n(&mut send_cq, 3);
+    assert!(acked.len() == 3 && acked.iter().all(|w| w.is_ok()), "{acked:?}");
+    assert_eq!(srq.outstanding() as u64, max);
+    drop(b);
+
+    // The destroyed QP's receive completions are skipped, and the entries they used are
+    // free again: the SRQ takes exactly three more.
+    assert!(poll_now(&mut recv_cq).is_empty(), "nothing reported for a destroyed QP");
+    assert_eq!(srq.outstanding() as u64, max - 3);
+    let more: Vec<RecvWr> = (0..3).map(|i| RecvWr { wr_id: 100 + i, sges: &sge }).collect();
+    srq.post_recv(&more).unwrap();
+    let e = srq.post_recv(&[RecvWr { wr_id: 200, sges: &sge }]).unwrap_err();
+    assert!(matches!(e.reason, PostErrorReason::QueueFull { .. }), "{e}");
+}
