@@ -327,23 +327,11 @@ impl Context {
         // SAFETY: GET_CONTEXT created this fd for us; nothing else owns it.
         let async_fd = unsafe { OwnedFd::from_raw_fd(core.async_fd as RawFd) };
         let m: AllocUcontextResp = read("GET_CONTEXT", &r, size_of::<uverbs::GetContextResp>())?;
-        let bad = |why: &str| Error::invalid("GET_CONTEXT", why.to_string());
-        if m.cache_line_size == 0 || !m.cache_line_size.is_power_of_two() {
-            return Err(bad("cache_line_size is not a power of two"));
-        }
-        if m.tot_bfregs == 0 {
-            return Err(bad(
-                "tot_bfregs is 0: the kernel wants dynamic UARs (ioctl), not supported",
-            )
-            .with_hint("use a kernel whose mlx5_ib still hands out static UARs"));
-        }
-        if m.cqe_version > 1 {
-            return Err(bad("unknown CQE version"));
-        }
+        check_ucontext(&m)?;
         let nupp = m.num_uars_per_page.max(1);
         let pages = m.tot_bfregs / (nupp * 2);
         if pages == 0 {
-            return Err(bad("tot_bfregs covers no whole UAR page"));
+            return Err(Error::invalid("GET_CONTEXT", "tot_bfregs covers no whole UAR page"));
         }
         let mut uars = Vec::with_capacity(pages as usize);
         for i in 0..pages {
@@ -465,11 +453,9 @@ impl Context {
         self.inner.dbrecs.alloc()
     }
 
-    /// A user index for a QP or SRQ (CQE version 1 reports it in CQEs).
+    /// A user index for a QP or SRQ (CQE version 1, which `open` requires, reports it in
+    /// CQEs).
     pub(crate) fn alloc_uidx(&self) -> u32 {
-        if self.inner.ucontext.cqe_version == 0 {
-            return 0xff_ffff;
-        }
         self.inner.next_uidx.fetch_add(1, Ordering::Relaxed) & 0xff_ffff
     }
 
@@ -614,5 +600,59 @@ impl Context {
         }
         let d: AsyncEventDesc = read_record("read async event", fd)?;
         Ok(Some(AsyncEvent { element: d.element, event_type: d.event_type }))
+    }
+}
+
+/// The mlx5 GET_CONTEXT response's values this driver depends on, checked before use.
+fn check_ucontext(m: &AllocUcontextResp) -> Result<()> {
+    let bad = |why: &str| Error::invalid("GET_CONTEXT", why.to_string());
+    if m.cache_line_size == 0 || !m.cache_line_size.is_power_of_two() {
+        return Err(bad("cache_line_size is not a power of two"));
+    }
+    if m.tot_bfregs == 0 {
+        return Err(bad("tot_bfregs is 0: the kernel wants dynamic UARs (ioctl), not supported")
+            .with_hint("use a kernel whose mlx5_ib still hands out static UARs"));
+    }
+    // Completions are matched to QPs by the user index of CQE version 1; version 0
+    // CQEs carry the QPN there instead (older mlx5 devices, such as Connect-IB), which
+    // the poller does not look up.
+    if m.cqe_version != 1 {
+        return Err(bad(&format!(
+            "CQE version {}: this driver needs version 1 (user indexes)",
+            m.cqe_version
+        ))
+        .with_hint("use a ConnectX-4 or later device"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usable() -> AllocUcontextResp {
+        AllocUcontextResp {
+            cache_line_size: 64,
+            tot_bfregs: 16,
+            cqe_version: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_context_the_driver_cannot_drive_is_refused_with_the_reason() {
+        assert!(check_ucontext(&usable()).is_ok());
+        let cases = [
+            (AllocUcontextResp { cqe_version: 0, ..usable() }, "CQE version 0"),
+            (AllocUcontextResp { cqe_version: 2, ..usable() }, "CQE version 2"),
+            (AllocUcontextResp { tot_bfregs: 0, ..usable() }, "dynamic UARs"),
+            (AllocUcontextResp { cache_line_size: 48, ..usable() }, "cache_line_size"),
+        ];
+        for (m, says) in cases {
+            let e = check_ucontext(&m).unwrap_err().to_string();
+            assert!(e.contains("GET_CONTEXT") && e.contains(says), "{e}");
+        }
+        let e = check_ucontext(&AllocUcontextResp { cqe_version: 0, ..usable() }).unwrap_err();
+        assert!(e.to_string().contains("ConnectX-4"), "{e}");
     }
 }
