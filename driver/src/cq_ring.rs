@@ -277,6 +277,7 @@ impl CqRing {
         let end_wc = unsafe { first_wc.add(out.len()) };
         let mut wc = first_wc;
         let mut skipped = 0u32;
+        let mut attached_meanwhile = false;
         while wc != end_wc {
             // SAFETY: byte 63 of entry `cqe`, inside the ring.
             let op_own = unsafe { cqe.read_u8(63) };
@@ -289,6 +290,12 @@ impl CqRing {
             if decode(qps, cqe, op_own, unsafe { &mut *wc }) {
                 // SAFETY: at most one past the end of `out`.
                 wc = unsafe { wc.add(1) };
+            } else if qp_of(qps, cqe).is_none() && self.attachments.changed.load(Ordering::Acquire)
+            {
+                // Perhaps a QP attached after this poll took the changes in (its first
+                // completion can follow at once): left for a look after taking them in.
+                attached_meanwhile = true;
+                break;
             } else {
                 skipped += 1;
             }
@@ -312,7 +319,32 @@ impl CqRing {
                 self.g.dbrec.write_u32(CQ_SET_CI * 4, (ci & CQ_CI_MASK).to_be());
             }
         }
+        if attached_meanwhile {
+            return n + self.poll_ring_after_attachments(&mut out[n..]);
+        }
         n
+    }
+
+    /// [`Self::poll_ring`] met an entry of a QP it does not know while attachment changes
+    /// wait: takes them in and polls on from that entry (skipped if still nobody's).
+    #[cold]
+    #[inline(never)]
+    fn poll_ring_after_attachments(&mut self, out: &mut [WorkCompletion]) -> usize {
+        self.apply_attachments();
+        let cqe = self.next;
+        let (first, rest) = out.split_first_mut().expect("the entry was met with room left");
+        if decode(&self.qps, cqe, self.owned_op_own(cqe), first) {
+            self.consumed_one(cqe);
+            return 1 + self.poll_ring(rest);
+        }
+        self.consumed_one(cqe);
+        self.poll_ring(out)
+    }
+
+    /// Byte 63 of entry `cqe`, which software owns (seen so before).
+    fn owned_op_own(&self, cqe: DevPtr) -> u8 {
+        // SAFETY: byte 63 of an entry inside the ring.
+        unsafe { cqe.read_u8(63) }
     }
 
     /// [`Self::poll_ring`] for one completion. The entry at the consumer index is looked
@@ -369,6 +401,15 @@ impl CqRing {
     fn poll_ring_one_past_skipped(&mut self, wc: &mut WorkCompletion) -> bool {
         let found = loop {
             let cqe = self.next;
+            // Perhaps a QP attached after the changes were taken in: take them in and look
+            // again before passing over the entry.
+            if qp_of(&self.qps, cqe).is_none() && self.attachments.changed.load(Ordering::Acquire) {
+                self.apply_attachments();
+                if decode(&self.qps, cqe, self.owned_op_own(cqe), wc) {
+                    self.step_past(cqe);
+                    break true;
+                }
+            }
             self.step_past(cqe);
             let cqe = self.next;
             // SAFETY: byte 63 of entry `cqe`, inside the ring.

@@ -9,6 +9,7 @@ use crate::mmio::DevPtr;
 use crate::recv_queue::{RecvGeometry, RecvQueue};
 use crate::send_queue::{SendGeometry, SendQueue};
 use crate::work_request::*;
+use ferrodat_abi::mlx5;
 use std::cell::RefCell;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -403,8 +404,24 @@ fn write_cqe(
     syndrome: u8,
 ) {
     let ncqe = (c.ring.0.len()) as u32;
+    write_cqe_at(c.ring.ptr(), ncqe, index, op, uidx, sop_qpn, counter, byte_cnt, imm, syndrome);
+}
+
+/// [`write_cqe`] into the ring at `p` of `ncqe` entries.
+#[allow(clippy::too_many_arguments)]
+fn write_cqe_at(
+    p: DevPtr,
+    ncqe: u32,
+    index: u32,
+    op: u8,
+    uidx: u32,
+    sop_qpn: u32,
+    counter: u16,
+    byte_cnt: u32,
+    imm: u32,
+    syndrome: u8,
+) {
     let base = ((index & (ncqe - 1)) * 64) as usize;
-    let p = c.ring.ptr();
     let owner = u8::from(index & ncqe != 0);
     // SAFETY: fields of entry `index`, op_own last as the device writes it.
     unsafe {
@@ -592,6 +609,42 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     assert_eq!(c.cq.poll(&mut out, &model), 2);
     assert_eq!((out[0].qpn, out[1].qpn), (2, 0x11), "the old entries skipped, the new one not");
     assert_eq!(c.db.be32(0), 4, "the skipped entries are consumed too");
+}
+
+/// A model whose progress runs `then` once (what another thread or the device does while
+/// a poll runs).
+struct OnProgress(RefCell<Option<Box<dyn FnOnce()>>>);
+
+impl Model for OnProgress {
+    fn doorbell_rung(&self, _: u32, _: u32, _: impl FnOnce() -> [u8; 8]) {}
+    fn progress(&self) -> bool {
+        self.0.borrow_mut().take().map(|then| then()).is_some()
+    }
+}
+
+#[test]
+fn a_qp_attached_while_a_poll_runs_has_its_first_completion_reported() {
+    for room in [4, 1] {
+        let sq = send_queue(16, 7, 0);
+        let mut c = cq(8);
+        let mut out = [WorkCompletion::default(); 4];
+        assert_eq!(c.cq.poll(&mut out[..room], &Recorder::default()), 0, "changes taken in");
+        // After the poll looked for attachment changes and found the CQ empty, a QP is
+        // attached and completes a request (here in the progress the empty poll asks for).
+        let qp = Arc::new(QpCompletions::new(
+            7,
+            sq.q.tracker().clone(),
+            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+        ));
+        let (attachments, ring) = (c.cq.attachments().clone(), c.ring.ptr());
+        let model = OnProgress(RefCell::new(Some(Box::new(move || {
+            attachments.attach(3, qp);
+            write_cqe_at(ring, 8, 0, 0, 3, (u32::from(mlx5::opcode::NOP) << 24) | 7, 0, 0, 0, 0);
+        }))));
+        assert_eq!(c.cq.poll(&mut out[..room], &model), 1, "room {room}");
+        assert_eq!((out[0].qpn, out[0].opcode), (7, WcOpcode::Nop), "room {room}");
+        assert_eq!(c.db.be32(0), 1, "room {room}: consumed");
+    }
 }
 
 #[test]
