@@ -7,7 +7,9 @@ use crate::comp_channel::{read_record, wait_readable};
 use crate::discovery::{self, DeviceInfo, DeviceKind, sysfs_gid};
 use crate::dma::{DbPool, DbRecord};
 use crate::error::{Error, Result};
-use ferrodat_abi::mlx5::{self, AllocUcontextReqV2, AllocUcontextResp, BF_OFFSET, BFREGS_PER_UAR};
+use ferrodat_abi::mlx5::{
+    self, AllocUcontextReqV2, AllocUcontextResp, BF_OFFSET, BFREGS_PER_UAR, lib_cap,
+};
 use ferrodat_abi::uverbs::{
     self, AsyncEventDesc, ExQueryDeviceResp, QueryDeviceResp, QueryPortResp, cmd, ex_cmd,
 };
@@ -308,7 +310,12 @@ impl Context {
             flags: 0,
             comp_mask: 0,
             max_cqe_version: 1,
-            lib_caps: 0, // static UARs: no ioctl path for dynamic ones
+            // 4 KiB UARs: the kernel reports num_uars_per_page from the device's capability
+            // whether or not the library asks, and only with this bit does the static UAR
+            // layout it hands out match that figure (on hosts with pages over 4 KiB, where
+            // mlx5 enables the capability). No DYN_UAR: there is no ioctl path for
+            // dynamic UARs here.
+            lib_caps: lib_cap::UAR_4K,
             ..Default::default()
         };
         let out = size_of::<uverbs::GetContextResp>() + size_of::<AllocUcontextResp>();
