@@ -63,7 +63,7 @@ impl Side {
     }
 
     fn connect(&mut self, peer_qpn: u32) {
-        let gid = self.ctx.gid(1, 0).unwrap();
+        let gid = self.ctx.source_gid(1).unwrap().1;
         let peer = RemoteQp { qpn: peer_qpn, psn: 0, gid, max_rd_atomic: 1 };
         self.qp.connect(&peer, 0, 3, Access::ALL).unwrap();
         for i in 0..32 {

@@ -45,7 +45,7 @@ fn main() {
     let mr: &'static MrBuf = Box::leak(Box::new(pd.alloc_mr(4096, Access::ALL).expect("MR")));
     let mut a = Qp::new(&pd, &init(&cq_a)).expect("QP A");
     let mut b = Qp::new(&pd, &init(&cq_b)).expect("QP B");
-    let gid = ctx.gid(1, 0).expect("GID");
+    let gid = ctx.source_gid(1).expect("GID").1;
     let (qpn_a, qpn_b) = (a.qpn(), b.qpn());
     a.connect(&RemoteQp { qpn: qpn_b, psn: 0, gid, max_rd_atomic: 1 }, 0, 3, Access::ALL).unwrap();
     b.connect(&RemoteQp { qpn: qpn_a, psn: 0, gid, max_rd_atomic: 1 }, 0, 3, Access::ALL).unwrap();

@@ -593,6 +593,36 @@ impl Context {
         }
     }
 
+    /// The source GID of connections from `port`, with its table index: entry 0 on an
+    /// InfiniBand port and on softhca; on a RoCE port the entry [`choose_roce_gid`] picks
+    /// (a RoCE v2 GID, IP-routable if one is; mlx5's entry 0 is RoCE v1 where the device
+    /// supports v1). Read anew each time: addresses come and go with the interface's.
+    pub fn source_gid(&self, port: u8) -> Result<(u8, [u8; 16])> {
+        let (DeviceKind::Hardware(h), None) = (&self.inner.kind, &self.inner.soft) else {
+            return Ok((0, self.gid(port, 0)?));
+        };
+        let attr = self.query_port(port)?;
+        if attr.link_layer != uverbs::link_layer::ETHERNET {
+            return Ok((0, sysfs_gid(h, port, 0)?));
+        }
+        let mut entries = Vec::new();
+        for index in 0..attr.gid_tbl_len.min(256) {
+            let Ok(gid) = sysfs_gid(h, port, index) else { continue };
+            let kind = discovery::sysfs_gid_type(h, port, index);
+            let done = kind.as_deref() == Some("RoCE v2") && gid[..12] == IPV4_MAPPED_PREFIX;
+            entries.push((index, gid, kind));
+            if done {
+                break;
+            }
+        }
+        let index = discovery::choose_roce_gid(&entries);
+        let gid = match entries.iter().find(|e| e.0 == index) {
+            Some(&(_, gid, _)) => gid,
+            None => sysfs_gid(h, port, index)?, // no entry read: index 0, for its error
+        };
+        Ok((index as u8, gid))
+    }
+
     /// The async event fd (pollable; 16-byte records).
     pub fn async_fd(&self) -> BorrowedFd<'_> {
         use std::os::fd::AsFd;
@@ -609,6 +639,9 @@ impl Context {
         Ok(Some(AsyncEvent { element: d.element, event_type: d.event_type }))
     }
 }
+
+/// The first 12 bytes of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+const IPV4_MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
 
 /// The mlx5 GET_CONTEXT response's values this driver depends on, checked before use.
 fn check_ucontext(m: &AllocUcontextResp) -> Result<()> {

@@ -289,6 +289,32 @@ pub fn sysfs_gid(h: &HardwareDevice, port: u8, index: u32) -> Result<[u8; 16]> {
     })
 }
 
+/// The type of GID `index` of `port` (`ports/<port>/gid_attrs/types/<index>`: `IB/RoCE v1`
+/// or `RoCE v2`); None where sysfs gives none (an unused entry, a kernel without
+/// `gid_attrs`).
+pub fn sysfs_gid_type(h: &HardwareDevice, port: u8, index: u32) -> Option<String> {
+    let p = h
+        .sysfs_root
+        .join(format!("class/infiniband/{}/ports/{port}/gid_attrs/types/{index}", h.ibdev));
+    read_trimmed(&p).ok()
+}
+
+/// Of the GID table entries given (index, GID, type as sysfs names it), the one a RoCE
+/// connection uses as its source: the first RoCE v2 entry holding an IPv4-mapped address
+/// (IP-routable: what rdma_cm picks for an IPv4 address), else the first RoCE v2 entry
+/// with any GID, else index 0 (a device with RoCE v1 only). mlx5 lists each address twice,
+/// RoCE v1 first, so index 0 is a RoCE v1 link-local GID wherever v1 is supported.
+pub fn choose_roce_gid(entries: &[(u32, [u8; 16], Option<String>)]) -> u32 {
+    let v2 = |t: &Option<String>| t.as_deref() == Some("RoCE v2");
+    let ipv4_mapped = |g: &[u8; 16]| g[..10] == [0; 10] && g[10..12] == [0xff, 0xff];
+    let in_use = |g: &[u8; 16]| *g != [0; 16];
+    entries
+        .iter()
+        .find(|(_, g, t)| v2(t) && ipv4_mapped(g))
+        .or_else(|| entries.iter().find(|(_, g, t)| v2(t) && in_use(g)))
+        .map_or(0, |&(i, _, _)| i)
+}
+
 /// Parses `xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx`.
 pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
     let groups: Vec<&str> = s.trim().split(':').collect();

@@ -117,7 +117,8 @@ impl QpState {
 pub struct AddressVector {
     /// The peer's GID.
     pub dgid: [u8; 16],
-    /// Our GID index (0 by default: the port's first RoCE v2 GID).
+    /// Our GID's table index (0 by default; [`Context::source_gid`] gives the one a
+    /// connection should use).
     pub sgid_index: u8,
     /// Hop limit (64 by default).
     pub hop_limit: u8,
@@ -217,6 +218,14 @@ impl QpAttr {
         self
     }
 
+    /// Our source GID's table index in the primary path set by [`Self::av`] (for
+    /// [`Self::init_to_rtr`], which takes index 0: [`Context::source_gid`] gives the one
+    /// to use).
+    pub fn source_gid_index(mut self, index: u8) -> QpAttr {
+        self.raw.dest.sgid_index = index;
+        self
+    }
+
     setter!(/// P_Key index.
         pkey_index, pkey_index: u16, qa::PKEY_INDEX);
     setter!(/// Port number (from 1).
@@ -250,7 +259,8 @@ impl QpAttr {
         QpAttr::new().state(QpState::Init).pkey_index(0).port(1).access(access)
     }
 
-    /// INIT→RTR towards `peer`: STATE, AV (RoCE v2, sgid index 0, hop limit 64), PATH_MTU,
+    /// INIT→RTR towards `peer`: STATE, AV (RoCE v2, sgid index 0 unless
+    /// [`Self::source_gid_index`] says otherwise, hop limit 64), PATH_MTU,
     /// DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC (`peer.max_rd_atomic`), MIN_RNR_TIMER (12).
     pub fn init_to_rtr(peer: &RemoteQp, path_mtu: u8) -> QpAttr {
         QpAttr::new()
@@ -712,7 +722,7 @@ impl<'m> Qp<'m> {
     }
 
     /// RESET→INIT→RTR→RTS towards `peer`, with our first send PSN `sq_psn`, path MTU
-    /// `path_mtu` and remote `access`.
+    /// `path_mtu` and remote `access`, from port 1's [`Context::source_gid`].
     pub fn connect(
         &mut self,
         peer: &RemoteQp,
@@ -720,8 +730,9 @@ impl<'m> Qp<'m> {
         path_mtu: u8,
         access: Access,
     ) -> Result<()> {
+        let (sgid_index, _) = self.context().source_gid(1)?;
         self.modify(&QpAttr::reset_to_init(access))?;
-        self.modify(&QpAttr::init_to_rtr(peer, path_mtu))?;
+        self.modify(&QpAttr::init_to_rtr(peer, path_mtu).source_gid_index(sgid_index))?;
         self.modify(&QpAttr::rtr_to_rts(sq_psn, peer.max_rd_atomic))
     }
 

@@ -1,6 +1,8 @@
 //! The sysfs parser against fake trees, independent of /dev.
 
-use ferrodat_driver::discovery::{check_char_device, parse_dev, parse_gid, scan_sysfs, sysfs_gid};
+use ferrodat_driver::discovery::{
+    check_char_device, choose_roce_gid, parse_dev, parse_gid, scan_sysfs, sysfs_gid, sysfs_gid_type,
+};
 use std::path::{Path, PathBuf};
 
 struct Tree(PathBuf);
@@ -117,4 +119,48 @@ fn parsers() {
     assert!(parse_gid("0000:0000:0000:0000:0000:ffff:7f00:0001").is_some());
     assert!(parse_gid("0000:0000").is_none());
     assert!(parse_gid("zzzz:0000:0000:0000:0000:ffff:7f00:0001").is_none());
+}
+
+/// A ConnectX-5's RoCE GID table as mlx5 fills it: each address twice, RoCE v1 first.
+const CX5_TABLE: [(&str, &str); 4] = [
+    ("fe80:0000:0000:0000:0ac0:ebff:fe11:2233", "IB/RoCE v1"),
+    ("fe80:0000:0000:0000:0ac0:ebff:fe11:2233", "RoCE v2"),
+    ("0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"),
+    ("0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"),
+];
+
+#[test]
+fn a_roce_connection_takes_the_ip_routable_roce_v2_gid_not_entry_0() {
+    let t = Tree::new("gidtypes");
+    t.file("class/infiniband_verbs/abi_version", "6\n").uverbs(
+        0,
+        "mlx5_0",
+        Some("1\n"),
+        "231:192\n",
+    );
+    let (devs, _) = scan_sysfs(&t.0, Path::new(NODEV));
+    let port = "class/infiniband/mlx5_0/ports/1";
+    for (i, (gid, kind)) in CX5_TABLE.iter().enumerate() {
+        t.file(&format!("{port}/gids/{i}"), &format!("{gid}\n"));
+        t.file(&format!("{port}/gid_attrs/types/{i}"), &format!("{kind}\n"));
+    }
+    // An unused entry: a zero GID, and no type (the kernel answers EINVAL).
+    t.file(&format!("{port}/gids/4"), "0000:0000:0000:0000:0000:0000:0000:0000\n");
+    let entries: Vec<_> = (0..5)
+        .map(|i| (i, sysfs_gid(&devs[0], 1, i).unwrap(), sysfs_gid_type(&devs[0], 1, i)))
+        .collect();
+    assert_eq!(entries[0].2.as_deref(), Some("IB/RoCE v1"));
+    assert_eq!(entries[3].2.as_deref(), Some("RoCE v2"));
+    assert_eq!(entries[4].2, None);
+    assert_eq!(choose_roce_gid(&entries), 3, "IPv4-mapped RoCE v2");
+    // Without an IP address on the interface: the link-local RoCE v2 entry.
+    assert_eq!(choose_roce_gid(&entries[..2]), 1);
+    // RoCE v1 only, or no types at all (an old kernel): entry 0.
+    assert_eq!(choose_roce_gid(&entries[..1]), 0);
+    let untyped: Vec<_> = entries.iter().map(|(i, g, _)| (*i, *g, None)).collect();
+    assert_eq!(choose_roce_gid(&untyped), 0);
+    // A RoCE v2 entry with a zero GID is not a source.
+    let empty_v2 = [entries[0].clone(), (1, [0u8; 16], Some("RoCE v2".to_string()))];
+    assert_eq!(choose_roce_gid(&empty_v2), 0);
+    assert_eq!(choose_roce_gid(&[]), 0);
 }

@@ -180,7 +180,7 @@ fn completions_after_a_reset_and_reconnect_are_reported_the_old_ones_dropped() {
     // the next poll.
     a.reset().unwrap();
     b.reset().unwrap();
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     let peer = |q: &Qp, psn| ferrodat_driver::RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
     let (pa, pb) = (peer(&a, 33), peer(&b, 44));
     a.connect(&pb, 33, 3, Access::ALL).unwrap();

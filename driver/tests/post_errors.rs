@@ -20,7 +20,7 @@ fn open(tag: &str) -> (Context, TestFabric) {
 fn loopback_pair<'m>(ctx: &Context, pd: &Pd, c: &Cq, caps: QpCaps) -> (Qp<'m>, Qp<'m>) {
     let mut a = new_qp(pd, c, c, None, caps);
     let mut b = new_qp(pd, c, c, None, caps);
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
     connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
     (a, b)
@@ -198,7 +198,7 @@ fn a_receive_posted_in_err_is_flushed_by_the_next_poll() {
     a.reset().unwrap();
     b.reset().unwrap();
     assert!(poll_now(&mut c).is_empty(), "RESET writes no completion");
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     connect_qp(&mut a, gid, b.qpn(), 10, 20, 7);
     connect_qp(&mut b, gid, a.qpn(), 20, 10, 7);
     a.post_recv(&[RecvWr { wr_id: 40, sges: &sge }]).unwrap();
@@ -228,7 +228,7 @@ fn a_qp_entering_err_leaves_the_srq_receives_alone() {
     let mut doomed = new_qp(&pd, &c, &c, Some(&srq), caps);
     let mut survivor = new_qp(&pd, &c, &c, Some(&srq), caps);
     let mut sender = new_qp(&pd, &c, &c, None, caps);
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     connect_qp(&mut doomed, gid, sender.qpn(), 1, 2, 7);
     connect_qp(&mut survivor, gid, sender.qpn(), 3, 4, 7);
     connect_qp(&mut sender, gid, survivor.qpn(), 4, 3, 7);
@@ -261,7 +261,7 @@ fn srq_entries_of_a_destroyed_qps_unpolled_receives_go_back_to_the_srq() {
     let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, ..Default::default() };
     let mut a = new_qp(&pd, &send_cq, &send_cq, None, caps);
     let mut b = new_qp(&pd, &recv_cq, &recv_cq, Some(&srq), caps);
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
     connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
     // Polled once, so the receive CQ knows b before its completions arrive.

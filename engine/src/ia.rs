@@ -253,13 +253,14 @@ impl Ia {
                 ),
             ));
         }
-        let gid = ctx.gid(spec.port, 0).map_err(|e| driver_error("read GID 0", e))?;
+        let (gid_index, gid) =
+            ctx.source_gid(spec.port).map_err(|e| driver_error("read the source GID", e))?;
         let address = match spec.address {
             Some(a) => a,
             None => address_of_gid(gid).ok_or_else(|| {
                 DatError::invalid_parameter(1).with_detail(format!(
-                    "IA {name}: GID 0 of {} port {} carries no IP address; name one in the \
-                     dat.conf instance data",
+                    "IA {name}: the source GID of {} port {} (index {gid_index}) carries no IP \
+                     address; name one in the dat.conf instance data",
                     spec.device, spec.port
                 ))
             })?,

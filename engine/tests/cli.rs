@@ -114,7 +114,7 @@ fn info_lists_the_device_its_port_and_the_ia_it_would_be() {
         "device softhca0 (softhca, 127.0.0.1)",
         "part 4119",
         "port 1: Active",
-        "GID 0 ::ffff:127.0.0.1",
+        "source GID ::ffff:127.0.0.1 (index 0)",
         "IA: address 127.0.0.1",
         "DAT_IB_RDMA_READ=TRUE",
     ] {

@@ -15,7 +15,7 @@ pub fn connected_pair<'m>(ctx: &Context, pd: &Pd, cq: &Cq, sq_sig_all: bool) -> 
     };
     let mut a = Qp::new(pd, &init).unwrap();
     let mut b = Qp::new(pd, &init).unwrap();
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     let peer = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
     let (pa, pb) = (peer(&a, 11), peer(&b, 22));
     a.connect(&pb, 11, 3, Access::ALL).unwrap();

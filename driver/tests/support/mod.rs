@@ -110,7 +110,8 @@ pub fn connect_qp(
 ) {
     let peer = RemoteQp { qpn: remote_qpn, psn: their_psn, gid, max_rd_atomic: 4 };
     qp.modify(&QpAttr::reset_to_init(Access::ALL)).expect("RESET→INIT");
-    qp.modify(&QpAttr::init_to_rtr(&peer, MTU)).expect("INIT→RTR");
+    let (sgid_index, _) = qp.context().source_gid(1).expect("source GID");
+    qp.modify(&QpAttr::init_to_rtr(&peer, MTU).source_gid_index(sgid_index)).expect("INIT→RTR");
     qp.modify(&QpAttr::rtr_to_rts(our_psn, 4).rnr_retry(rnr_retry)).expect("RTR→RTS");
     assert_eq!(qp.query().unwrap().state, Some(QpState::Rts));
 }
@@ -214,7 +215,7 @@ pub fn peer_main() {
         Srq::new(&pd, w.parse().unwrap(), s.parse().unwrap()).expect("CREATE_SRQ")
     });
     let mut qps: Vec<Qp<'_>> = Vec::new();
-    let gid = ctx.gid(1, 0).unwrap();
+    let gid = ctx.source_gid(1).unwrap().1;
     say(&format!("READY {} {}", mr.addr(), mr.rkey()));
     loop {
         let cmd = read_command();
@@ -330,7 +331,7 @@ impl Fixture {
         let dev = device(fabric.dir(), true);
         let ctx = Context::open_softhca(dev.clone()).expect("open softhca0");
         let pd = Pd::new(&ctx).unwrap();
-        let gid = ctx.gid(1, 0).unwrap();
+        let gid = ctx.source_gid(1).unwrap().1;
         Fixture {
             peer,
             ctx,

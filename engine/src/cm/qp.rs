@@ -22,8 +22,8 @@ pub fn random_psn() -> u32 {
     (x & 0xff_ffff) as u32
 }
 
-/// What this side advertises for `qp`: its QPN, a [`random_psn`], the GID of port 1
-/// index 0, the port's active MTU and the RDMA READ limits (the EP's
+/// What this side advertises for `qp`: its QPN, a [`random_psn`], port 1's source GID
+/// ([`Context::source_gid`]), the port's active MTU and the RDMA READ limits (the EP's
 /// `max_rdma_read_out` / `max_rdma_read_in`, each capped at 16).
 pub fn local_conn_info(
     ctx: &Context,
@@ -35,7 +35,7 @@ pub fn local_conn_info(
     Ok(ConnInfo {
         qpn: qp.qpn(),
         psn: random_psn(),
-        gid: ctx.gid(1, 0)?,
+        gid: ctx.source_gid(1)?.1,
         responder_resources: responder_resources.min(MAX_RD_ATOMIC),
         initiator_depth: initiator_depth.min(MAX_RD_ATOMIC),
         path_mtu: port.active_mtu.clamp(1, 5),
@@ -95,7 +95,8 @@ pub fn connect_qp(
         gid: peer.gid,
         max_rd_atomic: n.max_dest_rd_atomic,
     };
-    qp.modify(&QpAttr::init_to_rtr(&remote, n.path_mtu))?;
+    let (sgid_index, _) = qp.context().source_gid(1)?;
+    qp.modify(&QpAttr::init_to_rtr(&remote, n.path_mtu).source_gid_index(sgid_index))?;
     qp.modify(&QpAttr::rtr_to_rts(local.psn, n.max_rd_atomic).timeout(ACK_TIMEOUT))
 }
 

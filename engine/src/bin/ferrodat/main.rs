@@ -256,10 +256,10 @@ fn device_report(name: &str, out: &mut String) -> Result<(), String> {
         dev.max_mr_size
     );
     let port = ctx.query_port(1).map_err(|e| e.to_string())?;
-    let gid = ctx.gid(1, 0).map_err(|e| e.to_string())?;
+    let (gid_index, gid) = ctx.source_gid(1).map_err(|e| e.to_string())?;
     let _ = writeln!(
         out,
-        "  port 1: {:?}, active MTU {} bytes, link layer {}, GID 0 {}",
+        "  port 1: {:?}, active MTU {} bytes, link layer {}, source GID {} (index {gid_index})",
         port.state,
         128u32 << port.active_mtu.clamp(1, 5),
         if port.link_layer == 2 { "Ethernet (RoCE v2)" } else { "InfiniBand" },
