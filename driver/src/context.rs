@@ -7,6 +7,7 @@ use crate::comp_channel::{read_record, wait_readable};
 use crate::discovery::{self, DeviceInfo, DeviceKind, sysfs_gid};
 use crate::dma::{DbPool, DbRecord};
 use crate::error::{Error, Result};
+use crate::user_index::{MAX_USER_INDEX, UserIndex, UserIndexPool};
 use ferrodat_abi::mlx5::{
     self, AllocUcontextReqV2, AllocUcontextResp, BF_OFFSET, BFREGS_PER_UAR, lib_cap,
 };
@@ -45,7 +46,7 @@ pub(crate) struct ContextInner {
     name: String,
     kind: DeviceKind,
     soft: Option<Arc<SoftDevice>>,
-    next_uidx: AtomicU32,
+    user_indexes: Arc<UserIndexPool>,
     next_user_handle: AtomicU32,
     /// Dropped last: closing the file destroys whatever is left.
     pub(crate) channel: Channel,
@@ -354,7 +355,7 @@ impl Context {
             name,
             kind,
             soft,
-            next_uidx: AtomicU32::new(1),
+            user_indexes: UserIndexPool::new(MAX_USER_INDEX),
             next_user_handle: AtomicU32::new(1),
             channel,
         };
@@ -461,9 +462,10 @@ impl Context {
     }
 
     /// A user index for a QP or SRQ (CQE version 1, which `open` requires, reports it in
-    /// CQEs).
-    pub(crate) fn alloc_uidx(&self) -> u32 {
-        self.inner.next_uidx.fetch_add(1, Ordering::Relaxed) & 0xff_ffff
+    /// CQEs), held until the returned guard drops. `op` names the creation for the error
+    /// when all are held.
+    pub(crate) fn alloc_uidx(&self, op: &'static str) -> Result<UserIndex> {
+        self.inner.user_indexes.take(op)
     }
 
     /// A user handle for a CQ created without one.

@@ -66,6 +66,7 @@ mod recv_queue;
 mod send_queue;
 pub mod srq;
 mod srq_ring;
+mod user_index;
 pub mod work_request;
 
 pub use channel::Channel;

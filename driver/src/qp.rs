@@ -14,6 +14,7 @@ use crate::pd::Pd;
 use crate::recv_queue::{RecvGeometry, RecvQueue, RecvTracker};
 use crate::send_queue::{SendGeometry, SendQueue};
 use crate::srq::Srq;
+use crate::user_index::UserIndex;
 use crate::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, SendFlags, SendOp, SendWr, Sge,
 };
@@ -403,6 +404,9 @@ pub(crate) struct QpInner {
     srq: Option<Srq>,
     dbrec: DbRecord,
     _buf: DmaBuf,
+    /// Given back when dropped: after DESTROY_QP and the CQs' detach, so the next holder's
+    /// completions cannot be taken for this QP's.
+    _user_index: UserIndex,
     /// What the CQs complete this QP's requests with (see [`QpCompletions`]); None
     /// before the attach and after the detach.
     completions: std::sync::Mutex<Option<Arc<QpCompletions>>>,
@@ -484,7 +488,8 @@ impl<'m> Qp<'m> {
         let rq_bytes = (rq_cnt as usize) << rq_shift;
         let buf = DmaBuf::new(rq_bytes + sq_wqebbs as usize * SEND_WQE_BB)?;
         let dbrec = ctx.alloc_dbrec()?;
-        let uidx = ctx.alloc_uidx();
+        let user_index = ctx.alloc_uidx("CREATE_QP")?;
+        let uidx = user_index.get();
         let user_handle = init.user_handle.unwrap_or_else(|| ctx.alloc_user_handle());
         let req = uverbs::CreateQp {
             user_handle,
@@ -564,6 +569,7 @@ impl<'m> Qp<'m> {
             srq: init.srq.cloned(),
             dbrec,
             _buf: buf,
+            _user_index: user_index,
             completions: std::sync::Mutex::new(None),
         };
         let inner = Arc::new(inner);

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::mmio::DevPtr;
 use crate::pd::Pd;
 use crate::srq_ring::{SrqGeometry as RingGeometry, SrqRing};
+use crate::user_index::UserIndex;
 use crate::work_request::{PostError, RecvWr};
 use ferrodat_abi::mlx5::{self, WqeSrqNextSeg};
 use ferrodat_abi::uverbs::{self, cmd, srq_attr};
@@ -56,6 +57,8 @@ pub(crate) struct SrqInner {
     ring: Arc<SrqRing>,
     dbrec: DbRecord,
     _buf: DmaBuf,
+    /// Given back when dropped, after DESTROY_SRQ.
+    _user_index: UserIndex,
 }
 
 impl Srq {
@@ -84,7 +87,8 @@ impl Srq {
             buf.write((i * stride) as usize, next.as_bytes());
         }
         let dbrec = ctx.alloc_dbrec()?;
-        let uidx = ctx.alloc_uidx();
+        let user_index = ctx.alloc_uidx("CREATE_SRQ")?;
+        let uidx = user_index.get();
         let user_handle = ctx.alloc_user_handle();
         let req = uverbs::CreateSrq {
             user_handle,
@@ -134,6 +138,7 @@ impl Srq {
             }),
             dbrec,
             _buf: buf,
+            _user_index: user_index,
         };
         Ok(Srq { inner: Arc::new(inner) })
     }

@@ -289,3 +289,30 @@ fn srq_entries_of_a_destroyed_qps_unpolled_receives_go_back_to_the_srq() {
     let e = srq.post_recv(&[RecvWr { wr_id: 200, sges: &sge }]).unwrap_err();
     assert!(matches!(e.reason, PostErrorReason::QueueFull { .. }), "{e}");
 }
+
+#[test]
+fn a_destroyed_qps_user_index_goes_to_the_next_qp_and_its_old_completions_stay_skipped() {
+    let (ctx, _fabric) = open("uidx");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mut c = cq(&ctx, 32);
+    let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, ..Default::default() };
+    let (mut a, b) = loopback_pair(&ctx, &pd, &c, caps);
+    assert!(poll_now(&mut c).is_empty(), "the CQ knows both QPs");
+    let old = a.geometry().uidx;
+    // A completion of a's waits, unpolled, when a goes.
+    a.post_send(&[SendWr::new(1, SendOp::Nop, Payload::EMPTY)]).unwrap();
+    while !c.has_completion() {
+        ctx.channel().progress();
+    }
+    drop(a);
+
+    // The next QP gets the lowest free index, a's; its completion is reported, a's is not.
+    let mut n = new_qp(&pd, &c, &c, None, caps);
+    assert_eq!(n.geometry().uidx, old, "the destroyed QP's user index, handed out again");
+    let gid = ctx.source_gid(1).unwrap().1;
+    connect_qp(&mut n, gid, b.qpn(), 3, 4, 7);
+    n.post_send(&[SendWr::new(2, SendOp::Nop, Payload::EMPTY)]).unwrap();
+    let got = poll_n(&mut c, 1);
+    assert_eq!(got.iter().map(|w| (w.wr_id, w.qpn)).collect::<Vec<_>>(), [(2, n.qpn())]);
+    assert!(poll_now(&mut c).is_empty(), "nothing of the destroyed QP's");
+}
