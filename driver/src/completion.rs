@@ -19,11 +19,13 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     /// For receives: the sender's QP number.
     pub src_qp: u32,
-    /// Immediate data, valid when `flags` has [`WorkCompletion::HAS_IMM`].
+    /// Immediate data, valid when `flags` has [`WorkCompletion::HAS_IMM`]; or the rkey a
+    /// SEND with invalidate invalidated, with [`WorkCompletion::HAS_INV`].
     pub(crate) imm_data: u32,
     /// Success or why not.
     pub status: WcStatus,
-    /// [`WorkCompletion::HAS_IMM`], [`WorkCompletion::SOLICITED`].
+    /// [`WorkCompletion::HAS_IMM`], [`WorkCompletion::SOLICITED`],
+    /// [`WorkCompletion::HAS_INV`].
     pub(crate) flags: u8,
     /// For errors: the mlx5 syndrome (0 for success).
     pub(crate) syndrome: u8,
@@ -36,6 +38,7 @@ pub struct WorkCompletion {
 impl WorkCompletion {
     pub(crate) const HAS_IMM: u8 = 1;
     pub(crate) const SOLICITED: u8 = 2;
+    pub(crate) const HAS_INV: u8 = 4;
 
     /// True if the request succeeded.
     pub fn is_ok(&self) -> bool {
@@ -53,6 +56,12 @@ impl WorkCompletion {
         self.imm_data = imm.unwrap_or(0);
         self.flags = (self.flags & !Self::HAS_IMM) | if imm.is_some() { Self::HAS_IMM } else { 0 };
         self
+    }
+
+    /// For a receive of a SEND with invalidate (from a peer that sends them): the rkey the
+    /// device invalidated (`IBV_WC_WITH_INV`, `invalidated_rkey` in verbs).
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        (self.flags & Self::HAS_INV != 0).then_some(self.imm_data)
     }
 
     /// For receives: the sender set the solicited-event bit.

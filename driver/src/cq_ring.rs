@@ -683,7 +683,12 @@ fn decode_plain_receive(
 fn received(qp: &QpCompletions, wr_id: u64, cqe: DevPtr, op_own: u8) -> WorkCompletion {
     let op = op_own >> 4;
     let with_imm = op == cqe_opcode::RESP_WR_IMM || op == cqe_opcode::RESP_SEND_IMM;
+    // The invalidated rkey sits where immediate data would.
+    let with_inv = op == cqe_opcode::RESP_SEND_INV;
     let mut flags = if with_imm { WorkCompletion::HAS_IMM } else { 0 };
+    if with_inv {
+        flags |= WorkCompletion::HAS_INV;
+    }
     if op_own & CQE_SE_MASK != 0 {
         flags |= WorkCompletion::SOLICITED;
     }
@@ -693,7 +698,7 @@ fn received(qp: &QpCompletions, wr_id: u64, cqe: DevPtr, op_own: u8) -> WorkComp
         byte_len: u32::from_be(unsafe { cqe.read_u32(44) }),
         qpn: qp.qpn,
         src_qp: u32::from_be(unsafe { cqe.read_u32(24) }) & 0x00ff_ffff,
-        imm_data: if with_imm { u32::from_be(unsafe { cqe.read_u32(36) }) } else { 0 },
+        imm_data: if with_imm || with_inv { u32::from_be(unsafe { cqe.read_u32(36) }) } else { 0 },
         status: WcStatus::Success,
         opcode: if op == cqe_opcode::RESP_WR_IMM {
             WcOpcode::RecvRdmaWithImm

@@ -577,6 +577,21 @@ fn plain_receives_decode_with_their_length_sender_and_solicited_bit() {
     assert_eq!((out[0].wr_id, out[0].byte_len, out[1].wr_id, out[1].byte_len), (202, 64, 203, 1));
     assert!(!out[0].solicited() && out[1].imm().is_none());
     assert_eq!(c.db.be32(0), 4);
+    assert_eq!(out[0].invalidated_rkey(), None);
+}
+
+#[test]
+fn a_send_with_invalidate_reports_the_rkey_it_invalidated() {
+    let (_sq, _rq, mut c) = qp_on_cq(8, 2, 300);
+    let model = Recorder::default();
+    // MLX5_CQE_RESP_SEND_INV (4): the rkey in the immediate field; then SEND_IMM (3).
+    write_cqe(&mut c, 0, 4, 5, 0x108, 0, 16, 0x1234_5678, 0);
+    write_cqe(&mut c, 1, 3, 5, 0x108, 0, 16, 0x0bad_cafe, 0);
+    let mut out = [WorkCompletion::default(); 2];
+    assert_eq!(c.cq.poll(&mut out, &model), 2);
+    assert_eq!((out[0].wr_id, out[0].opcode, out[0].byte_len), (300, WcOpcode::Recv, 16));
+    assert_eq!((out[0].invalidated_rkey(), out[0].imm()), (Some(0x1234_5678), None));
+    assert_eq!((out[1].invalidated_rkey(), out[1].imm()), (None, Some(0x0bad_cafe)));
 }
 
 #[test]
