@@ -268,6 +268,17 @@ impl Context {
     pub fn open_device(info: &DeviceInfo) -> Result<Context> {
         match &info.kind {
             DeviceKind::Hardware(h) => {
+                if !crate::mmio::ORDERS_DEVICE_MEMORY {
+                    return Err(Error::invalid(
+                        "open",
+                        format!(
+                            "{}: real devices are driven on x86_64 and aarch64 only (the \
+                             device-memory barriers of other targets are not written)",
+                            info.name
+                        ),
+                    )
+                    .with_hint("use softhca here, or build for x86_64 or aarch64"));
+                }
                 let file = KernelFile::open(&h.uverbs_path, h.dev)?;
                 Context::init(Channel::Kernel(file), info.name.clone(), info.kind.clone(), None)
             }

@@ -18,6 +18,11 @@ pub type Wide = std::arch::aarch64::uint8x16_t;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub type Wide = u128;
 
+/// Whether this target has the device-memory barriers and 64-bit doorbell stores real
+/// hardware needs (rdma-core's for x86_64 and aarch64). Elsewhere the fallbacks order plain
+/// memory only, enough for softhca, and real devices are refused.
+pub const ORDERS_DEVICE_MEMORY: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
 /// A raw address inside memory lent to the device. Copyable; every access is volatile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevPtr(NonNull<u8>);
