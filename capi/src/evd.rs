@@ -165,7 +165,7 @@ pub(crate) unsafe extern "C" fn evd_wait(
     timeout: abi::Timeout,
     threshold: abi::Count,
     out: *mut abi::Event,
-    nmore: *mut abi::Count,
+    nmore_out: *mut abi::Count,
 ) -> abi::Return {
     call("dat_evd_wait", || {
         let o = evd(evd_h, subtype::NO_SUBTYPE)?;
@@ -174,11 +174,21 @@ pub(crate) unsafe extern "C" fn evd_wait(
             return Err(DatError::invalid_parameter(3)
                 .with_detail(format!("dat_evd_wait: threshold {threshold}; wait for at least 1")));
         }
-        let (ev, more) = evd_body(&o).evd().wait(timeout, threshold as u32)?;
+        let (ev, more) = match evd_body(&o).evd().wait_counting(timeout, threshold as u32) {
+            Ok(got) => got,
+            Err((e, nmore)) => {
+                // On a timeout, `nmore` is valid: the events queued (none dequeued).
+                if let Some(n) = nmore {
+                    // SAFETY: NULL or the consumer's variable.
+                    unsafe { put(nmore_out, n.min(i32::MAX as usize) as abi::Count) };
+                }
+                return Err(e);
+            }
+        };
         // SAFETY: checked non-null; the consumer's DAT_EVENT.
         unsafe { out.write(to_c(&o, evd_h, ev)) };
         // SAFETY: NULL or the consumer's variable.
-        unsafe { put(nmore, more.min(i32::MAX as usize) as abi::Count) };
+        unsafe { put(nmore_out, more.min(i32::MAX as usize) as abi::Count) };
         Ok(())
     })
 }

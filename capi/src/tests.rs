@@ -200,3 +200,27 @@ fn an_ia_name_init_was_not_called_for_is_not_found() {
     };
     assert_eq!(r, err(ret::PROVIDER_NOT_FOUND, subtype::NAME_NOT_REGISTERED));
 }
+
+#[test]
+fn a_wait_that_times_out_reports_the_events_queued_in_nmore() {
+    let (ia_h, _) = open("unit-nmore");
+    // SAFETY (every call below): handles from this test and valid pointers.
+    unsafe {
+        let mut e = null_mut();
+        assert_eq!(evd::evd_create(ia_h, 8, null_mut(), evd_flags::SOFTWARE, &mut e), ret::SUCCESS);
+        let mut se = std::mem::zeroed::<abi::Event>();
+        se.event_number = abi::event::SOFTWARE_EVENT;
+        assert_eq!(evd::evd_post_se(e, &se), ret::SUCCESS);
+        // Two wanted, one queued: a timeout, nothing dequeued, nmore = 1.
+        let (mut ev, mut nmore) = (std::mem::zeroed::<abi::Event>(), -1);
+        assert_eq!(evd::evd_wait(e, 1_000, 2, &mut ev, &mut nmore), ret::TIMEOUT_EXPIRED);
+        assert_eq!(nmore, 1, "nmore is valid on a timeout");
+        // NULL nmore is allowed there too.
+        assert_eq!(evd::evd_wait(e, 1_000, 2, &mut ev, null_mut()), ret::TIMEOUT_EXPIRED);
+        nmore = -1;
+        assert_eq!(evd::evd_wait(e, 1_000, 1, &mut ev, &mut nmore), ret::SUCCESS);
+        assert_eq!((ev.event_number, nmore), (abi::event::SOFTWARE_EVENT, 0));
+        assert_eq!(evd::evd_free(e), ret::SUCCESS);
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
+    }
+}

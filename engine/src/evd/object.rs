@@ -378,6 +378,16 @@ impl Evd {
     /// `dat_evd_wait(timeout µs, threshold)`: blocks until `threshold` events are queued,
     /// then dequeues one; returns it and how many remain.
     pub fn wait(&self, timeout_us: u32, threshold: u32) -> DatResult<(Event, usize)> {
+        self.wait_counting(timeout_us, threshold).map_err(|(e, _)| e)
+    }
+
+    /// [`Evd::wait`], and on DAT_TIMEOUT_EXPIRED the number of events queued, which the C
+    /// API reports through `nmore` (`None` with any other error).
+    pub fn wait_counting(
+        &self,
+        timeout_us: u32,
+        threshold: u32,
+    ) -> Result<(Event, usize), (DatError, Option<usize>)> {
         let r = match &self.inner.dto {
             Some(m) => self.inner.core.wait(&mut Source::cq(m), threshold, timeout_us),
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
@@ -388,7 +398,13 @@ impl Evd {
             cno.rescan();
         }
         self.inner.failures.tell();
-        r.map_err(wait_error)
+        r.map_err(|e| {
+            let nmore = match e {
+                WaitError::Timeout { nmore } => Some(nmore),
+                _ => None,
+            };
+            (wait_error(e), nmore)
+        })
     }
 
     /// `dat_evd_resize`: room for `qlen` events (a DTO EVD's CQ grows or shrinks with it,
