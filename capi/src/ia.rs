@@ -9,7 +9,7 @@ use ferrodat_abi::dat::{self as abi, FALSE, TRUE, evd_flags, handle_type, subtyp
 use ferrodat_engine::ep::Ep;
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::evd::Evd;
-use ferrodat_engine::ia::Ia;
+use ferrodat_engine::ia::{CloseMode, Ia};
 use std::ffi::{CStr, c_char};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -225,8 +225,9 @@ pub(crate) unsafe extern "C" fn ia_query(
     })
 }
 
-/// `ia_close_func(ia, flags)`. Abrupt: everything made on the IA is destroyed with it
-/// (endpoints first, so their connections end before their EVDs go). Graceful: refused
+/// `ia_close_func(ia, flags)`. Abrupt: waiters on the IA's EVDs and CNOs return DAT_ABORT,
+/// and everything made on the IA is destroyed with it (endpoints first, so their
+/// connections end before their EVDs go). Graceful: refused
 /// while anything but the async EVD this provider created is left.
 pub(crate) unsafe extern "C" fn ia_close(
     ia_h: abi::IaHandle,
@@ -264,7 +265,13 @@ pub(crate) unsafe extern "C" fn ia_close(
                 )));
             }
         }
+        let engine_ia = ia_body(&obj).ia.clone();
         drop(obj);
+        if flags == abi::close_flags::ABRUPT {
+            // Threads waiting on the IA's EVDs and CNOs return DAT_ABORT, and its
+            // connections end, before the handles go (the consumer may never wake them).
+            let _ = engine_ia.close(CloseMode::Abrupt);
+        }
         let mut all = handle::take_all_of_ia(ia_addr);
         // Endpoints end their connections first; then the rest in an order that frees
         // users before what they use.

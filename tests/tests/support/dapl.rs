@@ -297,7 +297,7 @@ pub fn build_c_consumer(world: &DatWorld, source: &str, name: &str) -> Option<Pa
     let source = workspace().join(source);
     let exe = world.dir.join(name);
     let out = Command::new("cc")
-        .args(["-Wall", "-Wextra", "-Werror", "-o"])
+        .args(["-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
         .arg(&exe)
         .arg(&source)
         .arg("-ldat2")
