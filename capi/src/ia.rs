@@ -99,15 +99,19 @@ pub(crate) unsafe extern "C" fn ia_open(
                     handle::register(Object::new(&entry.table, ia_addr, Body::Evd(body)), Some(id));
                 eh
             } else if given == abi::EVD_ASYNC_EXISTS {
-                std::ptr::null_mut()
+                // Another open instance has the IA's async EVD: this one reports it out of
+                // scope (udat.h), and the consumer's variable keeps what it passed.
+                abi::EVD_OUT_OF_SCOPE
             } else {
                 let o = crate::evd::evd(given, subtype::INVALID_HANDLE_EVD_ASYNC)?;
                 ia.set_async_evd(crate::evd::evd_body(&o).evd());
                 given
             };
             ia_body(&obj).async_evd.store(evd_handle as usize, Ordering::Relaxed);
-            // SAFETY: checked non-null above.
-            unsafe { async_evd.write(evd_handle) };
+            if evd_handle != abi::EVD_OUT_OF_SCOPE {
+                // SAFETY: checked non-null above.
+                unsafe { async_evd.write(evd_handle) };
+            }
             Ok(())
         })();
         if let Err(e) = result {

@@ -224,3 +224,22 @@ fn a_wait_that_times_out_reports_the_events_queued_in_nmore() {
         assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
     }
 }
+
+#[test]
+fn an_ia_opened_with_async_exists_reports_its_async_evd_out_of_scope() {
+    private_fabric();
+    let i = Box::leak(Box::new(info("unit-async-exists")));
+    // SAFETY: a valid info and C string, as libdat2 passes; valid handles and pointers.
+    unsafe {
+        provider::init(i, c"softhca0 1 127.0.0.1".as_ptr());
+        let (mut async_evd, mut ia_h) = (abi::EVD_ASYNC_EXISTS, null_mut());
+        let r = ia::ia_open(c"unit-async-exists".as_ptr().cast_mut(), 8, &mut async_evd, &mut ia_h);
+        assert_eq!(r, ret::SUCCESS);
+        assert_eq!(async_evd, abi::EVD_ASYNC_EXISTS, "the consumer's value is left alone");
+        let mut queried = null_mut();
+        let r = ia::ia_query(ia_h, &mut queried, 0, null_mut(), 0, null_mut());
+        assert_eq!(r, ret::SUCCESS);
+        assert_eq!(queried, abi::EVD_OUT_OF_SCOPE);
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
+    }
+}
