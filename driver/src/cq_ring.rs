@@ -514,6 +514,11 @@ impl CqRing {
     /// As for [`CqRing::new`], for the new ring (`new_ncqe` 64-byte entries, every op_own
     /// 0xF0).
     pub unsafe fn switch_buffer(&mut self, new_ring: DevPtr, new_ncqe: u32) -> Result<(), u32> {
+        // A detach waiting to be taken in counts its stale entries by index in the old ring:
+        // marked there first, they move with the copy (which shifts every index by one).
+        if self.attachments.changed.load(Ordering::Acquire) {
+            self.apply_attachments();
+        }
         let mut i = self.ci;
         loop {
             let Some((cqe, op_own)) = self.owned_cqe(i) else {

@@ -7,7 +7,7 @@ use ferrodat_driver::completion::{WcOpcode, WcStatus};
 use ferrodat_driver::work_request::{
     Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
 };
-use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpCaps, Srq};
+use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpAttr, QpCaps, Srq};
 use support::*;
 
 fn open(tag: &str) -> (Context, TestFabric) {
@@ -315,4 +315,34 @@ fn a_destroyed_qps_user_index_goes_to_the_next_qp_and_its_old_completions_stay_s
     let got = poll_n(&mut c, 1);
     assert_eq!(got.iter().map(|w| (w.wr_id, w.qpn)).collect::<Vec<_>>(), [(2, n.qpn())]);
     assert!(poll_now(&mut c).is_empty(), "nothing of the destroyed QP's");
+}
+
+#[test]
+fn a_resize_between_a_reset_and_the_next_poll_keeps_the_old_completions_out() {
+    let (ctx, _fabric) = open("resizereset");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr(4096, Access::ALL).unwrap();
+    let mut c = cq(&ctx, 8);
+    let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, ..Default::default() };
+    let mut q = new_qp(&pd, &c, &c, None, caps);
+    assert!(poll_now(&mut c).is_empty(), "the CQ knows the QP");
+    q.modify(&QpAttr::reset_to_init(Access::ALL)).unwrap();
+    let sge = [mr.sge(0, 64).unwrap()];
+    for wr_id in [1, 2] {
+        q.post_recv(&[RecvWr { wr_id, sges: &sge }]).unwrap();
+    }
+    // Their flush completions wait, unpolled, through the reset and the resize.
+    q.to_error().unwrap();
+    while !c.has_completion() {
+        ctx.channel().progress();
+    }
+    q.reset().unwrap();
+    c.resize(64).unwrap();
+    q.modify(&QpAttr::reset_to_init(Access::ALL)).unwrap();
+    q.post_recv(&[RecvWr { wr_id: 100, sges: &sge }]).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..50 {
+        got.extend(poll_now(&mut c).iter().map(|w| (w.wr_id, w.status)));
+    }
+    assert_eq!(got, [], "no old completion, and none posing as the new receive's");
 }
