@@ -371,7 +371,8 @@ pub struct QpInfo {
     pub port_num: u8,
     /// Peer GID.
     pub dgid: [u8; 16],
-    /// Capacities.
+    /// Capacities: the receive side as the kernel reports it, the send side as the
+    /// QP was created with (the kernel reports 0 there for a user QP).
     pub caps: QpCaps,
     /// The raw response.
     pub raw: QueryQpResp,
@@ -785,12 +786,14 @@ impl<'m> Qp<'m> {
             rnr_retry: raw.rnr_retry,
             port_num: raw.port_num,
             dgid: raw.dest.dgid,
+            // mlx5_ib answers 0 for a user QP's send side (it never sized it); as
+            // rdma-core's mlx5_query_qp does, report what the send queue was built with.
             caps: QpCaps {
-                max_send_wr: raw.max_send_wr,
+                max_send_wr: self.inner.caps.max_send_wr,
                 max_recv_wr: raw.max_recv_wr,
-                max_send_sge: raw.max_send_sge,
+                max_send_sge: self.inner.caps.max_send_sge,
                 max_recv_sge: raw.max_recv_sge,
-                max_inline_data: raw.max_inline_data,
+                max_inline_data: self.inner.caps.max_inline_data,
             },
             raw,
         })

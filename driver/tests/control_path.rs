@@ -238,6 +238,14 @@ fn loopback_pair_reaches_rts() {
     assert_eq!(qa.dest_qpn, b.qpn());
     assert_eq!(qa.dgid, gid);
     assert_eq!((qa.rq_psn, qa.sq_psn), (0x200, 0x100));
+    // The kernel reports 0 for a user QP's send side; the query reports what the send
+    // queue was built with, as CREATE_QP granted it (rdma-core's mlx5_query_qp does so).
+    assert_eq!(qa.raw.max_send_wr, 0, "the kernel's answer");
+    assert_eq!(
+        (qa.caps.max_send_wr, qa.caps.max_send_sge, qa.caps.max_inline_data),
+        (a.caps().max_send_wr, a.caps().max_send_sge, a.caps().max_inline_data)
+    );
+    assert!(qa.caps.max_send_wr > 0 && qa.caps.max_recv_wr > 0, "{:?}", qa.caps);
     // mlx5 has no firmware command for RTS→SQD: mlx5_ib (and softhca) answer EINVAL.
     assert_eq!(a.to_sqd().unwrap_err().errno_name(), Some("EINVAL"));
     assert_eq!(a.query().unwrap().state, Some(QpState::Rts));
