@@ -44,6 +44,7 @@ impl CompChannel {
         }
         // SAFETY: the command created this fd for us; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(resp.fd as RawFd) };
+        set_nonblocking("CREATE_COMP_CHANNEL", fd.as_raw_fd())?;
         Ok(CompChannel {
             inner: Arc::new(ChannelInner {
                 fd,
@@ -59,10 +60,10 @@ impl CompChannel {
     /// re-armed for the next one. EINTR is retried within the timeout.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<Option<u64>> {
         let fd = self.inner.fd.as_raw_fd();
-        if !wait_readable("wait for a completion event", fd, timeout)? {
+        let Some(d) = read_event::<CompEventDesc>("wait for a completion event", fd, timeout)?
+        else {
             return Ok(None);
-        }
-        let d: CompEventDesc = read_record("wait for a completion event", fd)?;
+        };
         let cqs = self.inner.cqs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(cq) = cqs.get(&d.cq_handle).and_then(Weak::upgrade) {
             cq.arm_sn.fetch_add(1, Ordering::AcqRel);
@@ -79,11 +80,7 @@ impl AsRawFd for CompChannel {
 }
 
 /// poll(2) for POLLIN up to `timeout`; EINTR retried with the remaining time.
-pub(crate) fn wait_readable(
-    op: &'static str,
-    fd: RawFd,
-    timeout: Option<Duration>,
-) -> Result<bool> {
+fn wait_readable(op: &'static str, fd: RawFd, timeout: Option<Duration>) -> Result<bool> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let ms = match deadline {
@@ -120,8 +117,40 @@ pub(crate) fn wait_readable(
     }
 }
 
-/// Reads one fixed-size record; EINTR retried.
-pub(crate) fn read_record<T: FromBytes + IntoBytes>(op: &'static str, fd: RawFd) -> Result<T> {
+/// Waits up to `timeout` (`None`: forever) for one record of the event fd `fd` (made
+/// non-blocking by [`set_nonblocking`]) and reads it; `Ok(None)` on timeout. Another
+/// thread may take the event this one was woken for: the read then finds none and the wait
+/// goes on, within the same timeout (a blocking read would sleep past it).
+pub(crate) fn read_event<T: FromBytes + IntoBytes>(
+    op: &'static str,
+    fd: RawFd,
+    timeout: Option<Duration>,
+) -> Result<Option<T>> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if !wait_readable(op, fd, left)? {
+            return Ok(None);
+        }
+        if let Some(record) = read_record(op, fd)? {
+            return Ok(Some(record));
+        }
+    }
+}
+
+/// Makes the event fd `fd` non-blocking, for [`read_event`].
+pub(crate) fn set_nonblocking(op: &'static str, fd: RawFd) -> Result<()> {
+    // SAFETY: fcntl on an fd we own, no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(Error::last_os_error(op).with_detail("make the event fd non-blocking"));
+    }
+    Ok(())
+}
+
+/// Reads one fixed-size record; EINTR retried; None if there is none (EAGAIN).
+fn read_record<T: FromBytes + IntoBytes>(op: &'static str, fd: RawFd) -> Result<Option<T>> {
     let mut buf = vec![0u8; size_of::<T>()];
     loop {
         // SAFETY: `buf` has room for `buf.len()` bytes.
@@ -131,6 +160,9 @@ pub(crate) fn read_record<T: FromBytes + IntoBytes>(op: &'static str, fd: RawFd)
             if e == libc::EINTR {
                 continue;
             }
+            if e == libc::EAGAIN {
+                return Ok(None);
+            }
             return Err(Error::errno(op, e));
         }
         if n as usize != buf.len() {
@@ -139,6 +171,6 @@ pub(crate) fn read_record<T: FromBytes + IntoBytes>(op: &'static str, fd: RawFd)
                 format!("read {n} bytes, an event record is {}", buf.len()),
             ));
         }
-        return T::read_from_bytes(&buf).map_err(|_| Error::invalid(op, "bad record"));
+        return T::read_from_bytes(&buf).map(Some).map_err(|_| Error::invalid(op, "bad record"));
     }
 }

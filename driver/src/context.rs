@@ -3,7 +3,7 @@
 
 use crate::channel::{Channel, KernelFile, UarMapping, page_size};
 use crate::command::{self, read};
-use crate::comp_channel::{read_record, wait_readable};
+use crate::comp_channel::{read_event, set_nonblocking};
 use crate::discovery::{self, DeviceInfo, DeviceKind, sysfs_gid};
 use crate::dma::{DbPool, DbRecord};
 use crate::error::{Error, Result};
@@ -345,6 +345,7 @@ impl Context {
         }
         // SAFETY: GET_CONTEXT created this fd for us; nothing else owns it.
         let async_fd = unsafe { OwnedFd::from_raw_fd(core.async_fd as RawFd) };
+        set_nonblocking("GET_CONTEXT", async_fd.as_raw_fd())?;
         let m: AllocUcontextResp = read("GET_CONTEXT", &r, size_of::<uverbs::GetContextResp>())?;
         check_ucontext(&m)?;
         let nupp = m.num_uars_per_page.max(1);
@@ -636,7 +637,7 @@ impl Context {
         Ok((index as u8, gid))
     }
 
-    /// The async event fd (pollable; 16-byte records).
+    /// The async event fd (pollable and non-blocking; 16-byte records).
     pub fn async_fd(&self) -> BorrowedFd<'_> {
         use std::os::fd::AsFd;
         self.inner.async_fd.as_fd()
@@ -645,10 +646,9 @@ impl Context {
     /// Waits up to `timeout` (`None`: forever) for an async event. `Ok(None)` on timeout.
     pub fn read_async_event(&self, timeout: Option<Duration>) -> Result<Option<AsyncEvent>> {
         let fd = self.inner.async_fd.as_raw_fd();
-        if !wait_readable("read async event", fd, timeout)? {
+        let Some(d) = read_event::<AsyncEventDesc>("read async event", fd, timeout)? else {
             return Ok(None);
-        }
-        let d: AsyncEventDesc = read_record("read async event", fd)?;
+        };
         Ok(Some(AsyncEvent { element: d.element, event_type: d.event_type }))
     }
 }

@@ -189,6 +189,19 @@ impl Cq {
         if let Some(ch) = opts.channel {
             let mut cqs = ch.inner.cqs.lock().unwrap_or_else(|e| e.into_inner());
             cqs.retain(|_, w| w.strong_count() > 0);
+            // Events name their CQ by user handle only: a second CQ with the same one would
+            // take the first one's events (and its arm count), and one of them would stop
+            // raising any.
+            if cqs.contains_key(&user_handle) {
+                return Err(Error::invalid(
+                    "CREATE_CQ",
+                    format!(
+                        "user handle {user_handle:#x} is already another CQ's on this \
+                         completion channel"
+                    ),
+                )
+                .with_hint("give each CQ of a channel its own user handle, or none")); // (the CQ is destroyed as `inner` drops)
+            }
             cqs.insert(user_handle, Arc::downgrade(&inner));
         }
         Ok(Cq { inner, ring })

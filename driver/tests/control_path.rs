@@ -306,4 +306,17 @@ fn comp_channel_wait_times_out() {
     assert!(std::os::fd::AsRawFd::as_raw_fd(&ch) >= 0);
     assert_eq!(ch.wait(Some(Duration::from_millis(20))).unwrap(), None);
     assert_eq!(c.arm_sn(), 0);
+
+    // Events name their CQ by user handle: a second CQ of the channel may not share one
+    // (another channel, or a CQ without one, may).
+    let with =
+        |h, ch| CqOptions { cqe: 8, channel: ch, user_handle: Some(h), ..Default::default() };
+    let first = Cq::new(&ctx, &with(7, Some(&ch))).unwrap();
+    let e = Cq::new(&ctx, &with(7, Some(&ch))).unwrap_err().to_string();
+    assert!(e.contains("CREATE_CQ") && e.contains("user handle 0x7"), "{e}");
+    let other = CompChannel::new(&ctx).unwrap();
+    let _elsewhere = Cq::new(&ctx, &with(7, Some(&other))).unwrap();
+    let _unwatched = Cq::new(&ctx, &with(7, None)).unwrap();
+    drop(first);
+    let _again = Cq::new(&ctx, &with(7, Some(&ch))).expect("free once the first CQ is gone");
 }

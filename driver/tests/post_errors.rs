@@ -346,3 +346,52 @@ fn a_resize_between_a_reset_and_the_next_poll_keeps_the_old_completions_out() {
     }
     assert_eq!(got, [], "no old completion, and none posing as the new receive's");
 }
+
+#[test]
+fn of_threads_waiting_on_a_channel_for_one_event_the_others_time_out() {
+    use ferrodat_driver::{CompChannel, CqOptions};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    const WAITERS: usize = 6;
+    let (ctx, _fabric) = open("waiters");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let ch = CompChannel::new(&ctx).unwrap();
+    let mut c =
+        Cq::new(&ctx, &CqOptions { cqe: 64, channel: Some(&ch), ..Default::default() }).unwrap();
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, ..Default::default() };
+    let (mut a, _b) = loopback_pair(&ctx, &pd, &c, caps);
+    assert!(poll_now(&mut c).is_empty());
+    // Several rounds: the waiters that lose the event must not be left in a read that
+    // blocks past their timeout (they all see the fd readable when the event comes).
+    for round in 0..6u64 {
+        c.arm(false);
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            for _ in 0..WAITERS {
+                let (tx, ch) = (tx.clone(), ch.clone());
+                s.spawn(move || tx.send(ch.wait(Some(Duration::from_millis(300))).unwrap()));
+            }
+            std::thread::sleep(Duration::from_millis(50)); // all asleep in the wait
+            a.post_send(&[SendWr::new(round, SendOp::Nop, Payload::EMPTY)]).unwrap();
+            let mut got = Vec::new();
+            for _ in 0..WAITERS {
+                match rx.recv_timeout(Duration::from_secs(3)) {
+                    Ok(r) => got.push(r),
+                    Err(_) => {
+                        // Stuck past its timeout: free it with more events, then fail.
+                        for i in 0..WAITERS as u64 {
+                            c.arm(false);
+                            a.post_send(&[SendWr::new(100 + i, SendOp::Nop, Payload::EMPTY)])
+                                .unwrap();
+                            std::thread::sleep(Duration::from_millis(20));
+                            let _ = poll_now(&mut c);
+                        }
+                        panic!("round {round}: a waiter overstayed its 300 ms timeout");
+                    }
+                }
+            }
+            assert_eq!(got.iter().filter(|r| r.is_some()).count(), 1, "round {round}: {got:?}");
+        });
+        assert_eq!(poll_now(&mut c).len(), 1, "round {round}: the NOP's completion");
+    }
+}
