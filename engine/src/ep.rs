@@ -729,6 +729,26 @@ impl Ep {
         timeout: Option<Duration>,
         private_data: &[u8],
     ) -> DatResult<()> {
+        self.connect_with(remote, conn_qual, timeout, private_data, 5)
+    }
+
+    /// [`Ep::connect`]; `private_data_arg` is the private data size's argument number
+    /// (`dat_ep_connect` and `dat_ep_dup_connect` differ). Arguments are checked before the
+    /// endpoint changes state: a refused call leaves it, and its receives, as they were.
+    fn connect_with(
+        &self,
+        remote: IpAddr,
+        conn_qual: u16,
+        timeout: Option<Duration>,
+        private_data: &[u8],
+        private_data_arg: u32,
+    ) -> DatResult<()> {
+        check_private_data("dat_ep_connect", private_data, private_data_arg)?;
+        if conn_qual == 0 {
+            return Err(DatError::invalid_parameter(3).with_detail(
+                "dat_ep_connect: conn_qual 0 names no listener; pass the PSP's conn_qual",
+            ));
+        }
         let cm = self.inner.ia.cm()?;
         let rd = lock(&self.inner.attr).max_rdma_read_out.min(255) as u8;
         let local = {
@@ -764,7 +784,7 @@ impl Ep {
                 "dat_ep_dup_connect: the endpoint to copy has no connection (connect it first)",
             )
         })?;
-        self.connect(remote.ip(), remote.port(), timeout, private_data)
+        self.connect_with(remote.ip(), remote.port(), timeout, private_data, 4)
     }
 
     /// `dat_ep_disconnect`. Abrupt: flushed at once, DISCONNECTED reported. Graceful:
@@ -845,8 +865,9 @@ impl Ep {
         } else {
             Trigger::CrAcceptNamingEndpoint(self.readiness())
         };
-        // Refused before the QP is touched: an EP in the wrong state (or not ready) keeps
-        // its QP as it was.
+        // Refused before the QP is touched: an EP in the wrong state (or not ready), or
+        // bad private data, keeps its QP and state as they were.
+        check_private_data("dat_cr_accept", private_data, 3)?;
         transition(self.current(), trigger)?;
         let rd = lock(&self.inner.attr).max_rdma_read_in.min(255) as u8;
         let local = {
@@ -869,6 +890,19 @@ impl Ep {
         *lock(&self.inner.conn) = Some(conn);
         Ok(())
     }
+}
+
+/// Private data within `max_private_data_size` ([`cm::MAX_PRIVATE_DATA`]); its size is
+/// argument `arg` of `verb`.
+fn check_private_data(verb: &str, private_data: &[u8], arg: u32) -> DatResult<()> {
+    if private_data.len() > cm::MAX_PRIVATE_DATA {
+        return Err(DatError::invalid_parameter(arg).with_detail(format!(
+            "{verb}: {} bytes of private data; max_private_data_size is {}",
+            private_data.len(),
+            cm::MAX_PRIVATE_DATA
+        )));
+    }
+    Ok(())
 }
 
 impl Drop for EpInner {

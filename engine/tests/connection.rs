@@ -135,6 +135,43 @@ fn a_connect_nobody_listens_for_is_reported_as_peer_rejected() {
     assert_eq!(client.ep.state(), EpState::Disconnected);
 }
 
+#[test]
+fn a_connect_or_accept_refused_for_its_arguments_leaves_the_endpoint_as_it_was() {
+    let (server, client, _psp) = listening_pair(31180);
+    for s in [&server, &client] {
+        s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 100, 0).unwrap();
+    }
+    let address = server.ia.attr().address;
+    let too_much = vec![7u8; 257];
+    let arg = |e: ferrodat_engine::error::DatError| (e.return_type(), e.subtype());
+    let e = client.ep.connect(address, 31180, None, &too_much).unwrap_err();
+    assert_eq!(arg(e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG5));
+    let e = client.ep.connect(address, 0, None, b"").unwrap_err();
+    assert_eq!(arg(e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+    // Still UNCONNECTED, its receive not flushed: the next connect goes through.
+    assert_eq!(client.ep.state(), EpState::Unconnected);
+    assert!(client.recv_evd.dequeue().is_err(), "nothing flushed");
+    client.ep.connect(address, 31180, None, b"hello").unwrap();
+    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request")
+    };
+    // The accept, likewise: refused, with the server's endpoint untouched; then accepted.
+    let e = cr.accept(Some(&server.ep), &too_much).unwrap_err();
+    assert_eq!(arg(e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+    assert_eq!(server.ep.state(), EpState::Unconnected);
+    cr.accept(Some(&server.ep), b"welcome").unwrap();
+    for s in [&server, &client] {
+        let (number, _) = connection(s.conn_evd.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!(number, event::CONNECTION_EVENT_ESTABLISHED);
+    }
+    // The receives posted before the refused calls are the ones the first SENDs land in.
+    for (from, to) in [(&client, &server), (&server, &client)] {
+        from.ep.post_send(&[from.buf.triplet(4096, 8).unwrap()], 9, 0).unwrap();
+        let r = dto(to.recv_evd.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!((r.user_cookie, r.status, r.transfered_length), (100, 0, 8));
+    }
+}
+
 /// Connects `client` to `server` through `server`'s PSP on `port`.
 fn connect(server: &Side, client: &Side, port: u16) {
     connect_ep(server, &server.ep, &client.ep, &client.conn_evd, port);
