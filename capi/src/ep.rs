@@ -93,6 +93,19 @@ unsafe fn create(
     call(verb, || {
         let ia_obj = ia(ia_h)?;
         let out = required(out, if srq_h.is_some() { 8 } else { 7 }, "the EP handle pointer")?;
+        // DAT lets these be NULL until dat_ep_modify sets them (OFA dapl creates the QP
+        // later); this provider builds the QP at create and needs all three.
+        for (h, what) in
+            [(pz_h as abi::Handle, "PZ"), (recv_h, "receive EVD"), (request_h, "request EVD")]
+        {
+            if h.is_null() {
+                return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+                    .with_detail(format!(
+                        "{verb} with a NULL {what}: ferrodat creates the endpoint's QP at once \
+                         and needs its PZ and both DTO EVDs; pass them here"
+                    )));
+            }
+        }
         let pz_obj = pz(pz_h, subtype::INVALID_HANDLE_PZ)?;
         let recv = evd(recv_h, subtype::INVALID_HANDLE_EVD_RECV)?;
         let request = evd(request_h, subtype::INVALID_HANDLE_EVD_REQUEST)?;

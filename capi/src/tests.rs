@@ -243,3 +243,28 @@ fn an_ia_opened_with_async_exists_reports_its_async_evd_out_of_scope() {
         assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
     }
 }
+
+#[test]
+fn an_endpoint_without_its_pz_or_dto_evds_is_a_model_this_provider_does_not_offer() {
+    let (ia_h, _) = open("unit-ep-null");
+    // SAFETY (every call below): handles from this test, NULL where that is the point,
+    // and valid output pointers.
+    unsafe {
+        let (mut pz, mut dto, mut ep_h) = (null_mut(), null_mut(), null_mut());
+        assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
+        assert_eq!(evd::evd_create(ia_h, 8, null_mut(), evd_flags::DTO, &mut dto), ret::SUCCESS);
+        let null = null_mut();
+        let unsupported = ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED;
+        for (p, r, q) in [(null, dto, dto), (pz, null, dto), (pz, dto, null)] {
+            let got = ep::ep_create(ia_h, p, r, q, null_mut(), std::ptr::null(), &mut ep_h);
+            assert_eq!(got, unsupported, "{p:?} {r:?} {q:?}");
+            assert!(ep_h.is_null(), "no endpoint made");
+        }
+        // A stale (not NULL) handle is still an invalid one.
+        assert_eq!(evd::evd_free(dto), ret::SUCCESS);
+        let got = ep::ep_create(ia_h, pz, dto, dto, null_mut(), std::ptr::null(), &mut ep_h);
+        assert_eq!(got, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_RECV));
+        assert_eq!(mem::pz_free(pz), ret::SUCCESS);
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
+    }
+}
