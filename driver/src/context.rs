@@ -608,9 +608,10 @@ impl Context {
     }
 
     /// The source GID of connections from `port`, with its table index: entry 0 on an
-    /// InfiniBand port and on softhca; on a RoCE port the entry [`choose_roce_gid`] picks
-    /// (a RoCE v2 GID, IP-routable if one is; mlx5's entry 0 is RoCE v1 where the device
-    /// supports v1). Read anew each time: addresses come and go with the interface's.
+    /// InfiniBand port and on softhca; on a RoCE port the entry
+    /// [`choose_roce_gid`](discovery::choose_roce_gid) picks (a RoCE v2 GID, IP-routable
+    /// if one is; mlx5's entry 0 is RoCE v1 where the device supports v1). Read anew each
+    /// time: addresses come and go with the interface's.
     pub fn source_gid(&self, port: u8) -> Result<(u8, [u8; 16])> {
         let (DeviceKind::Hardware(h), None) = (&self.inner.kind, &self.inner.soft) else {
             return Ok((0, self.gid(port, 0)?));
