@@ -856,6 +856,28 @@ fn a_wqe_the_hca_cannot_execute_is_a_local_qp_operation_error() {
 }
 
 #[test]
+fn an_atomic_with_inline_data_fails_as_a_local_qp_operation_error_and_nothing_panics() {
+    let mut p = pair("inlineatomic", rc_attrs());
+    let target = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    // libmlx5 writes inline data for IBV_SEND_INLINE whatever the opcode.
+    let wr = SendWr {
+        opcode: opcode::ATOMIC_FA,
+        inline: Some(vec![0; 8]),
+        remote: Some((target.addr(), target.key)),
+        atomic: Some((1, 0)),
+        signaled: true,
+        ..Default::default()
+    };
+    let bad = p.a.post_send(&p.engine, &wr);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(
+        (w[0].opcode, w[0].syndrome, w[0].wqe_counter),
+        (cqe_opcode::REQ_ERR, Some(cqe_syndrome::LOCAL_QP_OP_ERR), bad)
+    );
+    assert_eq!(target.buf.read(0, 8), vec![0; 8], "nothing added");
+}
+
+#[test]
 fn a_receive_buffer_with_a_bad_key_fails_both_sides() {
     let mut p = pair("remop", rc_attrs());
     let src = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);

@@ -1084,13 +1084,14 @@ impl QueuePair {
                 .collect::<Result<Vec<_>, _>>()
                 .map(|targets| Operation::Read { targets, length: wqe.local_length() })
                 .map_err(local_key_syndrome),
-            _ => {
-                let s = wqe.sges().next().expect("decode checked one 8-byte segment");
-                regions
+            _ => match wqe.sges().next() {
+                Some(s) => regions
                     .translate(s.lkey, pdn, s.addr, 8, access::LOCAL_WRITE)
                     .map(|target| Operation::Atomic { target })
-                    .map_err(local_key_syndrome)
-            }
+                    .map_err(local_key_syndrome),
+                // Decode lets no atomic through without its one data segment.
+                None => Err(cqe_syndrome::LOCAL_QP_OP_ERR),
+            },
         };
         match checked {
             Ok(Operation::Local) => o.outcome = Some(Ok(0)),

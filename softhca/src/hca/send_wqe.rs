@@ -195,9 +195,15 @@ pub fn decode(bytes: &[u8]) -> Result<SendWqe<'_>, u8> {
         _ => return Err(BAD),
     }
     wqe.data = decode_local_data(bytes, at)?;
-    // An atomic returns exactly 8 bytes into one data segment.
-    if wqe.atomic.is_some() && wqe.local_length() != 8 {
-        return Err(cqe_syndrome::LOCAL_LENGTH_ERR);
+    // An atomic returns exactly 8 bytes into one data segment: inline data (which libmlx5
+    // writes for IBV_SEND_INLINE whatever the opcode) has nowhere to take them.
+    if wqe.atomic.is_some() {
+        if !matches!(wqe.data, LocalData::Gather { count: 1, .. }) {
+            return Err(BAD);
+        }
+        if wqe.local_length() != 8 {
+            return Err(cqe_syndrome::LOCAL_LENGTH_ERR);
+        }
     }
     // RDMA READ results land in memory: they cannot be inline.
     if op == opcode::RDMA_READ && matches!(wqe.data, LocalData::Inline { .. }) {
@@ -357,6 +363,17 @@ mod tests {
         let at = b.len() - 16;
         b[at..at + 16].copy_from_slice(data(16, 1, 0x10).as_bytes());
         assert_eq!(decode(&b).unwrap_err(), cqe_syndrome::LOCAL_LENGTH_ERR);
+        // Eight inline bytes (libmlx5 writes them for IBV_SEND_INLINE on any opcode), or
+        // two 4-byte segments: nowhere to put the 8-byte result. Refused, not executed.
+        let mut inline = b[..at].to_vec();
+        inline.extend_from_slice(&(INLINE_SEG | 8).to_be_bytes());
+        inline.extend_from_slice(&[0u8; 12]);
+        assert_eq!(decode(&inline).unwrap_err(), cqe_syndrome::LOCAL_QP_OP_ERR);
+        let mut two = ctrl(opcode::ATOMIC_FA, 0, 5, 5, 0).as_bytes().to_vec();
+        two.extend_from_slice(&b[16..at]);
+        two.extend_from_slice(data(4, 1, 0x10).as_bytes());
+        two.extend_from_slice(data(4, 1, 0x20).as_bytes());
+        assert_eq!(decode(&two).unwrap_err(), cqe_syndrome::LOCAL_QP_OP_ERR);
     }
 
     #[test]
