@@ -829,6 +829,9 @@ impl Ep {
         {
             let _ = conn.disconnect(false);
         }
+        // A connection aborted by the free ends with DISCONNECTED on the connection EVD,
+        // as an abrupt disconnect's does: teardown code may count one per endpoint.
+        self.report(e.connection_event, Vec::new());
         Ok(())
     }
 

@@ -461,9 +461,17 @@ fn rule(state: EpState, trigger: Trigger) -> Result<Step, Refusal> {
         (Free, Unconnected | Disconnected) => {
             step(Disconnected, Effects { destroy_endpoint: true, ..Effects::NONE })
         }
-        // Freeing during setup or while connected aborts the connection.
+        // Freeing during setup or while connected aborts the connection, which is
+        // reported as an abrupt disconnect's is (DISCONNECTED; OFA dapl does so too).
         (Free, ActiveConnectionPending | CompletionPending | Connected | DisconnectPending) => {
-            step(Disconnected, Effects { destroy_endpoint: true, ..sent(CmMessage::Disconnect) })
+            step(
+                Disconnected,
+                Effects {
+                    destroy_endpoint: true,
+                    connection_event: Some(event::CONNECTION_EVENT_DISCONNECTED),
+                    ..sent(CmMessage::Disconnect)
+                },
+            )
         }
 
         (PostSend | PostRdmaRead | PostRdmaWrite | RmrBind, Connected) => stay(state),
@@ -909,7 +917,11 @@ mod tests {
             expect_step(idle, Trigger::Free, Disconnected, destroyed);
         }
         for live in [ActiveConnectionPending, CompletionPending, Connected, DisconnectPending] {
-            let aborted = Effects { send: Some(CmMessage::Disconnect), ..destroyed };
+            let aborted = Effects {
+                send: Some(CmMessage::Disconnect),
+                connection_event: Some(event::CONNECTION_EVENT_DISCONNECTED),
+                ..destroyed
+            };
             expect_step(live, Trigger::Free, Disconnected, aborted);
         }
     }

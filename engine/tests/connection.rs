@@ -172,6 +172,20 @@ fn a_connect_or_accept_refused_for_its_arguments_leaves_the_endpoint_as_it_was()
     }
 }
 
+#[test]
+fn freeing_a_connected_endpoint_reports_disconnected_on_both_sides_once() {
+    let (server, client, _psp) = listening_pair(31181);
+    connect(&server, &client, 31181);
+    client.ep.clone().free().unwrap();
+    for s in [&client, &server] {
+        let (number, _) = connection(s.conn_evd.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(client.conn_evd.dequeue().is_err(), "one DISCONNECTED for the freed endpoint");
+    assert_eq!(server.ep.state(), EpState::Disconnected);
+}
+
 /// Connects `client` to `server` through `server`'s PSP on `port`.
 fn connect(server: &Side, client: &Side, port: u16) {
     connect_ep(server, &server.ep, &client.ep, &client.conn_evd, port);
