@@ -179,6 +179,45 @@ fn crossing_reads_larger_than_the_rings_both_complete() {
     assert!(b_mem.buf.read(LEN, LEN) == a_data, "B read A's bytes");
 }
 
+/// A responder that fails a request still answers the ones before it first (in PSN order,
+/// as hardware does): a READ larger than the ring, queued when a WRITE with a bad rkey
+/// arrives behind it, completes with its data, and the WRITE gets the remote access error.
+#[test]
+fn a_responder_error_behind_a_large_read_still_answers_the_read_first() {
+    const LEN: usize = 1 << 20; // four rings' worth of READ data
+    let mut p = pair("read-then-nak", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, LEN, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, LEN, ALL_ACCESS);
+    let data: Vec<u8> = (0..LEN).map(|i| (i % 253) as u8).collect();
+    remote.buf.write(0, &data);
+    let read = SendWr {
+        opcode: opcode::RDMA_READ,
+        sges: vec![(local.addr(), LEN as u32, local.key)],
+        remote: Some((remote.addr(), remote.key)),
+        signaled: true,
+        ..Default::default()
+    };
+    let write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr(), remote.key ^ 0x100)), // not a key of the peer's
+        signaled: true,
+        ..Default::default()
+    };
+    let r = p.a.post_send(&p.engine, &read);
+    let w = p.a.post_send(&p.engine, &write);
+    let got = p.cq_a.wait(&p.engine, 2, WAIT);
+    let seen: Vec<_> = got.iter().map(|c| (c.opcode, c.syndrome, c.wqe_counter)).collect();
+    assert_eq!(
+        seen,
+        [
+            (cqe_opcode::REQ, None, r),
+            (cqe_opcode::REQ_ERR, Some(cqe_syndrome::REMOTE_ACCESS_ERR), w)
+        ]
+    );
+    assert!(local.buf.read(0, LEN) == data, "the READ's data arrived");
+}
+
 #[test]
 fn atomics_return_the_original_value() {
     let mut p = pair("atomic", rc_attrs());

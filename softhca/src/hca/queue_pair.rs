@@ -1787,12 +1787,17 @@ impl QueuePair {
 
     /// Ends the connection from the responder side: NAK, QP to ERR, async event.
     fn responder_fatal(&mut self, psn: u32, reason: u8, async_event: u32, hw: &mut Hardware<'_>) {
-        self.responses.clear();
+        // A responder answers in PSN order: READ data and atomic results owed for earlier
+        // requests (still queued when the ring was full) go out before the NAK, and both
+        // survive the move to ERR, which otherwise drops what is queued; later passes send
+        // what the ring cannot take now.
         self.respond(kind::NAK, psn, reason, 0);
-        self.send_responses(hw);
+        let owed = std::mem::take(&mut self.responses);
         self.post_async(async_event, hw);
         self.state = qp_state::ERR;
         self.enter_error(hw);
+        self.responses = owed;
+        self.send_responses(hw);
     }
 
     fn take_receive_entry(&mut self, hw: &mut Hardware<'_>) -> Option<(ReceiveEntry, u32)> {
