@@ -2,6 +2,7 @@
 //! one completion event per arm.
 
 use super::cqe::{CqError, CqProducer};
+use super::engine::CqFlags;
 use super::events::EventSink;
 use ferrodat_abi::mlx5::{
     CQ_ARM_SN_MASK, CQ_ARM_SN_SHIFT, CQ_CI_MASK, CQ_DB_REQ_NOT_SOL, CQE_SE_MASK, cqe_opcode,
@@ -33,6 +34,7 @@ pub struct CompletionQueue {
     events_reported: u32,
     async_events_reported: u32,
     broken: bool,
+    flags: CqFlags,
 }
 
 impl std::fmt::Debug for CompletionQueue {
@@ -66,7 +68,14 @@ impl CompletionQueue {
             events_reported: 0,
             async_events_reported: 0,
             broken: false,
+            flags: CqFlags::default(),
         }
+    }
+
+    /// The same CQ with CREATE_CQ's `flags`.
+    pub fn with_flags(mut self, flags: CqFlags) -> Self {
+        self.flags = flags;
+        self
     }
 
     /// Completion events delivered so far (DESTROY_CQ reports it).
@@ -90,7 +99,15 @@ impl CompletionQueue {
         if self.broken {
             return Err(CqError::Overrun);
         }
-        match self.producer.push(cqe) {
+        let mut stamped;
+        let cqe = if self.flags.timestamps {
+            stamped = *cqe;
+            stamped[CQE_TIMESTAMP..CQE_TIMESTAMP + 8].copy_from_slice(&core_clock().to_be_bytes());
+            &stamped
+        } else {
+            cqe
+        };
+        match self.producer.push(cqe, self.flags.ignore_overrun) {
             Ok(()) => {}
             Err(CqError::Overrun) => {
                 self.broken = true;
@@ -157,5 +174,93 @@ impl CompletionQueue {
         if waiting != 0 && waiting <= (1 << 23) && self.armed == Armed::Next {
             self.fire();
         }
+    }
+}
+
+/// Byte offset of the timestamp in a CQE64.
+const CQE_TIMESTAMP: usize = 48;
+
+/// The HCA core clock now, in ticks of [`crate::kernel::caps::HCA_CORE_CLOCK_KHZ`], from
+/// CLOCK_MONOTONIC: one clock for every process on the host, as a device's is for all its
+/// users.
+fn core_clock() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ns = (ts.tv_sec as u128) * 1_000_000_000 + ts.tv_nsec as u128;
+    (ns * u128::from(crate::kernel::caps::HCA_CORE_CLOCK_KHZ) / 1_000_000) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hca::app_memory::AppSpan;
+    use crate::hca::cqe::{Completion, success_cqe};
+    use ferrodat_abi::mlx5::opcode;
+
+    /// A CQ of `ncqe` entries over `buf` and `db` (which outlive it), with `flags`.
+    fn cq(buf: &mut [u8], db: &mut [u8; 8], ncqe: u32, flags: CqFlags) -> CompletionQueue {
+        // SAFETY: both buffers outlive the CQ (the callers keep them).
+        let (b, d) = unsafe {
+            (
+                AppSpan::new(buf.as_mut_ptr() as usize, buf.len()),
+                AppSpan::new(db.as_mut_ptr() as usize, 8),
+            )
+        };
+        CompletionQueue::new(1, 7, CqProducer::new(b, d, ncqe, 64), None, None).with_flags(flags)
+    }
+
+    fn completion() -> [u8; 64] {
+        success_cqe(&Completion {
+            cqe_opcode: cqe_opcode::REQ,
+            wqe_opcode: opcode::SEND,
+            qpn: 0x108,
+            ..Default::default()
+        })
+    }
+
+    fn timestamp(buf: &[u8], index: usize) -> u64 {
+        u64::from_be_bytes(buf[index * 64 + 48..index * 64 + 56].try_into().unwrap())
+    }
+
+    #[test]
+    fn cqes_carry_the_core_clock_only_when_the_cq_asked_for_timestamps() {
+        let (mut buf, mut db) = (vec![0xf0u8; 4 * 64], [0u8; 8]);
+        let mut plain = cq(&mut buf, &mut db, 4, CqFlags::default());
+        plain.push(&completion()).unwrap();
+        assert_eq!(timestamp(&buf, 0), 0);
+
+        let (mut buf, mut db) = (vec![0xf0u8; 4 * 64], [0u8; 8]);
+        let flags = CqFlags { timestamps: true, ..CqFlags::default() };
+        let mut stamped = cq(&mut buf, &mut db, 4, flags);
+        let before = core_clock();
+        stamped.push(&completion()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        stamped.push(&completion()).unwrap();
+        let (t0, t1) = (timestamp(&buf, 0), timestamp(&buf, 1));
+        assert!(before <= t0 && t0 < t1, "{before} {t0} {t1}");
+        // 2 ms of a 78.125 MHz clock is 156 250 ticks.
+        assert!(t1 - t0 >= 156_250, "{}", t1 - t0);
+    }
+
+    #[test]
+    fn a_cq_that_ignores_overrun_overwrites_instead_of_failing() {
+        let (mut buf, mut db) = (vec![0xf0u8; 2 * 64], [0u8; 8]);
+        let mut strict = cq(&mut buf, &mut db, 2, CqFlags::default());
+        strict.push(&completion()).unwrap();
+        strict.push(&completion()).unwrap();
+        assert_eq!(strict.push(&completion()), Err(CqError::Overrun));
+        assert!(strict.is_broken());
+
+        let (mut buf, mut db) = (vec![0xf0u8; 2 * 64], [0u8; 8]);
+        let flags = CqFlags { ignore_overrun: true, ..CqFlags::default() };
+        let mut lenient = cq(&mut buf, &mut db, 2, flags);
+        for _ in 0..5 {
+            lenient.push(&completion()).unwrap();
+        }
+        assert!(!lenient.is_broken());
+        assert_eq!(lenient.async_events_reported(), 0, "no CQ error");
+        // Entry 4 (third pass, owner bit 0) went over entry 2 in slot 0.
+        assert_eq!(buf[63] & 1, 0);
     }
 }

@@ -153,10 +153,12 @@ impl CqProducer {
         Ok(self.producer_index.wrapping_sub(self.consumer_index()?) & 0x00ff_ffff)
     }
 
-    /// Writes one CQE with the owner bit of its pass over the ring, last.
+    /// Writes one CQE with the owner bit of its pass over the ring, last. A full ring is an
+    /// overrun, unless `overwrite` (a CQ created to ignore overruns: the entry goes over
+    /// one the consumer has not polled).
     #[inline]
-    pub fn push(&mut self, cqe: &[u8; 64]) -> Result<(), CqError> {
-        if self.outstanding()? >= self.ncqe {
+    pub fn push(&mut self, cqe: &[u8; 64], overwrite: bool) -> Result<(), CqError> {
+        if !overwrite && self.outstanding()? >= self.ncqe {
             return Err(CqError::Overrun);
         }
         let index = self.producer_index & (self.ncqe - 1);
@@ -225,9 +227,9 @@ mod tests {
         let mut ci = 0u32;
         for pass in 0..3 {
             for _ in 0..ncqe {
-                cq.push(&success_cqe(&c)).unwrap();
+                cq.push(&success_cqe(&c), false).unwrap();
             }
-            assert_eq!(cq.push(&success_cqe(&c)), Err(CqError::Overrun), "pass {pass}");
+            assert_eq!(cq.push(&success_cqe(&c), false), Err(CqError::Overrun), "pass {pass}");
             for _ in 0..ncqe {
                 assert!(owned_by_software(&buf, ci, ncqe));
                 ci += 1;
@@ -257,13 +259,13 @@ mod tests {
             ..Default::default()
         };
         for _ in 0..3 {
-            cq.push(&success_cqe(&c)).unwrap();
+            cq.push(&success_cqe(&c), false).unwrap();
         }
         cq.resize(n, 16, 64).unwrap();
         // The marker sits at index 3 of the old ring, owned by software (first pass).
         assert_eq!(old[3 * 64 + 63], cqe_opcode::RESIZE_CQ << 4);
         assert_eq!(cq.producer_index(), 4);
-        cq.push(&success_cqe(&c)).unwrap();
+        cq.push(&success_cqe(&c), false).unwrap();
         assert!(owned_by_software(&new, 4, 16), "the next completion is index 4 of the new ring");
         assert!(!owned_by_software(&new, 5, 16));
     }

@@ -114,6 +114,18 @@ pub struct CqSetup {
     pub channel: Option<Arc<dyn EventSink>>,
     /// Receives the CQ error event.
     pub async_events: Option<Arc<dyn EventSink>>,
+    /// CREATE_CQ's flags: completion timestamps, ignore overrun.
+    pub flags: CqFlags,
+}
+
+/// The CREATE_CQ flags the HCA acts on (`IB_UVERBS_CQ_FLAGS_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CqFlags {
+    /// Every CQE carries the HCA core clock at its writing (`TIMESTAMP_COMPLETION`).
+    pub timestamps: bool,
+    /// A full ring is overwritten instead of failing the CQ (`IGNORE_OVERRUN`, mlx5's
+    /// `cqc.oi`): no CQ error, and the consumer loses what it did not poll.
+    pub ignore_overrun: bool,
 }
 
 struct Tables {
@@ -524,7 +536,8 @@ impl Engine {
     /// CREATE_CQ.
     pub fn add_cq(&self, s: CqSetup) {
         let producer = CqProducer::new(s.buf, s.dbrec, s.ncqe, s.cqe_size);
-        let cq = CompletionQueue::new(s.cqn, s.user_handle, producer, s.channel, s.async_events);
+        let cq = CompletionQueue::new(s.cqn, s.user_handle, producer, s.channel, s.async_events)
+            .with_flags(s.flags);
         self.tables().cqs.insert(s.cqn, cq);
     }
 

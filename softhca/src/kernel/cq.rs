@@ -16,7 +16,7 @@ use super::caps::{MAX_CQ_ENTRIES, NUM_COMP_VECTORS};
 use super::handles::{Kind, Object};
 use crate::errno::Errno;
 use crate::hca::app_memory::AppSpan;
-use crate::hca::engine::CqSetup;
+use crate::hca::engine::{CqFlags, CqSetup};
 use crate::hca::events::EventSink;
 use crate::objects::{CompChannel, Cq};
 use crate::user_memory::{self, Access};
@@ -88,6 +88,10 @@ fn create(
     if cmd.flags & !(cq_flags::TIMESTAMP_COMPLETION | cq_flags::IGNORE_OVERRUN) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    let flags = CqFlags {
+        timestamps: cmd.flags & cq_flags::TIMESTAMP_COMPLETION != 0,
+        ignore_overrun: cmd.flags & cq_flags::IGNORE_OVERRUN != 0,
+    };
     let ucmd = parse_create_cq_udata(c)?;
     let cqe_size = ucmd.cqe_size;
     check_cq_buffer(ucmd.buf_addr, entries, cqe_size)?;
@@ -139,6 +143,7 @@ fn create(
         cqe_size: cq.cqe_size as usize,
         channel: cq.channel.clone().map(|c| c as Arc<dyn EventSink>),
         async_events: Some(cq.async_file.clone() as Arc<dyn EventSink>),
+        flags,
     });
     s.dev.state().cqs.insert(cqn, cq);
     s.file.handles.insert(Object::Cq(cqn));

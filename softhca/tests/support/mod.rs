@@ -173,6 +173,7 @@ impl Cq {
             cqe_size: 64,
             channel: None,
             async_events: None,
+            flags: Default::default(),
         });
         Cq { cqn, buf, dbrec, ncqe, ci: 0, arm_sn: 0 }
     }
