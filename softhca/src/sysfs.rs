@@ -58,7 +58,8 @@ pub fn files(devices: &[DeviceConfig]) -> Vec<(String, String)> {
         out.push((format!("{p}/lid"), "0x0\n".to_string()));
         out.push((format!("{p}/sm_lid"), "0x0\n".to_string()));
         out.push((format!("{p}/lid_mask_count"), "0\n".to_string()));
-        out.push((format!("{p}/rate"), "25 Gb/sec (1X EDR)\n".to_string()));
+        // As rate_show computes it from QUERY_PORT: 4X EDR, 4 lanes of 25 Gb/s.
+        out.push((format!("{p}/rate"), "100 Gb/sec (4X EDR)\n".to_string()));
         out.push((format!("{p}/pkeys/0"), "0xffff\n".to_string()));
         for g in 0..GID_TABLE_LEN {
             let gid = if g == 0 { dev.gid() } else { [0; 16] };

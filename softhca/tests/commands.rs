@@ -966,8 +966,8 @@ fn alloc_mw_records_a_free_window_and_dealloc_mw_destroys_it() {
     }
     let (key, bound) = fx.dev.engine().memory_window(mw.rkey >> 8).expect("hardware knows it");
     assert_eq!((key, bound), (mw.rkey, None), "a new window is free");
-    // ib_uverbs_alloc_mw: any PD lookup failure and a bad type are EINVAL.
-    assert_eq!(alloc(77, mw_type::TYPE_1, &[]).err(), Some(Errno::EINVAL), "no such handle");
+    // ib_uverbs_alloc_mw: the PD lookup's own errno (as every command's), a bad type EINVAL.
+    assert_eq!(alloc(77, mw_type::TYPE_1, &[]).err(), Some(Errno::ENOENT), "no such handle");
     assert_eq!(alloc(mw.mw_handle, mw_type::TYPE_1, &[]).err(), Some(Errno::EINVAL), "not a PD");
     assert_eq!(alloc(pd, 0, &[]).err(), Some(Errno::EINVAL));
     assert_eq!(alloc(pd, 3, &[]).err(), Some(Errno::EINVAL));

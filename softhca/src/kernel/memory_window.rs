@@ -18,8 +18,9 @@ use zerocopy::{FromBytes, IntoBytes};
 pub(crate) fn alloc_mw(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
     let cmd = c.request::<uverbs::AllocMw>()?;
     s.context()?;
-    // uobj_get_obj_read failing, for whatever reason, is EINVAL here (not ENOENT).
-    let pdn = s.file.handles.get(cmd.pd_handle, Kind::Pd).map_err(|_| Errno::EINVAL)?;
+    // A failed PD lookup is its own errno (ENOENT: no such handle, EINVAL: not a PD), as
+    // for every other command since the kernel propagates rdma_lookup_get_uobject's errors.
+    let pdn = s.file.handles.get(cmd.pd_handle, Kind::Pd)?;
     if cmd.mw_type != mw_type::TYPE_1 && cmd.mw_type != mw_type::TYPE_2 {
         return Err(Errno::EINVAL);
     }
