@@ -16,7 +16,7 @@ use ferrodat_abi::uverbs::{self, AsyncEventDesc, CompEventDesc};
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 // ---------------------------------------------------------------------------------------
 // Event channels
@@ -186,6 +186,17 @@ impl AsyncEventFile {
     pub fn user_fd(&self) -> RawFd {
         self.0.user_fd
     }
+
+    /// Removes the events about `element` of one of `types` the user has not read yet
+    /// (the kernel drops an object's unread events when it is destroyed) and returns how
+    /// many: the kernel counts an event as reported when the user reads it, and
+    /// libibverbs's destroy waits until the events it acknowledged reach that count.
+    pub fn remove_unread(&self, element: u64, types: &[u32]) -> u32 {
+        self.0.remove_unread(|record| {
+            AsyncEventDesc::read_from_bytes(record)
+                .is_ok_and(|d| d.element == element && types.contains(&d.event_type))
+        })
+    }
 }
 
 /// The hardware side delivers through the same fds ([`crate::hca::events::EventSink`]):
@@ -195,7 +206,9 @@ impl crate::hca::events::EventSink for CompChannel {
         self.notify(user_handle)
     }
 
-    fn async_event(&self, _element: u64, _event_type: u32) {}
+    fn async_event(&self, _element: u64, _event_type: u32) -> bool {
+        false
+    }
 }
 
 /// The async fd carries asynchronous events only.
@@ -204,8 +217,8 @@ impl crate::hca::events::EventSink for AsyncEventFile {
         false
     }
 
-    fn async_event(&self, element: u64, event_type: u32) {
-        self.post(element, event_type);
+    fn async_event(&self, element: u64, event_type: u32) -> bool {
+        self.post(element, event_type)
     }
 }
 

@@ -1249,10 +1249,19 @@ fn destroy_cq_reports_events_and_refuses_while_a_qp_uses_it() {
     assert_eq!(fx.destroy_cq(h.cq), Err(Errno::EBUSY));
     assert_eq!(fx.destroy_cq(h.pd), Err(Errno::EINVAL));
     let cqn = fx.dev.state().qps[&h.qpn].send_cqn;
-    assert!(fx.dev.state().cqs.get_mut(&cqn).unwrap().post_async_event(event::CQ_ERR));
+    // Two CQ errors, one read by the user: the kernel counts what was read, and drops the
+    // unread one with the CQ (libibverbs waits for the acknowledged count to reach it).
+    let async_fd = fx.uv.async_fd().unwrap();
+    for _ in 0..2 {
+        assert!(fx.dev.state().cqs.get_mut(&cqn).unwrap().post_async_event(event::CQ_ERR));
+    }
+    assert!(poll_in(async_fd, 1000));
+    let d: AsyncEventDesc = read(&read_fd(async_fd, 64));
+    assert_eq!(d.event_type, event::CQ_ERR);
     fx.destroy_qp(h.qp).unwrap();
     let r = fx.destroy_cq(h.cq).unwrap();
     assert_eq!((r.comp_events_reported, r.async_events_reported), (0, 1));
+    assert!(!poll_in(async_fd, 50), "the unread event went with the CQ");
     assert_eq!(fx.destroy_cq(h.cq), Err(Errno::ENOENT));
 }
 
@@ -1911,7 +1920,15 @@ fn destroy_qp_reports_async_events_delivered() {
     assert_eq!(rec.len(), 16);
     let d: AsyncEventDesc = read(&rec);
     assert_eq!((d.element, d.event_type, d.reserved), (0x5150, event::COMM_EST, 0));
+    // A second one, left unread, is dropped with the QP and not counted; another
+    // object's unread event stays.
+    assert!(fx.dev.state().qps.get_mut(&h.qpn).unwrap().post_async_event(event::QP_FATAL));
+    let cqn = fx.dev.state().qps[&h.qpn].send_cqn;
+    assert!(fx.dev.state().cqs.get_mut(&cqn).unwrap().post_async_event(event::CQ_ERR));
     assert_eq!(fx.destroy_qp(h.qp).unwrap().events_reported, 1);
+    let d: AsyncEventDesc = read(&read_fd(async_fd, 64));
+    assert_eq!(d.event_type, event::CQ_ERR, "the CQ's event is still there");
+    assert!(!poll_in(async_fd, 50));
     assert_eq!(fx.destroy_qp(h.qp).err(), Some(Errno::ENOENT));
     assert!(fx.dev.state().qps.is_empty());
     // Now the PD and CQ are free.
@@ -2037,8 +2054,10 @@ fn srq_attached_qp_and_destroy() {
     assert_eq!(destroy().err(), Some(Errno::EBUSY));
     fx.destroy_qp(qp.qp_handle).unwrap();
     fx.destroy_qp(qp2.qp_handle).unwrap();
+    // An event nobody read is not reported, and goes with the SRQ.
     assert!(fx.dev.state().srqs.get_mut(&srqn).unwrap().post_async_event(event::SRQ_LIMIT_REACHED));
-    assert_eq!(destroy().unwrap().events_reported, 1);
+    assert_eq!(destroy().unwrap().events_reported, 0);
+    assert!(!poll_in(fx.uv.async_fd().unwrap(), 50), "the unread event went with the SRQ");
     assert_eq!(destroy().err(), Some(Errno::ENOENT));
 }
 

@@ -111,8 +111,9 @@ impl CompletionQueue {
             Ok(()) => {}
             Err(CqError::Overrun) => {
                 self.broken = true;
-                if let Some(sink) = &self.async_events {
-                    sink.async_event(self.user_handle, event::CQ_ERR);
+                if let Some(sink) = &self.async_events
+                    && sink.async_event(self.user_handle, event::CQ_ERR)
+                {
                     self.async_events_reported += 1;
                 }
                 return Err(CqError::Overrun);

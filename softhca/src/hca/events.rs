@@ -7,6 +7,7 @@ pub trait EventSink: Send + Sync {
     /// false if it could not be delivered (the channel was closed).
     fn completion_event(&self, user_handle: u64) -> bool;
     /// An affiliated or unaffiliated asynchronous event (`uverbs::event::*`) about the
-    /// object created with `element` as its user handle.
-    fn async_event(&self, element: u64, event_type: u32);
+    /// object created with `element` as its user handle. Returns false if it could not be
+    /// delivered (only delivered events count in what DESTROY reports).
+    fn async_event(&self, element: u64, event_type: u32) -> bool;
 }

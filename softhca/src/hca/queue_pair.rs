@@ -437,8 +437,9 @@ impl QueuePair {
     }
 
     fn post_async(&mut self, event_type: u32, _hw: &Hardware<'_>) {
-        if let Some(sink) = &self.async_events {
-            sink.async_event(self.setup.user_handle, event_type);
+        if let Some(sink) = &self.async_events
+            && sink.async_event(self.setup.user_handle, event_type)
+        {
             self.async_events_reported += 1;
         }
     }

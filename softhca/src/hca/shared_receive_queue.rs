@@ -113,8 +113,9 @@ impl SharedReceiveQueue {
         self.taken = self.taken.wrapping_add(1);
         if self.limit != 0 && u32::from(self.available()) < self.limit {
             self.limit = 0;
-            if let Some(sink) = &self.async_events {
-                sink.async_event(self.user_handle, event::SRQ_LIMIT_REACHED);
+            if let Some(sink) = &self.async_events
+                && sink.async_event(self.user_handle, event::SRQ_LIMIT_REACHED)
+            {
                 self.async_events_reported += 1;
             }
         }

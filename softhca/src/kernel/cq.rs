@@ -21,7 +21,7 @@ use crate::hca::events::EventSink;
 use crate::objects::{CompChannel, Cq};
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
-use ferrodat_abi::uverbs::{self, cq_flags};
+use ferrodat_abi::uverbs::{self, cq_flags, event};
 use std::mem::offset_of;
 use std::os::fd::IntoRawFd;
 use std::sync::Arc;
@@ -253,7 +253,10 @@ pub(crate) fn destroy_cq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     let unread = cq.channel.as_ref().map_or(0, |ch| ch.remove_unread(cq.user_handle));
     let resp = uverbs::DestroyCqResp {
         comp_events_reported: cq.comp_events_reported.wrapping_add(hw_comp).wrapping_sub(unread),
-        async_events_reported: cq.async_events_reported.wrapping_add(hw_async),
+        async_events_reported: cq
+            .async_events_reported
+            .wrapping_add(hw_async)
+            .wrapping_sub(cq.async_file.remove_unread(cq.user_handle, &[event::CQ_ERR])),
     };
     c.respond(resp.as_bytes())
 }

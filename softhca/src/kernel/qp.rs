@@ -22,7 +22,9 @@ use crate::objects::QpAttrs;
 use crate::objects::{AddressVector, Qp, QpCaps, QpState};
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5::{self, qp_flag};
-use ferrodat_abi::uverbs::{self, access, create_qp_mask, qp_attr, qp_create_flags, qp_type};
+use ferrodat_abi::uverbs::{
+    self, access, create_qp_mask, event, qp_attr, qp_create_flags, qp_type,
+};
 use std::mem::offset_of;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
@@ -743,6 +745,20 @@ pub(crate) fn destroy_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
     }
     let hw_events = s.dev.free_qpn(qpn);
     s.file.handles.remove(cmd.qp_handle);
-    let events_reported = qp.events_reported.wrapping_add(hw_events);
+    // Reported means read by the user (the kernel drops the unread ones with the QP).
+    let unread = qp.async_file.remove_unread(qp.user_handle, QP_EVENTS);
+    let events_reported = qp.events_reported.wrapping_add(hw_events).wrapping_sub(unread);
     c.respond(uverbs::DestroyQpResp { events_reported }.as_bytes())
 }
+
+/// The asynchronous events affiliated with a QP.
+const QP_EVENTS: &[u32] = &[
+    event::QP_FATAL,
+    event::QP_REQ_ERR,
+    event::QP_ACCESS_ERR,
+    event::COMM_EST,
+    event::SQ_DRAINED,
+    event::PATH_MIG,
+    event::PATH_MIG_ERR,
+    event::QP_LAST_WQE_REACHED,
+];

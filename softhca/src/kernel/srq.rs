@@ -14,7 +14,7 @@ use crate::hca::shared_receive_queue::SrqSetup;
 use crate::objects::Srq;
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
-use ferrodat_abi::uverbs::{self, srq_attr};
+use ferrodat_abi::uverbs::{self, event, srq_attr};
 use std::sync::Arc;
 use zerocopy::IntoBytes;
 
@@ -137,6 +137,9 @@ pub(crate) fn destroy_srq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno
     drop(st);
     let hw_events = s.dev.free_srqn(srqn);
     s.file.handles.remove(cmd.srq_handle);
-    let events_reported = srq.events_reported.wrapping_add(hw_events);
+    // Reported means read by the user (the kernel drops the unread ones with the SRQ).
+    let srq_events = [event::SRQ_ERR, event::SRQ_LIMIT_REACHED];
+    let unread = srq.async_file.remove_unread(srq.user_handle, &srq_events);
+    let events_reported = srq.events_reported.wrapping_add(hw_events).wrapping_sub(unread);
     c.respond(uverbs::DestroySrqResp { events_reported }.as_bytes())
 }
