@@ -36,7 +36,7 @@ use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// `RDMA_VERBS_IOCTL`: `_IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr)`.
@@ -46,20 +46,60 @@ const NETLINK_RDMA: c_int = 20;
 /// Where libibverbs looks for the char devices (hard-coded, not under SYSFS_PATH).
 const DEV_PREFIX: &[u8] = b"/dev/infiniband/uverbs";
 
+/// An open uverbs file: its device, and the process that opened it.
+struct File {
+    uverbs: Arc<Uverbs>,
+    /// A child that inherited the fd across fork(2) shares the file, as with the kernel's
+    /// device file: its close must not tear the parent's objects down.
+    owner: libc::pid_t,
+}
+
 /// Open uverbs files by fd.
-fn files() -> &'static Mutex<HashMap<c_int, Arc<Uverbs>>> {
-    static FILES: OnceLock<Mutex<HashMap<c_int, Arc<Uverbs>>>> = OnceLock::new();
+fn files() -> &'static Mutex<HashMap<c_int, File>> {
+    static FILES: OnceLock<Mutex<HashMap<c_int, File>>> = OnceLock::new();
     FILES.get_or_init(Default::default)
 }
 
 /// How many fds are in [`files`]: while 0, `write`/`mmap`/`close` skip the lock.
 static OPEN_FILES: AtomicUsize = AtomicUsize::new(0);
 
-fn file_of(fd: c_int) -> Option<Arc<Uverbs>> {
+/// Fds below this are also in [`FD_BITS`].
+const FD_BITS_LEN: usize = 4096;
+
+/// One bit per fd below [`FD_BITS_LEN`]: set while the fd is in [`files`]. Calls on other
+/// fds (the common case once a device is open) answer without the lock, so a write(2) from
+/// a signal handler cannot wait for a lock its own thread holds.
+static FD_BITS: [AtomicU64; FD_BITS_LEN / 64] = [const { AtomicU64::new(0) }; FD_BITS_LEN / 64];
+
+fn mark_fd(fd: c_int, open: bool) {
+    if let Ok(i) = usize::try_from(fd)
+        && i < FD_BITS_LEN
+    {
+        let bit = 1u64 << (i % 64);
+        if open {
+            FD_BITS[i / 64].fetch_or(bit, Ordering::AcqRel);
+        } else {
+            FD_BITS[i / 64].fetch_and(!bit, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Whether `fd` may be in [`files`] (false means surely not).
+fn maybe_ours(fd: c_int) -> bool {
     if fd < 0 || OPEN_FILES.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    match usize::try_from(fd) {
+        Ok(i) if i < FD_BITS_LEN => FD_BITS[i / 64].load(Ordering::Acquire) & (1 << (i % 64)) != 0,
+        _ => true,
+    }
+}
+
+fn file_of(fd: c_int) -> Option<Arc<Uverbs>> {
+    if !maybe_ours(fd) {
         return None;
     }
-    files().lock().unwrap_or_else(|e| e.into_inner()).get(&fd).cloned()
+    files().lock().unwrap_or_else(|e| e.into_inner()).get(&fd).map(|f| f.uverbs.clone())
 }
 
 fn set_errno(e: c_int) {
@@ -155,7 +195,13 @@ fn open_uverbs(index: usize, flags: c_int) -> c_int {
     if fd < 0 {
         return fd;
     }
-    files().lock().unwrap_or_else(|e| e.into_inner()).insert(fd, Arc::new(uverbs));
+    // SAFETY: getpid has no preconditions.
+    let owner = unsafe { libc::getpid() };
+    files()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(fd, File { uverbs: Arc::new(uverbs), owner });
+    mark_fd(fd, true);
     OPEN_FILES.fetch_add(1, Ordering::AcqRel);
     fd
 }
@@ -462,12 +508,21 @@ fn page_size() -> u64 {
 /// As close(2).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if fd >= 0 && OPEN_FILES.load(Ordering::Acquire) > 0 {
+    if maybe_ours(fd) {
         let removed =
             guarded(None, || files().lock().unwrap_or_else(|e| e.into_inner()).remove(&fd));
         if let Some(file) = removed {
+            mark_fd(fd, false);
             OPEN_FILES.fetch_sub(1, Ordering::AcqRel);
-            guarded((), || drop(file));
+            // SAFETY: getpid has no preconditions.
+            if file.owner == unsafe { libc::getpid() } {
+                guarded((), || drop(file));
+            } else {
+                // A forked child closing its copy: the objects are the parent's (the kernel
+                // drops only a reference to the shared file), and the child has none of the
+                // device's threads to stop.
+                std::mem::forget(file);
+            }
         }
     }
     match real!("close" as unsafe extern "C" fn(c_int) -> c_int) {

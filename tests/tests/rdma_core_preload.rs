@@ -59,6 +59,42 @@ fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("mw ok"), "{out:?}");
 }
 
+/// A C program on rdma-core (tests/c/fork_and_signals.c): a forked child that closes
+/// every inherited descriptor, the device file included, leaves the parent's QPs alone
+/// (they connect and carry an RDMA WRITE after it), and write(2) from a signal handler
+/// during the main loop's writes never waits on the preload library's bookkeeping.
+#[test]
+fn a_forked_child_closing_the_device_and_writes_in_signal_handlers_leave_verbs_working() {
+    let world = World::new("fork");
+    let exe = world.dir.join("fork_and_signals");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/fork_and_signals.c");
+    let cc = std::process::Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .output()
+        .expect("run cc (scripts/install-deps installs build-essential and libibverbs-dev)");
+    assert!(cc.status.success(), "cc fork_and_signals.c:\n{}", String::from_utf8_lossy(&cc.stderr));
+    // A deadlock would hang the program: bounded, killed, reported.
+    let mut child = world
+        .command(exe.to_str().unwrap(), &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fork_and_signals");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fork_and_signals still runs after 60 s: a write(2) in its signal handler hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("its output");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fork and signals ok"), "{out:?}");
+}
+
 /// Runs `ibv_rc_pingpong` server and client on one host with `extra` arguments and checks
 /// both report their "bytes in … seconds" lines.
 fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {

@@ -1,0 +1,143 @@
+/*
+ * What ordinary process life does beside verbs, through unmodified rdma-core on a device
+ * file: a fork whose child closes every descriptor it inherited (as daemons do) must not
+ * tear down the parent's QPs, which then connect and carry an RDMA WRITE; and write(2)
+ * from a signal handler, while the main loop writes too, must never wait on the device
+ * file's bookkeeping. Prints "fork and signals ok" on success; anything else exits
+ * non-zero saying what failed.
+ */
+#include <infiniband/verbs.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static struct ibv_cq *cq;
+static int null_fd;
+static volatile sig_atomic_t handled;
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 32 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	if (!qp)
+		FAIL("ibv_create_qp failed");
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		FAIL("INIT failed");
+	return qp;
+}
+
+static void connect_to(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest, .rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .sgid_index = 0, .hop_limit = 1 } } };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("RTR failed");
+	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .sq_psn = 0, .max_rd_atomic = 1 };
+	if (ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("RTS failed");
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (write(null_fd, "s", 1) == 1)
+		handled++;
+}
+
+int main(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	if (!list || !list[0])
+		FAIL("no device");
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		FAIL("ibv_open_device failed");
+	union ibv_gid gid;
+	if (ibv_query_gid(ctx, 1, 0, &gid))
+		FAIL("ibv_query_gid failed");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!pd || !cq)
+		FAIL("PD or CQ failed");
+	static char target[64], text[] = "written after the fork";
+	struct ibv_mr *mr = ibv_reg_mr(pd, target, sizeof target,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		FAIL("ibv_reg_mr failed");
+	struct ibv_qp *a = make_qp(pd), *b = make_qp(pd);
+
+	/* The child closes everything it inherited, the device file included, and exits. */
+	pid_t child = fork();
+	if (child < 0)
+		FAIL("fork failed");
+	if (child == 0) {
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		_exit(0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		FAIL("the child did not exit cleanly (status %#x)", status);
+
+	connect_to(a, b->qp_num, &gid);
+	connect_to(b, a->qp_num, &gid);
+	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = sizeof text };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		.wr.rdma = { .remote_addr = (uintptr_t)target, .rkey = mr->rkey } };
+	struct ibv_send_wr *bad;
+	if (ibv_post_send(a, &wr, &bad))
+		FAIL("ibv_post_send failed");
+	struct ibv_wc wc;
+	time_t start = time(NULL);
+	int n;
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
+		if (time(NULL) - start > 10)
+			FAIL("no completion within 10 s of the fork");
+	if (n < 0 || wc.status != IBV_WC_SUCCESS)
+		FAIL("the RDMA WRITE after the fork failed: %s", ibv_wc_status_str(wc.status));
+	if (strcmp(target, text) != 0)
+		FAIL("the RDMA WRITE after the fork did not land");
+
+	/* write(2) in a signal handler every 20 us while the main loop writes, for 0.3 s. */
+	null_fd = open("/dev/null", O_WRONLY);
+	if (null_fd < 0)
+		FAIL("open /dev/null failed");
+	struct sigaction sa = { .sa_handler = on_alarm };
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = { .it_interval = { 0, 20 }, .it_value = { 0, 20 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (write(null_fd, "m", 1) != 1)
+			FAIL("write to /dev/null failed");
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 300000000L);
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &off, NULL);
+	if (handled == 0)
+		FAIL("the signal handler never ran");
+	printf("fork and signals ok (%d handler writes)\n", (int)handled);
+	return 0;
+}
