@@ -6,7 +6,7 @@ mod support;
 
 use support::{Side, WAIT_US, side};
 
-use ferrodat_abi::dat::{dtos, evd_flags, event, mem_priv, ret, subtype};
+use ferrodat_abi::dat::{dto_status, dtos, evd_flags, event, mem_priv, ret, subtype};
 use ferrodat_engine::ep::Ep;
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
 use ferrodat_engine::evd::Evd;
@@ -184,6 +184,29 @@ fn freeing_a_connected_endpoint_reports_disconnected_on_both_sides_once() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert!(client.conn_evd.dequeue().is_err(), "one DISCONNECTED for the freed endpoint");
     assert_eq!(server.ep.state(), EpState::Disconnected);
+}
+
+#[test]
+fn a_post_on_a_disconnected_endpoint_completes_after_the_flushes_of_earlier_posts() {
+    let (server, client, _psp) = listening_pair(31182);
+    connect(&server, &client, 31182);
+    for i in 1..=2u64 {
+        server.ep.post_recv(&[server.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
+    }
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    // The "marker" a consumer posts before dat_ep_reset: its flushed completion must come
+    // after those of everything posted before it (they may still be in the CQ).
+    server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 3, 0).unwrap();
+    let order: Vec<(u64, u32)> = (0..3)
+        .map(|_| {
+            let c = dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0);
+            (c.user_cookie, c.status)
+        })
+        .collect();
+    let flushed = dto_status::ERR_FLUSHED;
+    assert_eq!(order, [(1, flushed), (2, flushed), (3, flushed)]);
 }
 
 /// Connects `client` to `server` through `server`'s PSP on `port`.
@@ -576,8 +599,11 @@ fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
     for i in 0..5u64 {
         client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
     }
-    // Let the completions reach the CQ, unharvested; then grow the EVD (and its CQ).
+    // Let the completions reach the CQ, unharvested. Shrinking the EVD below them is
+    // refused (the CQ could not hold them); growing it (and its CQ) keeps them.
     std::thread::sleep(std::time::Duration::from_millis(20));
+    let e = client.req_evd.resize(2).unwrap_err();
+    assert!(e.to_string().contains("5 completions wait"), "{e}");
     client.req_evd.resize(200).unwrap();
     assert_eq!(client.req_evd.qlen(), 200);
     let cookies: Vec<u64> =

@@ -226,10 +226,14 @@ impl Evd {
     /// Queues an event a provider stream produced (CM, async). On a full queue the event
     /// is handed back: the caller reports the overflow on the async EVD.
     pub(crate) fn post_event(&self, event: Event) -> Result<(), Event> {
-        let behind_completions = matches!(
-            event,
-            Event::Connection { number, .. } if number != event::CONNECTION_EVENT_ESTABLISHED
-        );
+        let behind_completions = match event {
+            Event::Connection { number, .. } => number != event::CONNECTION_EVENT_ESTABLISHED,
+            // A post on a DISCONNECTED endpoint, completed at once as flushed: behind the
+            // flushes of what was posted before it, still in the CQ (a consumer's "marker"
+            // DTO says everything before it was dequeued).
+            Event::Dto { .. } | Event::RmrBind { .. } => true,
+            _ => false,
+        };
         if self.inner.dto.is_some() && behind_completions {
             // A shared DTO and connection EVD: the event goes behind the completions
             // already in the CQ; the next harvest delivers it after them. (Not
