@@ -319,6 +319,20 @@ impl Cq {
         if entries == ring.ncqe {
             return Ok(entries);
         }
+        // The completions waiting are copied into the new ring: it must hold them (verbs
+        // refuses a resize below the CQEs in the CQ).
+        let from = self.inner.dbrec.read_be32(mlx5::CQ_SET_CI) & mlx5::CQ_CI_MASK;
+        // SAFETY: the current ring of `ncqe` entries, alive with the CQ.
+        let end = unsafe { software_end(DevPtr::new(ring.buf.as_ptr()), ring.ncqe, from) };
+        let waiting = end.wrapping_sub(from) & mlx5::CQ_CI_MASK;
+        if waiting > entries - 1 {
+            return Err(Error::errno("RESIZE_CQ", libc::EINVAL).with_detail(format!(
+                "{waiting} completions wait in cqn {:#x}, more than {} entries hold; poll \
+                 them first or resize to at least {waiting}",
+                self.inner.cqn,
+                entries - 1
+            )));
+        }
         let buf = new_ring(entries)?;
         let req = uverbs::ResizeCq {
             cq_handle: self.inner.handle,

@@ -395,3 +395,26 @@ fn of_threads_waiting_on_a_channel_for_one_event_the_others_time_out() {
         assert_eq!(poll_now(&mut c).len(), 1, "round {round}: the NOP's completion");
     }
 }
+
+#[test]
+fn a_resize_below_the_completions_waiting_is_refused_and_loses_none() {
+    let (ctx, _fabric) = open("resizesmall");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mut c = cq(&ctx, 16);
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, ..Default::default() };
+    let (mut a, _b) = loopback_pair(&ctx, &pd, &c, caps);
+    assert!(poll_now(&mut c).is_empty());
+    for i in 0..6 {
+        a.post_send(&[SendWr::new(i, SendOp::Nop, Payload::EMPTY)]).unwrap();
+    }
+    while !c.has_completion() {
+        ctx.channel().progress();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let e = c.resize(2).unwrap_err();
+    assert_eq!(e.errno_name(), Some("EINVAL"), "{e}");
+    assert!(e.to_string().contains("6 completions wait"), "{e}");
+    assert!(c.resize(8).unwrap() >= 8, "room for them: allowed");
+    let got = poll_n(&mut c, 6);
+    assert_eq!(got.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+}

@@ -455,6 +455,15 @@ impl<T> EvdCore<T> {
                     }
                 }
             }
+            // A source that keeps waking the waiter with nothing to take (a channel that
+            // fires for completions the queue cannot hold) must not keep it past its
+            // timeout: sleep only reports a timeout when nothing is ready.
+            if expired() {
+                return match self.take(src, th) {
+                    Some(r) => Ok(r),
+                    None => Err(WaitError::Timeout { nmore: self.len() }),
+                };
+            }
         }
     }
 
