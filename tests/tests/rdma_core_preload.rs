@@ -39,14 +39,10 @@ fn ibv_devinfo_shows_an_active_roce_port() {
     }
 }
 
-/// A C program on rdma-core's own verbs (tests/c/mw_bind.c): ibv_alloc_mw, ibv_bind_mw
-/// (rdma-core's UMR WQE, executed by softhca), RDMA through the window's rkey, refusals
-/// outside its range, with the region's own rkey and after an unbind.
-#[test]
-fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
-    let world = World::new("mw");
-    let exe = world.dir.join("mw_bind");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/mw_bind.c");
+/// `tests/c/<name>.c` compiled against rdma-core's libibverbs, in `world`'s directory.
+fn verbs_program(world: &World, name: &str) -> std::path::PathBuf {
+    let exe = world.dir.join(name);
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
     let cc = std::process::Command::new("cc")
         .args(["-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
@@ -54,7 +50,17 @@ fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
         .arg("-libverbs")
         .output()
         .expect("run cc (scripts/install-deps installs build-essential and libibverbs-dev)");
-    assert!(cc.status.success(), "cc mw_bind.c:\n{}", String::from_utf8_lossy(&cc.stderr));
+    assert!(cc.status.success(), "cc {name}.c:\n{}", String::from_utf8_lossy(&cc.stderr));
+    exe
+}
+
+/// A C program on rdma-core's own verbs (tests/c/mw_bind.c): ibv_alloc_mw, ibv_bind_mw
+/// (rdma-core's UMR WQE, executed by softhca), RDMA through the window's rkey, refusals
+/// outside its range, with the region's own rkey and after an unbind.
+#[test]
+fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
+    let world = World::new("mw");
+    let exe = verbs_program(&world, "mw_bind");
     let out = world.run(exe.to_str().unwrap(), &[]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("mw ok"), "{out:?}");
 }
@@ -66,16 +72,7 @@ fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
 #[test]
 fn a_forked_child_closing_the_device_and_writes_in_signal_handlers_leave_verbs_working() {
     let world = World::new("fork");
-    let exe = world.dir.join("fork_and_signals");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/fork_and_signals.c");
-    let cc = std::process::Command::new("cc")
-        .args(["-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-libverbs")
-        .output()
-        .expect("run cc (scripts/install-deps installs build-essential and libibverbs-dev)");
-    assert!(cc.status.success(), "cc fork_and_signals.c:\n{}", String::from_utf8_lossy(&cc.stderr));
+    let exe = verbs_program(&world, "fork_and_signals");
     // A deadlock would hang the program: bounded, killed, reported.
     let mut child = world
         .command(exe.to_str().unwrap(), &[])

@@ -6,7 +6,7 @@
  * file's bookkeeping. Prints "fork and signals ok" on success; anything else exits
  * non-zero saying what failed.
  */
-#include <infiniband/verbs.h>
+#include "rc_loopback.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,45 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-
 static struct ibv_cq *cq;
 static int null_fd;
 static volatile sig_atomic_t handled;
-
-static struct ibv_qp *make_qp(struct ibv_pd *pd)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
-			 .max_recv_sge = 1, .max_inline_data = 32 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
-	if (!qp)
-		FAIL("ibv_create_qp failed");
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		FAIL("INIT failed");
-	return qp;
-}
-
-static void connect_to(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dest, .rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *gid, .sgid_index = 0, .hop_limit = 1 } } };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		FAIL("RTR failed");
-	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = 7, .sq_psn = 0, .max_rd_atomic = 1 };
-	if (ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		FAIL("RTS failed");
-}
 
 static void on_alarm(int sig)
 {
@@ -84,7 +48,8 @@ int main(void)
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		FAIL("ibv_reg_mr failed");
-	struct ibv_qp *a = make_qp(pd), *b = make_qp(pd);
+	struct ibv_qp *a = rc_qp(pd, cq, IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_qp *b = rc_qp(pd, cq, IBV_ACCESS_REMOTE_WRITE);
 
 	/* The child closes everything it inherited, the device file included, and exits. */
 	pid_t child = fork();
@@ -99,8 +64,8 @@ int main(void)
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 		FAIL("the child did not exit cleanly (status %#x)", status);
 
-	connect_to(a, b->qp_num, &gid);
-	connect_to(b, a->qp_num, &gid);
+	rc_connect(a, b->qp_num, &gid);
+	rc_connect(b, a->qp_num, &gid);
 	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = sizeof text };
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,

@@ -6,13 +6,11 @@
  * with the region's own rkey and a write after an unbind must fail with a remote access
  * error. Prints "mw ok" on success; anything else exits non-zero saying what failed.
  */
-#include <infiniband/verbs.h>
+#include "rc_loopback.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 static struct ibv_cq *cq;
 
@@ -31,48 +29,14 @@ static struct ibv_wc poll_one(void)
 	}
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1,
-			 .max_recv_sge = 1, .max_inline_data = 32 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
-	if (!qp)
-		FAIL("ibv_create_qp failed");
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		FAIL("INIT failed");
-	return qp;
-}
-
-static void connect_to(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dest, .rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *gid, .sgid_index = 0, .hop_limit = 1 } } };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		FAIL("RTR failed");
-	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = 7, .sq_psn = 0, .max_rd_atomic = 1 };
-	if (ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		FAIL("RTS failed");
-}
-
 /* A fresh connected pair (a refused access leaves the old one in the error state). */
 static void pair(struct ibv_pd *pd, union ibv_gid *gid, struct ibv_qp **a, struct ibv_qp **b)
 {
-	*a = make_qp(pd);
-	*b = make_qp(pd);
-	connect_to(*a, (*b)->qp_num, gid);
-	connect_to(*b, (*a)->qp_num, gid);
+	int access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	*a = rc_qp(pd, cq, access);
+	*b = rc_qp(pd, cq, access);
+	rc_connect(*a, (*b)->qp_num, gid);
+	rc_connect(*b, (*a)->qp_num, gid);
 }
 
 static void write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rkey, const char *text)
