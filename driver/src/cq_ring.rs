@@ -812,7 +812,6 @@ const REQUESTER: [(WcOpcode, ReqLen); 64] = {
     t
 };
 
-#[inline(always)]
 /// A responder's CQE (it consumed a receive), rdma-core's `is_responder`.
 fn is_responder(opcode: u8) -> bool {
     matches!(
@@ -825,6 +824,7 @@ fn is_responder(opcode: u8) -> bool {
     )
 }
 
+#[inline(always)]
 fn recv_wr_id(qp: &QpCompletions, wqe_counter: u16) -> u64 {
     match &qp.recv {
         RecvSource::Queue(rq) => rq.complete_next(),
