@@ -17,7 +17,10 @@
 //!   fd therefore already reports a char device and is not interposed;
 //! - `write` on the fd runs [`Uverbs::write`]; `ioctl(fd, RDMA_VERBS_IOCTL)` is ENOTTY, so
 //!   libibverbs uses write() for everything; `mmap` on the fd maps a UAR page
-//!   ([`Uverbs::mmap`], an ordinary mapping the program may `munmap`); `close` drops it;
+//!   ([`Uverbs::mmap`], an ordinary mapping the program may `munmap`); `close` drops it
+//!   (its objects go with the file's last fd; a forked child's close leaves the parent's
+//!   alone), and so do `close_range` and `dup2`/`dup3` onto it; `dup`/`dup2`/`dup3` of it
+//!   make another fd of the same file (not `fcntl(F_DUPFD)`, nor glibc's internal closes);
 //! - `socket(AF_NETLINK, _, NETLINK_RDMA)` fails with EPROTONOSUPPORT, as on a kernel
 //!   without ib_core, so libibverbs reads sysfs.
 //!
@@ -501,30 +504,51 @@ fn page_size() -> u64 {
     if p > 0 { p as u64 } else { 4096 }
 }
 
-/// `close(2)`: a device fd drops its file (destroying its objects, as the kernel's release
-/// does) before the fd itself closes.
+/// Takes `fd` out of [`files`], as its close does: the file's objects go with its last
+/// fd (as the kernel releases a file when its last reference goes), unless another process
+/// opened it (a forked child's copy: the objects are the parent's, and the child has none
+/// of the device's threads to stop).
+fn forget_fd(fd: c_int) {
+    if !maybe_ours(fd) {
+        return;
+    }
+    let removed = guarded(None, || files().lock().unwrap_or_else(|e| e.into_inner()).remove(&fd));
+    if let Some(file) = removed {
+        mark_fd(fd, false);
+        OPEN_FILES.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: getpid has no preconditions.
+        if file.owner == unsafe { libc::getpid() } {
+            guarded((), || drop(file));
+        } else {
+            std::mem::forget(file);
+        }
+    }
+}
+
+/// `new`, a duplicate of `old` (dup, dup2, dup3), is the same device file when `old` is.
+fn share_fd(old: c_int, new: c_int) {
+    if new < 0 || !maybe_ours(old) {
+        return;
+    }
+    guarded((), || {
+        let mut files = files().lock().unwrap_or_else(|e| e.into_inner());
+        let Some(f) = files.get(&old) else { return };
+        let copy = File { uverbs: f.uverbs.clone(), owner: f.owner };
+        if files.insert(new, copy).is_none() {
+            mark_fd(new, true);
+            OPEN_FILES.fetch_add(1, Ordering::AcqRel);
+        }
+    });
+}
+
+/// `close(2)`: a device fd drops its file (destroying its objects with its last fd, as the
+/// kernel's release does) before the fd itself closes.
 ///
 /// # Safety
 /// As close(2).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if maybe_ours(fd) {
-        let removed =
-            guarded(None, || files().lock().unwrap_or_else(|e| e.into_inner()).remove(&fd));
-        if let Some(file) = removed {
-            mark_fd(fd, false);
-            OPEN_FILES.fetch_sub(1, Ordering::AcqRel);
-            // SAFETY: getpid has no preconditions.
-            if file.owner == unsafe { libc::getpid() } {
-                guarded((), || drop(file));
-            } else {
-                // A forked child closing its copy: the objects are the parent's (the kernel
-                // drops only a reference to the shared file), and the child has none of the
-                // device's threads to stop.
-                std::mem::forget(file);
-            }
-        }
-    }
+    forget_fd(fd);
     match real!("close" as unsafe extern "C" fn(c_int) -> c_int) {
         // SAFETY: the real close.
         Some(f) => unsafe { f(fd) },
@@ -533,6 +557,102 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
             -1
         }
     }
+}
+
+/// `close_range(2)`: the device fds in the range close as with [`close`] (unless the call
+/// only marks them close-on-exec).
+///
+/// # Safety
+/// As close_range(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: c_int,
+) -> c_int {
+    if flags & (libc::CLOSE_RANGE_CLOEXEC as c_int) == 0 && OPEN_FILES.load(Ordering::Acquire) > 0 {
+        let ours: Vec<c_int> = guarded(Vec::new(), || {
+            let files = files().lock().unwrap_or_else(|e| e.into_inner());
+            files
+                .keys()
+                .copied()
+                .filter(|&fd| fd >= 0 && (first..=last).contains(&(fd as libc::c_uint)))
+                .collect()
+        });
+        for fd in ours {
+            forget_fd(fd);
+        }
+    }
+    match real!("close_range" as unsafe extern "C" fn(libc::c_uint, libc::c_uint, c_int) -> c_int) {
+        // SAFETY: the real close_range.
+        Some(f) => unsafe { f(first, last, flags) },
+        None => {
+            set_errno(libc::ENOSYS);
+            -1
+        }
+    }
+}
+
+/// `dup(2)`: a duplicate of a device fd is the same device file.
+///
+/// # Safety
+/// As dup(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup(old: c_int) -> c_int {
+    let new = match real!("dup" as unsafe extern "C" fn(c_int) -> c_int) {
+        // SAFETY: the real dup.
+        Some(f) => unsafe { f(old) },
+        None => {
+            set_errno(libc::ENOSYS);
+            return -1;
+        }
+    };
+    share_fd(old, new);
+    new
+}
+
+/// `dup2(2)`: `new` closes first (a device fd as with [`close`]), then is `old`'s file.
+///
+/// # Safety
+/// As dup2(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let Some(real) = real!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    // SAFETY: fcntl(F_GETFD) has no memory preconditions; it checks that `old` is open.
+    if old != new && unsafe { libc::fcntl(old, libc::F_GETFD) } >= 0 {
+        forget_fd(new);
+    }
+    // SAFETY: the real dup2.
+    let r = unsafe { real(old, new) };
+    if r >= 0 && old != new {
+        share_fd(old, r);
+    }
+    r
+}
+
+/// `dup3(2)`, as [`dup2`].
+///
+/// # Safety
+/// As dup3(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let Some(real) = real!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    // SAFETY: as in dup2.
+    if old != new && unsafe { libc::fcntl(old, libc::F_GETFD) } >= 0 {
+        forget_fd(new);
+    }
+    // SAFETY: the real dup3.
+    let r = unsafe { real(old, new, flags) };
+    if r >= 0 {
+        share_fd(old, r);
+    }
+    r
 }
 
 /// `socket(2)`: `NETLINK_RDMA` is EPROTONOSUPPORT (as without ib_core), so libibverbs

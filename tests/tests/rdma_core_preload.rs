@@ -92,6 +92,17 @@ fn a_forked_child_closing_the_device_and_writes_in_signal_handlers_leave_verbs_w
     assert!(String::from_utf8_lossy(&out.stdout).contains("fork and signals ok"), "{out:?}");
 }
 
+/// A C program (tests/c/dup_and_close_range.c) on the device file itself: dup, dup2 and
+/// close_range keep the preload library's fd table true (a dup is the device; a file at a
+/// freed or overwritten device fd number is a file).
+#[test]
+fn dup_dup2_and_close_range_of_the_device_fd_behave_as_on_a_kernel_file() {
+    let world = World::new("dup");
+    let exe = verbs_program(&world, "dup_and_close_range");
+    let out = world.run(exe.to_str().unwrap(), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("dup and close_range ok"), "{out:?}");
+}
+
 /// Runs `ibv_rc_pingpong` server and client on one host with `extra` arguments and checks
 /// both report their "bytes in … seconds" lines.
 fn rc_pingpong(tag: &str, port: u16, extra: &[&str]) {
