@@ -30,15 +30,8 @@ static void on_alarm(int sig)
 
 int main(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	if (!list || !list[0])
-		FAIL("no device");
-	struct ibv_context *ctx = ibv_open_device(list[0]);
-	if (!ctx)
-		FAIL("ibv_open_device failed");
 	union ibv_gid gid;
-	if (ibv_query_gid(ctx, 1, 0, &gid))
-		FAIL("ibv_query_gid failed");
+	struct ibv_context *ctx = rc_open_first(&gid);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!pd || !cq)
@@ -66,13 +59,7 @@ int main(void)
 
 	rc_connect(a, b->qp_num, &gid);
 	rc_connect(b, a->qp_num, &gid);
-	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = sizeof text };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-		.wr.rdma = { .remote_addr = (uintptr_t)target, .rkey = mr->rkey } };
-	struct ibv_send_wr *bad;
-	if (ibv_post_send(a, &wr, &bad))
-		FAIL("ibv_post_send failed");
+	rc_write_inline(a, (uintptr_t)target, mr->rkey, text);
 	struct ibv_wc wc;
 	time_t start = time(NULL);
 	int n;

@@ -39,23 +39,12 @@ static void pair(struct ibv_pd *pd, union ibv_gid *gid, struct ibv_qp **a, struc
 	rc_connect(*b, (*a)->qp_num, gid);
 }
 
-static void write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rkey, const char *text)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = strlen(text) };
-	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-		.wr.rdma = { .remote_addr = addr, .rkey = rkey } };
-	struct ibv_send_wr *bad;
-	if (ibv_post_send(qp, &wr, &bad))
-		FAIL("ibv_post_send (RDMA WRITE) failed");
-}
-
 static void expect_refused(struct ibv_pd *pd, union ibv_gid *gid, uint64_t addr, uint32_t rkey,
 			   const char *what)
 {
 	struct ibv_qp *a, *b;
 	pair(pd, gid, &a, &b);
-	write_inline(b, addr, rkey, "x");
+	rc_write_inline(b, addr, rkey, "x");
 	struct ibv_wc wc = poll_one();
 	if (wc.status != IBV_WC_REM_ACCESS_ERR)
 		FAIL("%s: status %s, expected a remote access error", what,
@@ -69,21 +58,14 @@ static void expect_refused(struct ibv_pd *pd, union ibv_gid *gid, uint64_t addr,
 
 int main(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	if (!list || !list[0])
-		FAIL("no device");
-	struct ibv_context *ctx = ibv_open_device(list[0]);
-	if (!ctx)
-		FAIL("ibv_open_device failed");
+	union ibv_gid gid;
+	struct ibv_context *ctx = rc_open_first(&gid);
 	struct ibv_device_attr dev;
 	if (ibv_query_device(ctx, &dev))
 		FAIL("ibv_query_device failed");
 	if (!(dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW) || dev.max_mw == 0)
 		FAIL("the device reports no memory windows (caps %#x, max_mw %d)",
 		     dev.device_cap_flags, dev.max_mw);
-	union ibv_gid gid;
-	if (ibv_query_gid(ctx, 1, 0, &gid))
-		FAIL("ibv_query_gid failed");
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	if (!pd || !cq)
@@ -114,7 +96,7 @@ int main(void)
 	if (key == first || (key >> 8) != (first >> 8))
 		FAIL("the bind gave rkey %#x after %#x", key, first);
 
-	write_inline(b, (uintptr_t)target + 256 + 500, key, "windowed");
+	rc_write_inline(b, (uintptr_t)target + 256 + 500, key, "windowed");
 	wc = poll_one();
 	if (wc.status != IBV_WC_SUCCESS)
 		FAIL("write through the window: %s", ibv_wc_status_str(wc.status));

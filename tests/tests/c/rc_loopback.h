@@ -8,8 +8,23 @@
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+/* The first device, opened, and its port 1 GID 0. */
+static struct ibv_context *rc_open_first(union ibv_gid *gid)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	if (!list || !list[0])
+		FAIL("no device");
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		FAIL("ibv_open_device failed");
+	if (ibv_query_gid(ctx, 1, 0, gid))
+		FAIL("ibv_query_gid failed");
+	return ctx;
+}
 
 /* An RC QP on `cq` (send and receive), in INIT with remote rights `access`. */
 static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
@@ -45,6 +60,18 @@ static void rc_connect(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
 	if (ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		FAIL("RTS failed");
+}
+
+/* A signalled RDMA WRITE of `text` (inline, without its NUL) to `addr`/`rkey`. */
+static void rc_write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rkey, const char *text)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = strlen(text) };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		.wr.rdma = { .remote_addr = addr, .rkey = rkey } };
+	struct ibv_send_wr *bad;
+	if (ibv_post_send(qp, &wr, &bad))
+		FAIL("ibv_post_send (RDMA WRITE) failed");
 }
 
 #endif
