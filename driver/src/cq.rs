@@ -321,9 +321,7 @@ impl Cq {
         }
         // The completions waiting are copied into the new ring: it must hold them (verbs
         // refuses a resize below the CQEs in the CQ).
-        let from = self.inner.dbrec.read_be32(mlx5::CQ_SET_CI) & mlx5::CQ_CI_MASK;
-        // SAFETY: the current ring of `ncqe` entries, alive with the CQ.
-        let end = unsafe { software_end(DevPtr::new(ring.buf.as_ptr()), ring.ncqe, from) };
+        let (from, end) = self.inner.software_owned(&ring);
         let waiting = end.wrapping_sub(from) & mlx5::CQ_CI_MASK;
         if waiting > entries - 1 {
             return Err(Error::errno("RESIZE_CQ", libc::EINVAL).with_detail(format!(
@@ -452,10 +450,18 @@ impl CqInner {
         // Under the buffers' lock: a resize neither moves the ring meanwhile nor
         // republishes the consumer index.
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, end) = self.software_owned(&ring);
+        self.attachments.detach(uidx, qp, end);
+    }
+
+    /// The CQ indexes of the entries software owns in `ring` (the current buffers, whose
+    /// lock the caller holds): from the published consumer index to where the device
+    /// writes next.
+    fn software_owned(&self, ring: &CqBuffers) -> (u32, u32) {
         let from = self.dbrec.read_be32(mlx5::CQ_SET_CI) & mlx5::CQ_CI_MASK;
         // SAFETY: the current ring of `ncqe` entries, alive with the CQ.
         let end = unsafe { software_end(DevPtr::new(ring.buf.as_ptr()), ring.ncqe, from) };
-        self.attachments.detach(uidx, qp, end);
+        (from, end)
     }
 }
 

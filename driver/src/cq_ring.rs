@@ -290,10 +290,8 @@ impl CqRing {
             if decode(qps, cqe, op_own, unsafe { &mut *wc }) {
                 // SAFETY: at most one past the end of `out`.
                 wc = unsafe { wc.add(1) };
-            } else if qp_of(qps, cqe).is_none() && self.attachments.changed.load(Ordering::Acquire)
-            {
-                // Perhaps a QP attached after this poll took the changes in (its first
-                // completion can follow at once): left for a look after taking them in.
+            } else if self.may_be_newly_attached(cqe) {
+                // Left for a look after taking the changes in.
                 attached_meanwhile = true;
                 break;
             } else {
@@ -339,6 +337,13 @@ impl CqRing {
         }
         self.consumed_one(cqe);
         self.poll_ring(out)
+    }
+
+    /// Entry `cqe` names no QP of the table while attachment changes wait: perhaps one
+    /// attached after the poll took the changes in (its first completion can follow at
+    /// once), not a stranger's.
+    fn may_be_newly_attached(&self, cqe: DevPtr) -> bool {
+        qp_of(&self.qps, cqe).is_none() && self.attachments.changed.load(Ordering::Acquire)
     }
 
     /// Byte 63 of entry `cqe`, which software owns (seen so before).
@@ -401,9 +406,8 @@ impl CqRing {
     fn poll_ring_one_past_skipped(&mut self, wc: &mut WorkCompletion) -> bool {
         let found = loop {
             let cqe = self.next;
-            // Perhaps a QP attached after the changes were taken in: take them in and look
-            // again before passing over the entry.
-            if qp_of(&self.qps, cqe).is_none() && self.attachments.changed.load(Ordering::Acquire) {
+            // Take the changes in and look again before passing over the entry.
+            if self.may_be_newly_attached(cqe) {
                 self.apply_attachments();
                 if decode(&self.qps, cqe, self.owned_op_own(cqe), wc) {
                     self.step_past(cqe);
