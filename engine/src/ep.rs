@@ -729,7 +729,7 @@ impl Ep {
         timeout: Option<Duration>,
         private_data: &[u8],
     ) -> DatResult<()> {
-        self.connect_with(remote, conn_qual, timeout, private_data, 5)
+        self.connect_with("dat_ep_connect", remote, conn_qual, timeout, private_data, 5)
     }
 
     /// [`Ep::connect`]; `private_data_arg` is the private data size's argument number
@@ -737,17 +737,18 @@ impl Ep {
     /// endpoint changes state: a refused call leaves it, and its receives, as they were.
     fn connect_with(
         &self,
+        verb: &str,
         remote: IpAddr,
         conn_qual: u16,
         timeout: Option<Duration>,
         private_data: &[u8],
         private_data_arg: u32,
     ) -> DatResult<()> {
-        check_private_data("dat_ep_connect", private_data, private_data_arg)?;
+        check_private_data(verb, private_data, private_data_arg)?;
         if conn_qual == 0 {
-            return Err(DatError::invalid_parameter(3).with_detail(
-                "dat_ep_connect: conn_qual 0 names no listener; pass the PSP's conn_qual",
-            ));
+            return Err(DatError::invalid_parameter(3).with_detail(format!(
+                "{verb}: conn_qual 0 names no listener; pass the PSP's conn_qual"
+            )));
         }
         let cm = self.inner.ia.cm()?;
         let rd = lock(&self.inner.attr).max_rdma_read_out.min(255) as u8;
@@ -766,7 +767,7 @@ impl Ep {
             }
             Err(e) => {
                 let _ = self.step_from_cm(Trigger::Unreachable);
-                Err(DatError::invalid_parameter(2).with_detail(format!("dat_ep_connect: {e}")))
+                Err(DatError::invalid_parameter(2).with_detail(format!("{verb}: {e}")))
             }
         }
     }
@@ -784,7 +785,8 @@ impl Ep {
                 "dat_ep_dup_connect: the endpoint to copy has no connection (connect it first)",
             )
         })?;
-        self.connect_with(remote.ip(), remote.port(), timeout, private_data, 4)
+        let (ip, port) = (remote.ip(), remote.port());
+        self.connect_with("dat_ep_dup_connect", ip, port, timeout, private_data, 4)
     }
 
     /// `dat_ep_disconnect`. Abrupt: flushed at once, DISCONNECTED reported. Graceful:
