@@ -5,7 +5,7 @@ use super::cqe::{CqError, CqProducer};
 use super::engine::CqFlags;
 use super::events::EventSink;
 use ferrodat_abi::mlx5::{
-    CQ_ARM_SN_MASK, CQ_ARM_SN_SHIFT, CQ_CI_MASK, CQ_DB_REQ_NOT_SOL, CQE_SE_MASK, cqe_opcode,
+    CQ_ARM_SN_MASK, CQ_ARM_SN_SHIFT, CQ_CI_MASK, CQ_DB_REQ_NOT_SOL, CQE_SE_MASK, Cqe64, cqe_opcode,
 };
 use ferrodat_abi::uverbs::event;
 use std::sync::Arc;
@@ -179,7 +179,7 @@ impl CompletionQueue {
 }
 
 /// Byte offset of the timestamp in a CQE64.
-const CQE_TIMESTAMP: usize = 48;
+const CQE_TIMESTAMP: usize = std::mem::offset_of!(Cqe64, timestamp);
 
 /// The HCA core clock now, in ticks of [`crate::kernel::caps::HCA_CORE_CLOCK_KHZ`], from
 /// CLOCK_MONOTONIC: one clock for every process on the host, as a device's is for all its
@@ -221,7 +221,8 @@ mod tests {
     }
 
     fn timestamp(buf: &[u8], index: usize) -> u64 {
-        u64::from_be_bytes(buf[index * 64 + 48..index * 64 + 56].try_into().unwrap())
+        let at = index * 64 + CQE_TIMESTAMP;
+        u64::from_be_bytes(buf[at..at + 8].try_into().unwrap())
     }
 
     #[test]
