@@ -64,6 +64,7 @@ pub mod ep_state;
 pub mod error;
 pub mod evd;
 pub mod event;
+mod event_fd;
 pub mod ia;
 pub mod lmr;
 pub mod perf;

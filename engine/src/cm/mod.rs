@@ -96,7 +96,6 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -349,7 +348,7 @@ struct Queue {
 /// What the handles and the CM thread share.
 struct Shared {
     queue: Mutex<Queue>,
-    wake: OwnedFd,
+    wake: crate::event_fd::EventFd,
     next_id: AtomicU64,
     local: IpAddr,
     /// Connections (sockets) the CM thread holds, as of its last loop turn.
@@ -372,10 +371,7 @@ impl Shared {
     }
 
     fn wake(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write from a live buffer to our eventfd; EAGAIN (counter
-        // saturated) still leaves it readable, which is all a wake needs.
-        unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+        self.wake.raise();
     }
 
     fn on_cm_thread(&self) -> bool {
@@ -407,16 +403,10 @@ impl Cm {
 
     /// A CM for the IA at `local`; starts its thread.
     pub fn with_config(local: IpAddr, config: CmConfig) -> Result<Cm, CmError> {
-        // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(CmError::Io {
-                what: "create the CM's eventfd (out of file descriptors?)".into(),
-                err: io::Error::last_os_error(),
-            });
-        }
-        // SAFETY: fd was just created and is owned by nothing else.
-        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
+        let wake = crate::event_fd::EventFd::new().map_err(|err| CmError::Io {
+            what: "create the CM's eventfd (out of file descriptors?)".into(),
+            err,
+        })?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue { cmds: Vec::new(), closed: false }),
             wake,

@@ -235,9 +235,7 @@ impl Reactor {
                 break;
             }
             if fds[0].revents != 0 {
-                let mut b = [0u8; 8];
-                // SAFETY: an 8-byte read into a live buffer from our nonblocking eventfd.
-                unsafe { libc::read(self.shared.wake.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+                self.shared.wake.drain();
             }
             for (i, lid) in lids.iter().enumerate() {
                 if fds[1 + i].revents != 0 {

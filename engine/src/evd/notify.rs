@@ -248,20 +248,13 @@ impl Drop for Ticket<'_> {
 /// The eventfd.
 #[cfg(not(loom))]
 struct Signal {
-    fd: std::os::fd::OwnedFd,
+    fd: crate::event_fd::EventFd,
 }
 
 #[cfg(not(loom))]
 impl Signal {
     fn new() -> io::Result<Signal> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: plain syscall, no pointers.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: eventfd just returned this fd; nothing else owns it.
-        Ok(Signal { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+        Ok(Signal { fd: crate::event_fd::EventFd::new()? })
     }
 
     fn fd(&self) -> Option<RawFd> {
@@ -269,35 +262,12 @@ impl Signal {
         Some(self.fd.as_raw_fd())
     }
 
-    /// Adds 1 to the eventfd counter. It can only fail with EAGAIN (counter at its
-    /// maximum, i.e. already readable), which is as good as success.
     fn raise(&self) {
-        let one: u64 = 1;
-        loop {
-            // SAFETY: writes 8 bytes from a live u64 to our eventfd.
-            let n = unsafe {
-                libc::write(self.fd().unwrap_or(-1), (&raw const one).cast(), size_of::<u64>())
-            };
-            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return;
-        }
+        self.fd.raise();
     }
 
-    /// Empties the counter (non-blocking).
     fn drain(&self) {
-        let mut v: u64 = 0;
-        loop {
-            // SAFETY: reads 8 bytes into a live u64 from our eventfd.
-            let n = unsafe {
-                libc::read(self.fd().unwrap_or(-1), (&raw mut v).cast(), size_of::<u64>())
-            };
-            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return;
-        }
+        self.fd.drain();
     }
 
     /// One poll(2) of the eventfd and `extra` until `deadline`; `None` on timeout or EINTR
