@@ -234,6 +234,7 @@ impl Ep {
             max_inline_data: 60,
         };
         let qp = build_qp(pz, recv_evd, request_evd, srq, caps, "dat_ep_create")?;
+        let qp_handle = qp.user_handle();
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {
             ep: id,
@@ -275,6 +276,8 @@ impl Ep {
         let owner: Arc<dyn DtoFailures> = Arc::new(EpEvents { ep: Arc::downgrade(&ep.inner) });
         let _ = ep.inner.completions.owner.set(owner);
         ep.register_with_ia();
+        // The device's QP errors (a peer's bad rkey, an invalid request) break this EP.
+        ep.inner.ia.watch_device_object(qp_handle, id, Arc::downgrade(&ep.inner) as _);
         Ok(ep)
     }
 

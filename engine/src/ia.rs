@@ -9,7 +9,7 @@
 
 use crate::cm::Cm;
 use crate::error::{DatError, DatResult};
-use crate::evd::{Evd, EvdShared};
+use crate::evd::Evd;
 use crate::event::{Event, ObjectId};
 use ferrodat_abi::dat::{
     self as abi, IB_EXTENSION_VERSION, completion_flags, ep_creator, extension, iov_ownership,
@@ -18,9 +18,10 @@ use ferrodat_abi::dat::{
 use ferrodat_abi::uverbs::device_cap;
 use ferrodat_driver::Context;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 mod close;
+mod device_events;
 pub use close::CloseMode;
 pub(crate) use close::{ChildKind, IaChild};
 
@@ -223,8 +224,8 @@ struct IaInner {
     provider: ProviderAttr,
     /// The connection manager on the IA's address, started by the first connect or listen.
     cm: OnceLock<Cm>,
-    /// The async EVD (`dat_ia_open`'s): held weakly, the consumer owns it.
-    async_evd: Mutex<Option<Weak<EvdShared>>>,
+    /// The async EVD and the thread reporting the device's async events on it.
+    device_events: device_events::Watcher,
     /// Its PSPs and RSPs by connection qualifier (`dat_cr_handoff` finds its target here).
     service_points: crate::sp::ServicePoints,
     /// Its objects with activity an abrupt close ends (weakly).
@@ -353,6 +354,12 @@ impl Ia {
                 ("DAT_IB_PORT".into(), spec.port.to_string()),
             ],
         };
+        let device_events = device_events::Watcher::start(&ctx, name, spec.port).map_err(|e| {
+            DatError::insufficient_resources(subtype::RESOURCE_MEMORY).with_detail(format!(
+                "IA {name}: starting the thread that reads the device's async events: {e} \
+                     (out of file descriptors or threads? see ulimit -n and -u)"
+            ))
+        })?;
         Ok(Ia {
             inner: Arc::new(IaInner {
                 name: name.to_string(),
@@ -361,7 +368,7 @@ impl Ia {
                 attr,
                 provider,
                 cm: OnceLock::new(),
-                async_evd: Mutex::new(None),
+                device_events,
                 service_points: Default::default(),
                 children: close::Children::default(),
             }),
@@ -412,23 +419,36 @@ impl Ia {
     }
 
     /// `dat_ia_open`'s async EVD: asynchronous errors (EVD overflow, EP broken, ...) are
-    /// reported there from now on.
+    /// reported there from now on. It is held weakly: the consumer owns it.
     pub fn set_async_evd(&self, evd: &Evd) {
-        *self.inner.async_evd.lock().unwrap_or_else(|e| e.into_inner()) = Some(evd.downgrade());
+        self.inner.device_events.events().set_async_evd(evd);
     }
 
     /// The async EVD, while the consumer holds it.
     pub fn async_evd(&self) -> Option<Evd> {
-        let g = self.inner.async_evd.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().and_then(Evd::upgrade)
+        self.inner.device_events.events().async_evd()
     }
 
     /// Reports an asynchronous error on the async EVD (dropped if there is none, or if it
     /// is full: DAT lets a full async EVD lose events).
     pub(crate) fn report_async(&self, number: u32, object: ObjectId) {
-        if let Some(evd) = self.async_evd() {
-            let _ = evd.post_event(Event::Async { number, object });
-        }
+        self.inner.device_events.events().report(number, object);
+    }
+
+    /// The device's async events for the CQ or QP created with `user_handle` are reported
+    /// for `object` (an EVD or endpoint) while `alive` lives ([`device_events`]).
+    pub(crate) fn watch_device_object(
+        &self,
+        user_handle: u64,
+        object: ObjectId,
+        alive: Weak<dyn std::any::Any + Send + Sync>,
+    ) {
+        self.inner.device_events.events().watch(user_handle, object, alive);
+    }
+
+    /// The CQ or QP created with `user_handle` is gone: its events name nothing now.
+    pub(crate) fn forget_device_object(&self, user_handle: u64) {
+        self.inner.device_events.events().forget(user_handle);
     }
 
     /// Queues `event` on `evd`; if it is full, reports `DAT_ASYNC_ERROR_EVD_OVERFLOW` for

@@ -807,6 +807,56 @@ fn a_failed_dto_breaks_the_connection() {
     exchange(&client, &server, 43);
 }
 
+/// The device puts the target's QP in ERR when a peer's RDMA WRITE names a bad rkey; it
+/// says so only in an async event (QP_ACCESS_ERR), which the target's IA reports as
+/// DAT_ASYNC_ERROR_EP_BROKEN for that endpoint, as OFA dapl does. The requester learns of
+/// it from its failed completion instead, and its async EVD stays empty.
+#[test]
+fn a_peers_bad_rkey_breaks_the_target_endpoint_on_its_async_evd() {
+    let (server, client, _psp) = listening_pair(31175);
+    let server_async = Evd::create(&server.ia, 4, evd_flags::ASYNC).unwrap();
+    server.ia.set_async_evd(&server_async);
+    let client_async = Evd::create(&client.ia, 4, evd_flags::ASYNC).unwrap();
+    client.ia.set_async_evd(&client_async);
+    connect(&server, &client, 31175);
+    let bad = RmrTriplet {
+        rmr_context: server.buf.rmr_context() ^ 0x5a5a_0000,
+        virtual_address: server.buf.registered_address(),
+        segment_length: 64,
+    };
+    client.ep.post_rdma_write(&[client.buf.triplet(0, 64).unwrap()], 51, &bad, 0).unwrap();
+    let failed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(failed.status, dto_status::ERR_REMOTE_ACCESS, "{failed:?}");
+    assert_eq!(
+        server_async.wait(WAIT_US, 1).unwrap().0,
+        Event::Async { number: event::ASYNC_ERROR_EP_BROKEN, object: server.ep.id() }
+    );
+    assert!(server_async.wait(50_000, 1).is_err(), "one EP_BROKEN for one QP error");
+    assert!(client_async.dequeue().is_err(), "no async error for the requester");
+}
+
+/// A DTO EVD whose CQ overruns (more completions than its qlen, none dequeued) is
+/// reported as DAT_ASYNC_ERROR_EVD_OVERFLOW for that EVD: the device's CQ_ERR.
+#[test]
+fn a_cq_overrun_is_reported_as_the_evds_overflow() {
+    let (server, client, _psp) = listening_pair(31176);
+    let client_async = Evd::create(&client.ia, 4, evd_flags::ASYNC).unwrap();
+    client.ia.set_async_evd(&client_async);
+    let tiny = Evd::create(&client.ia, 1, evd_flags::DTO).unwrap();
+    let ep = Ep::create(&client.pz, &tiny, &client.req_evd, Some(&client.conn_evd), None).unwrap();
+    connect_ep(&server, &server.ep, &ep, &client.conn_evd, 31176);
+    for i in 0..8u64 {
+        ep.post_recv(&[client.buf.triplet(64 * i, 64).unwrap()], i, 0).unwrap();
+    }
+    for i in 0..8u64 {
+        server.ep.post_send(&[server.buf.triplet(0, 8).unwrap()], i, 0).unwrap();
+    }
+    assert_eq!(
+        client_async.wait(WAIT_US, 1).unwrap().0,
+        Event::Async { number: event::ASYNC_ERROR_EVD_OVERFLOW, object: tiny.id() }
+    );
+}
+
 /// `dat_ep_connect`'s timeout: a listener that takes the TCP connection but never answers
 /// the request (a hung peer) gives TIMED_OUT after the timeout, and the endpoint can be
 /// reset and used again.

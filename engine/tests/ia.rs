@@ -47,3 +47,30 @@ fn an_unknown_device_is_provider_not_found_naming_what_exists() {
     let text = e.to_string();
     assert!(text.contains("nosuchdev") && text.contains("softhca0"), "{text}");
 }
+
+/// Each IA has a thread reading the device's async events; it goes with the IA's last
+/// handle, so opening and closing IAs leaves no threads behind.
+#[test]
+fn the_device_event_thread_ends_with_its_ia() {
+    private_fabric();
+    let named = |name: &str| -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.trim_end() == name)
+            .count()
+    };
+    // A thread names itself as it starts, and the kernel may list an ended one a moment
+    // longer: wait (boundedly) for the count expected.
+    let settles_at = |want: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while named("async watched") != want && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        named("async watched")
+    };
+    let ia = Ia::open("watched", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+    assert_eq!(settles_at(1), 1, "the IA's device-event thread");
+    drop(ia);
+    assert_eq!(settles_at(0), 0, "the thread ended with the IA");
+}

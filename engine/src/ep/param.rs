@@ -616,6 +616,7 @@ impl Ep {
             "dat_ep_modify",
         )?;
         let qpn = qp.qpn();
+        let new_qp_handle = qp.user_handle();
         // The new QP's completions are this EP's before it can make any (attached first);
         // the old one's stop being so once it is gone (detached last). No CQ lock is taken
         // while the QP lock is held.
@@ -650,6 +651,13 @@ impl Ep {
             }
             std::mem::replace(&mut *slot, qp)
         };
+        let ia = &self.inner.ia;
+        ia.watch_device_object(
+            new_qp_handle,
+            self.inner.id,
+            std::sync::Arc::downgrade(&self.inner) as _,
+        );
+        ia.forget_device_object(old_qp.user_handle());
         // Detached before it is destroyed: its number may then go to another QP at once.
         let old_qpn = old_qp.qpn();
         let _ = old.request_evd.with_cq(|s| s.detach(old_qpn));

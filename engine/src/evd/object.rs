@@ -157,12 +157,14 @@ impl Evd {
                 &CqOptions { cqe: qlen, channel: Some(&channel), ..Default::default() },
             )
             .map_err(resource)?;
+            let cq_handle = cq.user_handle();
             let source =
                 CqSource::new(cq, channel, deferred.clone(), released.clone(), failures.clone());
-            Some(PlainMutex::new(DtoSide { source, queue: core.current_queue() }))
+            Some((PlainMutex::new(DtoSide { source, queue: core.current_queue() }), cq_handle))
         } else {
             None
         };
+        let (dto, cq_handle) = dto.unzip();
         let evd = Evd {
             inner: Arc::new(EvdShared {
                 id: new_object_id(),
@@ -180,6 +182,10 @@ impl Evd {
         evd.modify_cno(cno);
         let child: Weak<dyn crate::ia::IaChild> = Arc::downgrade(&evd.inner) as _;
         ia.register(child);
+        if let Some(handle) = cq_handle {
+            // A CQ overrun (the device's CQ_ERR) is this EVD's overflow.
+            ia.watch_device_object(handle, evd.inner.id, Arc::downgrade(&evd.inner) as _);
+        }
         Ok(evd)
     }
 
