@@ -22,6 +22,8 @@ const WAIT_US: abi::Timeout = 5_000_000;
 /// requests), an endpoint on them and a 4 KiB region with every right.
 struct Side {
     ia: abi::IaHandle,
+    /// The async EVD `dat_ia_open` made.
+    async_evd: abi::EvdHandle,
     pz: abi::PzHandle,
     conn: abi::EvdHandle,
     req: abi::EvdHandle,
@@ -58,9 +60,10 @@ fn cookie(v: u64) -> abi::Context {
 /// # Safety
 /// Calls the entry points with valid arguments only.
 unsafe fn side(name: &str) -> Side {
-    let (ia_h, _) = open(name);
+    let (ia_h, async_evd) = open(name);
     let mut s = Side {
         ia: ia_h,
+        async_evd,
         pz: null_mut(),
         conn: null_mut(),
         req: null_mut(),
@@ -534,5 +537,79 @@ fn handoff_reject_with_private_data_and_an_rmr_the_peer_writes_through() {
 
         ok(ia::ia_close(client.ia, close_flags::ABRUPT));
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
+    }
+}
+
+/// The device's async errors reach the consumer's async EVD as DAT_ASYNC_ERROR_* events
+/// naming the consumer's own handle: EP_BROKEN with the endpoint whose QP a peer's bad
+/// rkey put in ERR, EVD_OVERFLOW with the DTO EVD whose CQ overran; the reason is the
+/// object's "went to error" (0).
+#[test]
+fn the_devices_async_errors_name_the_endpoint_or_evd_handle() {
+    // SAFETY (every call below): handles from this test, valid output pointers, and
+    // triplets and iovs that outlive the calls.
+    unsafe {
+        let server = side("unit-async-server");
+        let client = side("unit-async-client");
+        let (mut q, mut psp) = (0, null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
+        let connect = |ep_h: abi::EpHandle, conn: abi::EvdHandle, accept_on: abi::EpHandle| {
+            let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+            ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+            let ev = wait(server.cr);
+            let cr = ev.event_data.cr_arrival_event_data.cr_handle;
+            ok(sp::cr_accept(cr, accept_on, 0, null_mut()));
+            for evd_h in [conn, server.conn] {
+                assert_eq!(wait(evd_h).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+            }
+        };
+        connect(client.ep, client.conn, server.ep);
+
+        // A write through an rkey the server never gave out.
+        let mut iov = [client.iov(0, 64)];
+        let bad = abi::RmrTriplet {
+            virtual_address: server.buf.as_ptr() as u64,
+            segment_length: 64,
+            rmr_context: 0x00ba_d0ff,
+        };
+        ok(ep::ep_post_rdma_write(client.ep, 1, iov.as_mut_ptr(), cookie(9), &bad, 0));
+        let d = wait(client.req).event_data.dto_completion_event_data;
+        assert_eq!((d.user_cookie.as_64, d.status), (9, dto_status::ERR_REMOTE_ACCESS));
+        let ev = wait(server.async_evd);
+        let a = ev.event_data.asynch_error_event_data;
+        assert_eq!(ev.event_number, event::ASYNC_ERROR_EP_BROKEN);
+        assert_eq!((a.dat_handle, a.reason), (server.ep, abi::async_reason::EP_TRANSFER_TO_ERROR));
+        assert_eq!(ev.evd_handle, server.async_evd);
+        // The failed write ended that connection: BROKEN here, DISCONNECTED there.
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_BROKEN);
+        assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_DISCONNECTED);
+
+        // A one-entry receive EVD nobody dequeues, on a second client endpoint: its CQ
+        // overruns.
+        let (mut tiny, mut ep2, mut server_ep2) = (null_mut(), null_mut(), null_mut());
+        ok(evd::evd_create(client.ia, 1, null_mut(), evd_flags::DTO, &mut tiny));
+        ok(ep::ep_create(client.ia, client.pz, tiny, client.req, client.conn, null(), &mut ep2));
+        ok(ep::ep_create(
+            server.ia,
+            server.pz,
+            server.recv,
+            server.req,
+            server.conn,
+            null(),
+            &mut server_ep2,
+        ));
+        connect(ep2, client.conn, server_ep2);
+        for i in 0..8 {
+            let mut iov = [client.iov(64 * i, 64)];
+            ok(ep::ep_post_recv(ep2, 1, iov.as_mut_ptr(), cookie(i as u64), 0));
+        }
+        for i in 0..8 {
+            let mut iov = [server.iov(0, 8)];
+            ok(ep::ep_post_send(server_ep2, 1, iov.as_mut_ptr(), cookie(i), 0));
+        }
+        let ev = wait(client.async_evd);
+        let a = ev.event_data.asynch_error_event_data;
+        assert_eq!(ev.event_number, event::ASYNC_ERROR_EVD_OVERFLOW);
+        assert_eq!((a.dat_handle, a.reason), (tiny, abi::async_reason::EVD_OVERFLOW_ERROR));
     }
 }
