@@ -130,14 +130,28 @@ pub(crate) unsafe extern "C" fn ia_open(
 pub(crate) unsafe extern "C" fn ia_query(
     ia_h: abi::IaHandle,
     async_evd: *mut abi::EvdHandle,
-    _ia_mask: abi::IaAttrMask,
+    ia_mask: abi::IaAttrMask,
     ia_attr: *mut abi::IaAttr,
-    _provider_mask: abi::ProviderAttrMask,
+    provider_mask: abi::ProviderAttrMask,
     provider_attr: *mut abi::ProviderAttr,
 ) -> abi::Return {
     call("dat_ia_query", || {
         let obj = ia(ia_h)?;
         let b = ia_body(&obj);
+        // A mask that asks for fields needs somewhere to put them (OFA's rule; libdat2
+        // itself passes NULL with a mask of 0). Without a mask, NULL just skips the struct.
+        if ia_mask != 0 && ia_attr.is_null() {
+            return Err(DatError::invalid_parameter(4).with_detail(format!(
+                "dat_ia_query: ia_attr_mask {ia_mask:#x} asks for IA attributes but ia_attr is \
+                 NULL; pass a DAT_IA_ATTR, or a mask of 0"
+            )));
+        }
+        if provider_mask != 0 && provider_attr.is_null() {
+            return Err(DatError::invalid_parameter(6).with_detail(format!(
+                "dat_ia_query: provider_attr_mask {provider_mask:#x} asks for provider \
+                 attributes but provider_attr is NULL; pass a DAT_PROVIDER_ATTR, or a mask of 0"
+            )));
+        }
         // SAFETY: NULL or the consumer's output variable.
         unsafe { put(async_evd, b.async_evd.load(Ordering::Relaxed) as abi::EvdHandle) };
         if !ia_attr.is_null() {

@@ -268,3 +268,30 @@ fn an_endpoint_without_its_pz_or_dto_evds_is_a_model_this_provider_does_not_offe
         assert_eq!(ia::ia_close(ia_h, abi::close_flags::GRACEFUL), ret::SUCCESS);
     }
 }
+
+#[test]
+fn ia_query_needs_somewhere_to_put_the_fields_its_mask_asks_for() {
+    let (ia_h, async_evd) = open("unit-ia-query");
+    // SAFETY: a live IA handle; all-zero attribute structs are valid; NULL where that is
+    // the point.
+    unsafe {
+        let mut a = std::mem::zeroed::<abi::IaAttr>();
+        let mut p = std::mem::zeroed::<abi::ProviderAttr>();
+        let all_ia = abi::ia_field::ALL;
+        let all_p = abi::provider_field::ALL;
+        let r = ia::ia_query(ia_h, null_mut(), all_ia, null_mut(), 0, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG4), "dapltest FFT case 10");
+        let r = ia::ia_query(ia_h, null_mut(), 0, null_mut(), all_p, null_mut());
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG6));
+        // libdat2's own queries: one struct, the other NULL with a mask of 0.
+        let mut queried = null_mut();
+        assert_eq!(ia::ia_query(ia_h, &mut queried, 0, null_mut(), all_p, &mut p), ret::SUCCESS);
+        assert_eq!(queried, async_evd);
+        assert_eq!(ia::ia_query(ia_h, null_mut(), all_ia, &mut a, 0, null_mut()), ret::SUCCESS);
+        let name = std::ffi::CStr::from_ptr(a.adapter_name.as_ptr());
+        assert_eq!(name.to_str().unwrap(), "softhca0");
+        let provider = std::ffi::CStr::from_ptr(p.provider_name.as_ptr());
+        assert_eq!(provider.to_str().unwrap(), "ferrodat");
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+    }
+}
