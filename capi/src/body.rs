@@ -187,6 +187,19 @@ pub(crate) struct EpBody {
 }
 
 impl EpBody {
+    /// The body of a new endpoint handle for `ep`, wired to `wiring` (and SRQ handle `srq`,
+    /// 0 for none).
+    pub fn new(ep: Ep, wiring: EpWiring, srq: usize) -> EpBody {
+        EpBody {
+            ep,
+            wiring: Mutex::new(wiring),
+            modifying: Mutex::new(()),
+            srq,
+            private_data: Mutex::new(Vec::new()),
+            remote: Mutex::new(SockStorage::default()),
+        }
+    }
+
     /// The handles it is wired to now.
     pub fn wiring(&self) -> EpWiring {
         *self.wiring.lock().unwrap_or_else(|e| e.into_inner())
@@ -213,8 +226,11 @@ pub(crate) struct CrBody {
     pub remote_port: u64,
     /// The request's private data (`private_data` points here).
     pub private_data: Vec<u8>,
-    /// An RSP's endpoint, which the request came with (0: none).
+    /// The endpoint the request came with (0: none): an RSP's, or one the provider made
+    /// for a PSP with `DAT_PSP_PROVIDER_FLAG` (`provider_ep`).
     pub ep: usize,
+    /// `ep` is the provider's: a reject hands it back, and its handle goes.
+    pub provider_ep: bool,
 }
 
 pub(crate) struct SrqBody {

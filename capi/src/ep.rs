@@ -16,7 +16,7 @@ use ferrodat_engine::ep_state::DisconnectMode;
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::lmr::{LmrTriplet, RmrTriplet};
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use zerocopy::FromZeros;
 
@@ -148,19 +148,13 @@ unsafe fn create(
             }
         };
         let id = e.id();
-        let body = Body::Ep(EpBody {
-            ep: e,
-            wiring: Mutex::new(EpWiring {
-                pz: pz_h as usize,
-                recv_evd: recv_h as usize,
-                request_evd: request_h as usize,
-                connect_evd: connect_h as usize,
-            }),
-            modifying: Mutex::new(()),
-            srq: srq_addr,
-            private_data: Mutex::new(Vec::new()),
-            remote: Mutex::new(SockStorage::default()),
-        });
+        let wiring = EpWiring {
+            pz: pz_h as usize,
+            recv_evd: recv_h as usize,
+            request_evd: request_h as usize,
+            connect_evd: connect_h as usize,
+        };
+        let body = Body::Ep(EpBody::new(e, wiring, srq_addr));
         let (h, _) =
             handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), Some(id));
         // SAFETY: checked non-null.

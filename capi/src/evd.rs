@@ -1,7 +1,7 @@
 //! Event dispatchers and consumer notification objects, and the translation of engine events
 //! into `DAT_EVENT`s.
 
-use crate::body::{Body, CnoBody, CrBody, EvdBody};
+use crate::body::{Body, CnoBody, CrBody, EpBody, EpWiring, EvdBody};
 use crate::handle::{self, Object};
 use crate::ia::{ia, ia_body};
 use crate::ret::{call, put, required};
@@ -432,23 +432,34 @@ fn to_c(evd_obj: &Object, evd_h: abi::EvdHandle, ev: Event) -> abi::Event {
                 handle::get(evd_obj.ia as abi::Handle, handle_type::IA, subtype::INVALID_HANDLE_IA)
                     .ok();
             let sp_obj = handle::object_of_id(sp);
-            let reserved_ep = match sp_obj.as_deref().map(|o| &o.body) {
-                Some(Body::Rsp(r)) => r.ep,
-                _ => 0,
-            };
-            let (remote, private_data) = match cr.query() {
+            let (remote, private_data, local_ep) = match cr.query() {
                 Ok(p) => (
                     std::net::SocketAddr::new(p.remote_ia_address, p.remote_port_qual as u16),
                     p.private_data,
+                    p.local_ep,
                 ),
-                Err(_) => (std::net::SocketAddr::from(([0, 0, 0, 0], 0)), Vec::new()),
+                Err(_) => (std::net::SocketAddr::from(([0, 0, 0, 0], 0)), Vec::new(), None),
+            };
+            let (ep, provider_ep) = match (sp_obj.as_deref().map(|o| &o.body), local_ep) {
+                (Some(Body::Rsp(r)), _) => (r.ep, false),
+                // A PSP with DAT_PSP_PROVIDER_FLAG: the endpoint the engine made for the
+                // request gets its handle now, with no PZ or EVDs (`dat_ep_modify` names
+                // them), for `dat_cr_query` to hand out.
+                (Some(Body::Psp(_)), Some(made)) => {
+                    let id = made.id();
+                    let body = Body::Ep(EpBody::new(made, EpWiring::default(), 0));
+                    let obj = Object::new(evd_obj.provider(), evd_obj.ia, body);
+                    (handle::register(obj, Some(id)).0 as usize, true)
+                }
+                _ => (0, false),
             };
             let body = Body::Cr(CrBody {
                 cr,
                 remote: SockStorage::new(remote),
                 remote_port: u64::from(remote.port()),
                 private_data,
-                ep: reserved_ep,
+                ep,
+                provider_ep,
             });
             let (cr_h, _) =
                 handle::register(Object::new(evd_obj.provider(), evd_obj.ia, body), None);

@@ -6,7 +6,7 @@ use crate::evd::{evd, evd_body};
 use crate::handle::{self, Object};
 use crate::ia::{ia, ia_body};
 use crate::ret::{call, required};
-use ferrodat_abi::dat::{self as abi, handle_type, psp_flags, subtype};
+use ferrodat_abi::dat::{self as abi, handle_type, subtype};
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::sp::{Psp, Rsp};
 use std::sync::Arc;
@@ -30,14 +30,9 @@ pub(crate) unsafe extern "C" fn psp_create(
         let ia_obj = ia(ia_h)?;
         let evd_obj = evd(evd_h, subtype::INVALID_HANDLE_EVD_CR)?;
         let out = required(out, 5, "dat_psp_create's PSP handle pointer")?;
-        if flags != psp_flags::CONSUMER {
-            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                .with_detail(
-                    "dat_psp_create: ferrodat never creates endpoints for a PSP \
-                     (ep_creator NEVER); use DAT_PSP_CONSUMER_FLAG",
-                ));
-        }
-        let psp = Psp::create(&ia_body(&ia_obj).ia, conn_qual(q)?, evd_body(&evd_obj).evd())?;
+        // Unknown flags: the engine's DAT_INVALID_PARAMETER/ARG4.
+        let (ia, evd) = (&ia_body(&ia_obj).ia, evd_body(&evd_obj).evd());
+        let psp = Psp::create_with_flags(ia, conn_qual(q)?, evd, flags)?;
         let id = psp.id();
         let body = Body::Psp(PspBody { psp, evd: evd_h as usize, flags });
         let (h, _) =
@@ -67,14 +62,7 @@ pub(crate) unsafe extern "C" fn psp_create_any(
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
                 .with_detail("dat_psp_create_any: the EVD belongs to another IA"));
         }
-        if flags == psp_flags::PROVIDER {
-            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                .with_detail(
-                    "dat_psp_create_any: ferrodat's C provider does not create endpoints for a \
-                     PSP (DAT_PSP_PROVIDER_FLAG); use DAT_PSP_CONSUMER_FLAG",
-                ));
-        }
-        // Other unknown flags: the engine's DAT_INVALID_PARAMETER/ARG4.
+        // Unknown flags: the engine's DAT_INVALID_PARAMETER/ARG4.
         let psp = Psp::create_any(&ia_body(&ia_obj).ia, evd_body(&evd_obj).evd(), flags)?;
         let id = psp.id();
         let q = psp.conn_qual();
@@ -250,9 +238,15 @@ pub(crate) unsafe extern "C" fn cr_reject(
         let o = cr(cr_h)?;
         // SAFETY: the consumer's `pd_size` bytes.
         let data = unsafe { private_data(pd_size, pd, 3) }?;
-        cr_body(&o).cr.reject_with(data)?;
+        let b = cr_body(&o);
+        b.cr.reject_with(data)?;
+        // An endpoint the provider made for the request goes back to it (OFA frees it).
+        let provider_ep = b.provider_ep.then_some(b.ep as abi::EpHandle);
         drop(o);
         let _ = handle::free(cr_h, handle_type::CR, subtype::INVALID_HANDLE_CR, |_| Ok(()));
+        if let Some(ep_h) = provider_ep {
+            let _ = handle::free(ep_h, handle_type::EP, subtype::INVALID_HANDLE_EP, |_| Ok(()));
+        }
         Ok(())
     })
 }

@@ -353,8 +353,6 @@ fn handoff_reject_with_private_data_and_an_rmr_the_peer_writes_through() {
         assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CR), "no CR flag");
         let r = sp::psp_create_any(ia_h, &mut q, client.cr, psp_flags::CONSUMER, &mut h);
         assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CR), "another IA's");
-        let r = sp::psp_create_any(ia_h, &mut q, server.cr, psp_flags::PROVIDER, &mut h);
-        assert_eq!(r, err(ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE));
         let r = sp::psp_create_any(ia_h, &mut q, server.cr, 7, &mut h);
         assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG4));
         let r = sp::psp_create_any(server.pz, &mut q, server.cr, psp_flags::CONSUMER, &mut h);
@@ -611,5 +609,98 @@ fn the_devices_async_errors_name_the_endpoint_or_evd_handle() {
         let a = ev.event_data.asynch_error_event_data;
         assert_eq!(ev.event_number, event::ASYNC_ERROR_EVD_OVERFLOW);
         assert_eq!((a.dat_handle, a.reason), (tiny, abi::async_reason::EVD_OVERFLOW_ERROR));
+    }
+}
+
+/// A PSP with DAT_PSP_PROVIDER_FLAG (the IA reports ep_creator IFASKED): each request
+/// comes with an endpoint the provider made, which `dat_cr_query` hands out as a handle
+/// with no PZ or EVDs; the consumer names them with `dat_ep_modify` and accepts with a NULL
+/// endpoint, and data flows. A rejected request's endpoint goes back to the provider: its
+/// handle is dead.
+#[test]
+fn a_provider_psp_hands_out_an_endpoint_with_each_request() {
+    // SAFETY (every call below): handles from this test, valid output pointers, iovs and
+    // parameter structs that outlive the calls.
+    unsafe {
+        let server = side("unit-provider-server");
+        let client = side("unit-provider-client");
+        let mut ia_attr = std::mem::zeroed::<abi::IaAttr>();
+        let mut pattr = std::mem::zeroed::<abi::ProviderAttr>();
+        let all = abi::provider_field::ALL;
+        ok(ia::ia_query(server.ia, null_mut(), 0, &mut ia_attr, all, &mut pattr));
+        assert_eq!(pattr.ep_creator, abi::ep_creator::IFASKED);
+        let (mut q, mut psp) = (0, null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::PROVIDER, &mut psp));
+        let mut pp = std::mem::zeroed::<abi::PspParam>();
+        ok(sp::psp_query(psp, 0, &mut pp));
+        assert_eq!(pp.psp_flags, psp_flags::PROVIDER);
+        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let arrive = || {
+            ok(ep::ep_connect(client.ep, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+            let ev = wait(server.cr);
+            assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+            let cr = ev.event_data.cr_arrival_event_data.cr_handle;
+            let mut crp = std::mem::zeroed::<abi::CrParam>();
+            ok(sp::cr_query(cr, 0, &mut crp));
+            assert!(!crp.local_ep_handle.is_null(), "the provider's endpoint comes with it");
+            (cr, crp.local_ep_handle)
+        };
+
+        // Rejected: the client sees PEER_REJECTED and the endpoint's handle is dead.
+        let (cr, made) = arrive();
+        let mut kind = 99;
+        ok(ia::get_handle_type(made, &mut kind));
+        assert_eq!(kind, handle_type::EP);
+        ok(sp::cr_reject(cr, 0, null_mut()));
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_PEER_REJECTED);
+        let mut p = std::mem::zeroed::<abi::EpParam>();
+        let r = ep::ep_query(made, ep_field::ALL, &mut p);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP));
+
+        // Again: named with dat_ep_modify, accepted with NULL.
+        ok(ep::ep_reset(client.ep));
+        let (cr, made) = arrive();
+        let p = query(made);
+        assert_eq!(p.ep_state, ep_state::TENTATIVE_CONNECTION_PENDING);
+        assert!(p.pz_handle.is_null() && p.recv_evd_handle.is_null(), "no PZ or EVDs yet");
+        assert!(p.request_evd_handle.is_null() && p.connect_evd_handle.is_null());
+        let r = sp::cr_accept(cr, null_mut(), 0, null_mut());
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_EP_NOTREADY));
+        assert_eq!(
+            ep::ep_free(made),
+            err(ret::INVALID_STATE, subtype::INVALID_STATE_EP_TENTCONNPENDING),
+            "the request holds it"
+        );
+        let mut named = p;
+        named.pz_handle = server.pz;
+        named.recv_evd_handle = server.recv;
+        named.request_evd_handle = server.req;
+        named.connect_evd_handle = server.conn;
+        let mask = ep_field::PZ_HANDLE
+            | ep_field::RECV_EVD_HANDLE
+            | ep_field::REQUEST_EVD_HANDLE
+            | ep_field::CONNECT_EVD_HANDLE;
+        ok(ep::ep_modify(made, mask, &named));
+        let p = query(made);
+        assert_eq!((p.pz_handle, p.recv_evd_handle), (server.pz, server.recv));
+        assert_eq!((p.request_evd_handle, p.connect_evd_handle), (server.req, server.conn));
+        let mut iov = [server.iov(0, 64)];
+        ok(ep::ep_post_recv(made, 1, iov.as_mut_ptr(), cookie(3), 0));
+        ok(sp::cr_accept(cr, null_mut(), 0, null_mut()));
+        let ev = wait(server.conn);
+        assert_eq!(ev.event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        assert_eq!(ev.event_data.connect_event_data.ep_handle, made);
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+
+        let mut iov = [client.iov(0, 8)];
+        ok(ep::ep_post_send(client.ep, 1, iov.as_mut_ptr(), cookie(4), 0));
+        let ev = wait(server.recv);
+        let d = ev.event_data.dto_completion_event_data;
+        assert_eq!((d.ep_handle, d.user_cookie.as_64, d.status), (made, 3, dto_status::SUCCESS));
+        assert_eq!(d.transfered_length, 8);
+        ok(ep::ep_disconnect(made, abi::close_flags::ABRUPT));
+        assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_DISCONNECTED);
+        ok(ep::ep_free(made));
+        ok(sp::psp_free(psp));
     }
 }
