@@ -754,11 +754,7 @@ impl Ep {
             )));
         }
         let cm = self.inner.ia.cm()?;
-        let rd = lock(&self.inner.attr).max_rdma_read_out.min(255) as u8;
-        let local = {
-            let qp = self.inner.qp.lock();
-            cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?
-        };
+        let local = self.advertised(&self.inner.qp.lock())?;
         self.step(Trigger::Connect(self.readiness()))?;
         *lock(&self.inner.local) = Some(local);
         *lock(&self.inner.remote) = Some(std::net::SocketAddr::new(remote, conn_qual));
@@ -773,6 +769,17 @@ impl Ep {
                 Err(DatError::invalid_parameter(2).with_detail(format!("{verb}: {e}")))
             }
         }
+    }
+
+    /// What this endpoint advertises for `qp` in a connection exchange: as OFA dapl does,
+    /// its `max_rdma_read_out` as the initiator depth and its `max_rdma_read_in` as the
+    /// responder resources, on both sides of the connection.
+    fn advertised(&self, qp: &Qp<'static>) -> DatResult<cm::wire::ConnInfo> {
+        let (out, inn) = {
+            let a = lock(&self.inner.attr);
+            (a.max_rdma_read_out.min(255) as u8, a.max_rdma_read_in.min(255) as u8)
+        };
+        cm::local_conn_info(self.inner.ia.context(), qp, out, inn).map_err(internal)
     }
 
     /// `dat_ep_dup_connect`: connects to the same peer and connection qualifier as
@@ -877,11 +884,9 @@ impl Ep {
         // bad private data, keeps its QP and state as they were.
         check_private_data("dat_cr_accept", private_data, 3)?;
         transition(self.current(), trigger)?;
-        let rd = lock(&self.inner.attr).max_rdma_read_in.min(255) as u8;
         let local = {
             let mut qp = self.inner.qp.lock();
-            let local =
-                cm::local_conn_info(self.inner.ia.context(), &qp, rd, rd).map_err(internal)?;
+            let local = self.advertised(&qp)?;
             // From RTR on the QP can receive, but the consumer learns of the connection only
             // with ESTABLISHED: receives that complete before it wait on the endpoint.
             self.inner.completions.early.close();

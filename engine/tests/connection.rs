@@ -807,6 +807,38 @@ fn a_failed_dto_breaks_the_connection() {
     exchange(&client, &server, 43);
 }
 
+/// RDMA READ limits one way only, as a storage target that reads from its clients sets
+/// them: the server reads (max_rdma_read_out 4) and serves none (max_rdma_read_in 0), the
+/// client the reverse. Each side advertises its out limit as its initiator depth and its
+/// in limit as its responder resources, so the server's READ of the client's memory goes
+/// through; advertising one limit for both left the client serving none.
+#[test]
+fn rdma_read_limits_are_negotiated_per_direction() {
+    use ferrodat_engine::ep::EpAttr;
+    let (server, client, _psp) = listening_pair(31177);
+    let one_way = |side: &Side, out: u32, inn: u32| {
+        let attr =
+            EpAttr { max_rdma_read_out: out, max_rdma_read_in: inn, ..EpAttr::defaults(&side.ia) };
+        Ep::create(&side.pz, &side.recv_evd, &side.req_evd, Some(&side.conn_evd), Some(attr))
+            .unwrap()
+    };
+    let (reader, served) = (one_way(&server, 4, 0), one_way(&client, 0, 4));
+    connect_ep(&server, &reader, &served, &client.conn_evd, 31177);
+    let data: Vec<u8> = (0..64).map(|i| (i * 3 + 1) as u8).collect();
+    client.buf.write(512, &data).unwrap();
+    let source = RmrTriplet {
+        rmr_context: client.buf.rmr_context(),
+        virtual_address: client.buf.registered_address() + 512,
+        segment_length: 64,
+    };
+    reader.post_rdma_read(&[server.buf.triplet(2048, 64).unwrap()], 61, &source, 0).unwrap();
+    let r = dto(server.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!((r.user_cookie, r.status, r.transfered_length), (61, 0, 64), "{r:?}");
+    let mut got = vec![0u8; 64];
+    server.buf.read(2048, &mut got).unwrap();
+    assert_eq!(got, data);
+}
+
 /// The device puts the target's QP in ERR when a peer's RDMA WRITE names a bad rkey; it
 /// says so only in an async event (QP_ACCESS_ERR), which the target's IA reports as
 /// DAT_ASYNC_ERROR_EP_BROKEN for that endpoint, as OFA dapl does. The requester learns of
