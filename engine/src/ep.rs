@@ -27,7 +27,7 @@ use ferrodat_driver::work_request::{
 use ferrodat_driver::{Access, Qp, QpCaps, QpInit};
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -133,6 +133,10 @@ struct EpInner {
     /// Our side of the connection exchange (its PSN); set while connecting or accepting.
     local: Mutex<Option<ConnInfo>>,
     conn: Mutex<Option<Connection>>,
+    /// Which connection attempt is the current one: each connect or accept takes the next
+    /// number, and events of earlier ones (a late REP or teardown of a connection the
+    /// consumer aborted and reset) are dropped.
+    attempt: AtomicU64,
     /// The peer's address and connection qualifier (`dat_ep_query`'s remote address and
     /// port), once connecting or accepting.
     remote: Mutex<Option<std::net::SocketAddr>>,
@@ -270,10 +274,11 @@ impl Ep {
                 srq: srq.cloned(),
                 local: Mutex::new(None),
                 conn: Mutex::new(None),
+                attempt: AtomicU64::new(0),
                 remote: Mutex::new(None),
             }),
         };
-        let owner: Arc<dyn DtoFailures> = Arc::new(EpEvents { ep: Arc::downgrade(&ep.inner) });
+        let owner: Arc<dyn DtoFailures> = Arc::new(EpFailures { ep: Arc::downgrade(&ep.inner) });
         let _ = ep.inner.completions.owner.set(owner);
         ep.register_with_ia();
         // The device's QP errors (a peer's bad rkey, an invalid request) break this EP.
@@ -758,7 +763,7 @@ impl Ep {
         self.step(Trigger::Connect(self.readiness()))?;
         *lock(&self.inner.local) = Some(local);
         *lock(&self.inner.remote) = Some(std::net::SocketAddr::new(remote, conn_qual));
-        let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
+        let sink = self.next_attempt();
         match cm.connect(remote, conn_qual, &local, private_data, timeout, sink) {
             Ok(conn) => {
                 *lock(&self.inner.conn) = Some(conn);
@@ -769,6 +774,13 @@ impl Ep {
                 Err(DatError::invalid_parameter(2).with_detail(format!("{verb}: {e}")))
             }
         }
+    }
+
+    /// The sink of a new connection attempt, which from now on is the only one whose
+    /// events reach this endpoint.
+    fn next_attempt(&self) -> cm::Sink {
+        let attempt = self.inner.attempt.fetch_add(1, Ordering::AcqRel) + 1;
+        Arc::new(EpEvents { ep: Arc::downgrade(&self.inner), attempt })
     }
 
     /// What this endpoint advertises for `qp` in a connection exchange: as OFA dapl does,
@@ -896,7 +908,7 @@ impl Ep {
         self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
         *lock(&self.inner.remote) = Some(request.remote());
-        let sink: cm::Sink = Arc::new(EpEvents { ep: Arc::downgrade(&self.inner) });
+        let sink = self.next_attempt();
         let conn = request.accept(&local, private_data, sink).map_err(|e| {
             DatError::invalid_parameter(3).with_detail(format!("dat_cr_accept: {e}"))
         })?;
@@ -983,13 +995,13 @@ fn build_qp(
     })
 }
 
-/// Connection-manager events of one EP, and its failed DTOs.
+/// An EP's failed DTOs.
 #[derive(Debug)]
-struct EpEvents {
+struct EpFailures {
     ep: Weak<EpInner>,
 }
 
-impl DtoFailures for EpEvents {
+impl DtoFailures for EpFailures {
     /// A failed DTO ends the connection: BROKEN here, an abrupt disconnect to the peer
     /// (a stale call, e.g. on an endpoint already disconnected, changes nothing).
     fn dto_failed(&self) {
@@ -1001,9 +1013,20 @@ impl DtoFailures for EpEvents {
     }
 }
 
+/// The connection-manager events of one connection attempt of an EP.
+#[derive(Debug)]
+struct EpEvents {
+    ep: Weak<EpInner>,
+    /// The attempt (`EpInner::attempt`) this connection is.
+    attempt: u64,
+}
+
 impl CmEvents for EpEvents {
     fn event(&self, ev: CmEvent) {
         let Some(inner) = self.ep.upgrade() else { return };
+        if inner.attempt.load(Ordering::Acquire) != self.attempt {
+            return; // a connection the endpoint has since left behind
+        }
         let ep = Ep { inner };
         let (trigger, pdata) = match ev {
             CmEvent::Established { peer, private_data, .. } => {
@@ -1136,4 +1159,37 @@ fn internal(e: ferrodat_driver::Error) -> DatError {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cm::ConnId;
+    use crate::ia::IaSpec;
+    use ferrodat_abi::dat::{evd_flags, event};
+
+    /// A connect aborted, reset and started again: the CM may still deliver events of the
+    /// aborted attempt (a REP or a timeout read before it handled the abort). They must not
+    /// act on the new attempt; the new attempt's own events must.
+    #[test]
+    fn events_of_an_earlier_connection_attempt_are_dropped() {
+        ferrodat_softhca::fabric::use_private_fabric("engine-ep-unit");
+        let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+        let pz = Pz::create(&ia).unwrap();
+        let evd = Evd::create(&ia, 8, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
+        let ep = Ep::create(&pz, &evd, &evd, Some(&evd), None).unwrap();
+        ep.step(Trigger::Connect(ep.readiness())).unwrap();
+        let (old, new) = (ep.next_attempt(), ep.next_attempt());
+        old.event(CmEvent::TimedOut { conn: ConnId(1) });
+        assert_eq!(ep.state(), EpState::ActiveConnectionPending, "the old attempt's timeout");
+        assert!(evd.dequeue().is_err(), "nothing reported for it");
+        new.event(CmEvent::TimedOut { conn: ConnId(2) });
+        assert_eq!(ep.state(), EpState::Disconnected);
+        match evd.dequeue().unwrap() {
+            Event::Connection { number, .. } => {
+                assert_eq!(number, event::CONNECTION_EVENT_TIMED_OUT)
+            }
+            other => panic!("expected TIMED_OUT, got {other:?}"),
+        }
+    }
 }
