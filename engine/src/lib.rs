@@ -67,6 +67,7 @@ pub mod event;
 mod event_fd;
 pub mod ia;
 pub mod lmr;
+mod owned_thread;
 pub mod perf;
 mod plain_mutex;
 pub mod pz;

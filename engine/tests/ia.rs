@@ -74,3 +74,30 @@ fn the_device_event_thread_ends_with_its_ia() {
     drop(ia);
     assert_eq!(settles_at(0), 0, "the thread ended with the IA");
 }
+
+/// A child forked while an IA is open can close it: the IA's threads (device events, and
+/// the CM once it ran) do not exist in the child, so its close must not wait for them.
+#[test]
+fn a_forked_child_closes_an_inherited_ia() {
+    private_fabric();
+    let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+    let pz = ferrodat_engine::pz::Pz::create(&ia).unwrap();
+    // SAFETY: the child drops the IA, then leaves with _exit (no test harness code runs).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let closed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            drop(pz);
+            drop(ia);
+        }));
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if closed.is_ok() { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child; `status` is a live int.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "the child died: status {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "dropping the IA in the child panicked");
+    drop(pz);
+    drop(ia);
+}

@@ -92,13 +92,13 @@ pub use listener::{ConnRequest, Listener};
 pub use qp::{connect_qp, local_conn_info, negotiate, random_psn};
 pub use wire::{ConnInfo, MAX_PRIVATE_DATA, RejectReason};
 
+use crate::owned_thread::OwnedThread;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long an active connect keeps trying while nothing listens on the conn_qual
@@ -386,7 +386,7 @@ impl Shared {
 /// The connection manager of one IA: its thread, listeners and connections.
 pub struct Cm {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: OwnedThread,
 }
 
 impl fmt::Debug for Cm {
@@ -416,13 +416,12 @@ impl Cm {
             thread: std::sync::OnceLock::new(),
         });
         let reactor = reactor::Reactor::new(shared.clone(), config);
-        let thread = std::thread::Builder::new()
-            .name("ferrodat-cm".into())
-            .stack_size(256 * 1024)
-            .spawn(move || reactor.run())
+        let thread = OwnedThread::spawn("ferrodat-cm".into(), 256 * 1024, move || reactor.run())
             .map_err(|err| CmError::Io { what: "start the CM thread".into(), err })?;
-        let _ = shared.thread.set(thread.thread().id());
-        Ok(Cm { shared, thread: Some(thread) })
+        if let Some(id) = thread.id() {
+            let _ = shared.thread.set(id);
+        }
+        Ok(Cm { shared, thread })
     }
 
     /// The IA address this CM listens and connects from.
@@ -446,9 +445,8 @@ impl Drop for Cm {
             // the sink returns and closes everything on its way out.
             return;
         }
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
+        // (In a forked child the thread does not exist: the join lets go.)
+        if self.thread.join().is_err() {
             eprintln!("ferrodat: the CM thread panicked; its sockets are closed anyway");
         }
         // Commands queued after the thread's last look (sockets in them) close now.

@@ -25,6 +25,7 @@
 use crate::evd::{Evd, EvdShared};
 use crate::event::{Event, ObjectId};
 use crate::event_fd::EventFd;
+use crate::owned_thread::OwnedThread;
 use ferrodat_abi::dat::{EventNumber, event as dat_event};
 use ferrodat_abi::uverbs::event as device_event;
 use ferrodat_driver::{AsyncEvent, Context};
@@ -33,7 +34,6 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::thread::JoinHandle;
 
 /// What a device event is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +149,7 @@ impl DeviceEvents {
 /// The IA's device-event thread; dropping it stops the thread.
 pub(super) struct Watcher {
     shared: Arc<DeviceEvents>,
-    thread: Option<JoinHandle<()>>,
+    thread: OwnedThread,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -171,12 +171,11 @@ impl Watcher {
         });
         let ctx = ctx.clone();
         let for_thread = shared.clone();
-        let thread = std::thread::Builder::new()
-            // Thread names are cut at 15 bytes by the kernel.
-            .name(format!("async {ia_name}"))
-            .stack_size(64 * 1024)
-            .spawn(move || run(&ctx, &for_thread))?;
-        Ok(Watcher { shared, thread: Some(thread) })
+        // Thread names are cut at 15 bytes by the kernel. The stack is the CM thread's: a
+        // consumer's proxy agent on the async EVD's CNO runs on it.
+        let name = format!("async {ia_name}");
+        let thread = OwnedThread::spawn(name, 256 * 1024, move || run(&ctx, &for_thread))?;
+        Ok(Watcher { shared, thread })
     }
 
     pub(super) fn events(&self) -> &DeviceEvents {
@@ -188,13 +187,9 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.raise();
-        if let Some(t) = self.thread.take() {
-            // The IA's last handle can go on the thread itself (an async EVD it just posted
-            // to, dropped there, held the IA): then it ends on its own after this returns.
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
-        }
+        // The IA's last handle can go on the thread itself (an async EVD it just posted to,
+        // dropped there, held the IA), or in a forked child: the join lets go then.
+        let _ = self.thread.join();
     }
 }
 
