@@ -1013,6 +1013,20 @@ impl DtoFailures for EpFailures {
     }
 }
 
+impl crate::ia::DeviceErrorTarget for EpInner {
+    /// The device put the QP in ERR (a peer's bad rkey, an invalid request): the
+    /// connection ends as on a failed DTO. An SRQ endpoint's teardown reports EP_BROKEN
+    /// itself.
+    fn device_error(self: Arc<Self>, _number: u32) -> bool {
+        let has_srq = self.srq.is_some();
+        let ep = Ep { inner: self };
+        if let Ok(number) = ep.step_from_cm(Trigger::TransportError) {
+            ep.report(number, Vec::new());
+        }
+        !has_srq
+    }
+}
+
 /// The connection-manager events of one connection attempt of an EP.
 #[derive(Debug)]
 struct EpEvents {

@@ -24,6 +24,7 @@ mod close;
 mod device_events;
 pub use close::CloseMode;
 pub(crate) use close::{ChildKind, IaChild};
+pub(crate) use device_events::DeviceErrorTarget;
 
 /// Which device, port and address an IA uses: the instance data of its dat.conf line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -436,14 +437,15 @@ impl Ia {
     }
 
     /// The device's async events for the CQ or QP created with `user_handle` are reported
-    /// for `object` (an EVD or endpoint) while `alive` lives ([`device_events`]).
+    /// for `object` (an EVD or endpoint, which acts on them) while `owner` lives
+    /// ([`device_events`]).
     pub(crate) fn watch_device_object(
         &self,
         user_handle: u64,
         object: ObjectId,
-        alive: Weak<dyn std::any::Any + Send + Sync>,
+        owner: Weak<dyn DeviceErrorTarget>,
     ) {
-        self.inner.device_events.events().watch(user_handle, object, alive);
+        self.inner.device_events.events().watch(user_handle, object, owner);
     }
 
     /// The CQ or QP created with `user_handle` is gone: its events name nothing now.

@@ -771,9 +771,11 @@ fn a_thousand_connections_through_one_psp() {
     );
 }
 
-/// A DTO that fails (here an RDMA WRITE with a bad rkey) ends the connection as OFA dapl
-/// ends it: the error completion first, then BROKEN on the connect EVD, DISCONNECTED at
-/// the peer, and later posts complete flushed.
+/// A DTO that fails (here an RDMA WRITE with a bad rkey) ends the connection: the error
+/// completion first, then the end of the connection on both connect EVDs, and later posts
+/// complete flushed. Each side ends it itself (BROKEN: the requester for its failed DTO,
+/// the target for its QP error, see `a_peers_bad_rkey_breaks_the_target_endpoint`) unless
+/// the other's teardown reaches it first (DISCONNECTED).
 #[test]
 fn a_failed_dto_breaks_the_connection() {
     let (server, client, _psp) = listening_pair(31174);
@@ -787,11 +789,12 @@ fn a_failed_dto_breaks_the_connection() {
     let failed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
     assert_eq!(failed.user_cookie, 41);
     assert_eq!(failed.status, ferrodat_abi::dat::dto_status::ERR_REMOTE_ACCESS, "{failed:?}");
+    let ended = [event::CONNECTION_EVENT_BROKEN, event::CONNECTION_EVENT_DISCONNECTED];
     let (number, _) = connection(client.conn_evd.wait(WAIT_US, 1).unwrap().0);
-    assert_eq!(number, event::CONNECTION_EVENT_BROKEN);
+    assert!(ended.contains(&number), "client: {number:#x}");
     assert_eq!(client.ep.state(), EpState::Disconnected);
     let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
-    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    assert!(ended.contains(&number), "server: {number:#x}");
     // A post now completes at once, flushed; the EP can be reset and used again.
     client.ep.post_send(&[client.buf.triplet(0, 8).unwrap()], 42, 0).unwrap();
     let flushed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
@@ -841,10 +844,13 @@ fn rdma_read_limits_are_negotiated_per_direction() {
 
 /// The device puts the target's QP in ERR when a peer's RDMA WRITE names a bad rkey; it
 /// says so only in an async event (QP_ACCESS_ERR), which the target's IA reports as
-/// DAT_ASYNC_ERROR_EP_BROKEN for that endpoint, as OFA dapl does. The requester learns of
-/// it from its failed completion instead, and its async EVD stays empty.
+/// DAT_ASYNC_ERROR_EP_BROKEN for that endpoint, as OFA dapl does, and the endpoint's
+/// connection ends (BROKEN), as on a failed DTO. The requester learns of it from its failed
+/// completion instead, and its async EVD stays empty. The requester does not dequeue its
+/// failure until the target has seen all this: its own teardown would otherwise tell the
+/// target first.
 #[test]
-fn a_peers_bad_rkey_breaks_the_target_endpoint_on_its_async_evd() {
+fn a_peers_bad_rkey_breaks_the_target_endpoint() {
     let (server, client, _psp) = listening_pair(31175);
     let server_async = Evd::create(&server.ia, 4, evd_flags::ASYNC).unwrap();
     server.ia.set_async_evd(&server_async);
@@ -857,14 +863,45 @@ fn a_peers_bad_rkey_breaks_the_target_endpoint_on_its_async_evd() {
         segment_length: 64,
     };
     client.ep.post_rdma_write(&[client.buf.triplet(0, 64).unwrap()], 51, &bad, 0).unwrap();
-    let failed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
-    assert_eq!(failed.status, dto_status::ERR_REMOTE_ACCESS, "{failed:?}");
     assert_eq!(
         server_async.wait(WAIT_US, 1).unwrap().0,
         Event::Async { number: event::ASYNC_ERROR_EP_BROKEN, object: server.ep.id() }
     );
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_BROKEN);
+    assert_eq!(server.ep.state(), EpState::Disconnected);
     assert!(server_async.wait(50_000, 1).is_err(), "one EP_BROKEN for one QP error");
+
+    let failed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(failed.status, dto_status::ERR_REMOTE_ACCESS, "{failed:?}");
     assert!(client_async.dequeue().is_err(), "no async error for the requester");
+}
+
+/// As above for a target endpoint on an SRQ: one EP_BROKEN, though both the QP error and
+/// the QP leaving the SRQ (IB's "last WQE reached") call for one.
+#[test]
+fn a_peers_bad_rkey_breaks_an_srq_endpoint_once() {
+    use ferrodat_engine::srq::Srq;
+    let (server, client, _psp) = listening_pair(31179);
+    let server_async = Evd::create(&server.ia, 4, evd_flags::ASYNC).unwrap();
+    server.ia.set_async_evd(&server_async);
+    let srq = Srq::create(&server.pz, 4, 1).unwrap();
+    let (pz, recv, req) = (&server.pz, &server.recv_evd, &server.req_evd);
+    let target = Ep::create_with_srq(pz, recv, req, Some(&server.conn_evd), &srq, None).unwrap();
+    connect_ep(&server, &target, &client.ep, &client.conn_evd, 31179);
+    let bad = RmrTriplet {
+        rmr_context: server.buf.rmr_context() ^ 0x5a5a_0000,
+        virtual_address: server.buf.registered_address(),
+        segment_length: 64,
+    };
+    client.ep.post_rdma_write(&[client.buf.triplet(0, 64).unwrap()], 52, &bad, 0).unwrap();
+    assert_eq!(
+        server_async.wait(WAIT_US, 1).unwrap().0,
+        Event::Async { number: event::ASYNC_ERROR_EP_BROKEN, object: target.id() }
+    );
+    let (number, _) = connection(server.conn_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_BROKEN);
+    assert!(server_async.wait(100_000, 1).is_err(), "one EP_BROKEN for one QP error");
 }
 
 /// A DTO EVD whose CQ overruns (more completions than its qlen, none dequeued) is

@@ -506,6 +506,13 @@ impl Evd {
     }
 }
 
+impl crate::ia::DeviceErrorTarget for EvdShared {
+    /// A CQ overrun: reported as this EVD's overflow; nothing else changes (as in OFA).
+    fn device_error(self: Arc<Self>, _number: u32) -> bool {
+        true
+    }
+}
+
 impl crate::ia::IaChild for EvdShared {
     fn kind(&self) -> crate::ia::ChildKind {
         crate::ia::ChildKind::Evd

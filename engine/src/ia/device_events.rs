@@ -4,7 +4,8 @@
 //! the device put in ERR as responder (a peer's bad rkey, an invalid request), a port or
 //! device that went down. Each IA has one thread that sleeps in `poll(2)` on that fd (no
 //! CPU while nothing happens) and reports each event on the IA's async EVD as the DAT
-//! async error OFA dapl reports it as (its `dapls_ib_get_async_event`):
+//! async error OFA dapl 2.1 reports it as (its `dapls_ib_get_async_event`; older dapl
+//! made DEVICE_FATAL a PROVIDER_INTERNAL_ERROR):
 //!
 //! | device event                                  | DAT event                      | object |
 //! |-----------------------------------------------|--------------------------------|--------|
@@ -19,6 +20,16 @@
 //! LID/PKEY/SM/GID changes, path migration). OFA also reports LID, PKEY and SM changes as
 //! catastrophic; here they are not, as the IA keeps working through them.
 //!
+//! Where OFA names the IA in every async event, the event here names the object it is
+//! about (`dat_handle` of the EVD or endpoint), which DAT 2.0's async event data allows
+//! and SRQ consumers such as dtestsrq rely on.
+//!
+//! Beyond the report, an endpoint whose QP failed ends its connection as a failed DTO
+//! does (BROKEN on its connect EVD, an abrupt disconnect to the peer, whose QP would
+//! otherwise only learn of it from retries); OFA only moves it to its error state, which
+//! DAT 2.0 calls DISCONNECTED. An SRQ endpoint reports its EP_BROKEN through that
+//! teardown, so that it gets one per QP failure, not two.
+//!
 //! Events name the CQ or QP by the user handle it was created with; EVDs and endpoints
 //! [`DeviceEvents::watch`] theirs. An event for an object already freed is dropped.
 
@@ -29,7 +40,6 @@ use crate::owned_thread::OwnedThread;
 use ferrodat_abi::dat::{EventNumber, event as dat_event};
 use ferrodat_abi::uverbs::event as device_event;
 use ferrodat_driver::{AsyncEvent, Context};
-use std::any::Any;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,10 +70,19 @@ fn dat_meaning(event_type: u32) -> Option<(EventNumber, Scope)> {
     }
 }
 
+/// An EVD or endpoint, as the owner of a CQ or QP the device reports errors for.
+pub(crate) trait DeviceErrorTarget: Send + Sync {
+    /// The device reported the DAT async error `number` for its CQ or QP: act on it (an
+    /// endpoint ends its connection, as a failed DTO does). Returns whether the async EVD
+    /// should get `number` for it (an SRQ endpoint reports EP_BROKEN itself, as its QP
+    /// leaves the SRQ, and only once).
+    fn device_error(self: Arc<Self>, number: EventNumber) -> bool;
+}
+
 /// An EVD or endpoint a CQ or QP belongs to, held weakly.
 struct Target {
     object: ObjectId,
-    alive: Weak<dyn Any + Send + Sync>,
+    owner: Weak<dyn DeviceErrorTarget>,
 }
 
 /// What the IA and its device-event thread share: where events go.
@@ -105,21 +124,21 @@ impl DeviceEvents {
         }
     }
 
-    /// Events for the CQ or QP created with `user_handle` name `object`, while `alive`
-    /// lives. A handle watched again (a new QP of the same endpoint gets a new handle;
+    /// Events for the CQ or QP created with `user_handle` name `object` and go to `owner`,
+    /// while it lives. A handle watched again (a new QP of the same endpoint gets a new handle;
     /// handles are not reused) replaces the old entry.
     pub(super) fn watch(
         &self,
         user_handle: u64,
         object: ObjectId,
-        alive: Weak<dyn Any + Send + Sync>,
+        owner: Weak<dyn DeviceErrorTarget>,
     ) {
         let mut t = lock(&self.targets);
         // Amortised pruning: the map stays within about twice the live objects.
         if t.len() >= 64 && t.len().is_power_of_two() {
-            t.retain(|_, target| target.alive.strong_count() > 0);
+            t.retain(|_, target| target.owner.strong_count() > 0);
         }
-        t.insert(user_handle, Target { object, alive });
+        t.insert(user_handle, Target { object, owner });
     }
 
     /// Stops naming anything for `user_handle` (its CQ or QP is gone).
@@ -132,11 +151,15 @@ impl DeviceEvents {
         let Some((number, scope)) = dat_meaning(ev.event_type) else { return };
         let object = match scope {
             Scope::Object => {
-                let t = lock(&self.targets);
-                match t.get(&ev.element) {
-                    Some(target) if target.alive.strong_count() > 0 => target.object,
-                    _ => return,
+                let found = lock(&self.targets)
+                    .get(&ev.element)
+                    .and_then(|t| Some((t.object, t.owner.upgrade()?)));
+                // Acted on without the map's lock: the endpoint takes its own locks.
+                let Some((object, owner)) = found else { return };
+                if !owner.device_error(number) {
+                    return;
                 }
+                object
             }
             Scope::Port if ev.element != u64::from(self.port) => return,
             // No object id: the async event then names the IA itself.
