@@ -33,6 +33,10 @@ pub(crate) unsafe extern "C" fn srq_create(
         let ia_obj = ia(ia_h)?;
         let pz_obj = pz(pz_h, subtype::INVALID_HANDLE_PZ)?;
         let out = required(out, 4, "dat_srq_create's SRQ handle pointer")?;
+        if pz_obj.ia != ia_h as usize {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_PZ)
+                .with_detail("dat_srq_create: the PZ belongs to another IA"));
+        }
         if attr.is_null() {
             return Err(
                 DatError::invalid_parameter(3).with_detail("dat_srq_create: NULL attributes")
@@ -64,10 +68,12 @@ pub(crate) unsafe extern "C" fn srq_free(srq_h: abi::SrqHandle) -> abi::Return {
             _ => false,
         });
         if !users.is_empty() && !srq_h.is_null() {
-            return Err(DatError::invalid_state(subtype::NO_SUBTYPE).with_detail(format!(
-                "dat_srq_free: {} endpoint(s) still receive from the SRQ; free them first",
-                users.len()
-            )));
+            return Err(DatError::invalid_state(subtype::INVALID_STATE_SRQ_IN_USE).with_detail(
+                format!(
+                    "dat_srq_free: {} endpoint(s) still receive from the SRQ; free them first",
+                    users.len()
+                ),
+            ));
         }
         handle::free(srq_h, handle_type::SRQ, subtype::INVALID_HANDLE_SRQ, |_| Ok(()))
     })

@@ -215,6 +215,36 @@ impl Ep {
         origin: Origin,
     ) -> DatResult<Ep> {
         let ia = pz.ia().clone();
+        // Everything of one endpoint lives in one IA's device context: another IA's EVD or
+        // SRQ numbers an object of another context (the device would take this context's
+        // object of the same number), as dat_ep_modify also refuses.
+        for (arg, evd, what) in [
+            (3, Some(recv_evd), "recv_evd"),
+            (4, Some(request_evd), "request_evd"),
+            (5, connect_evd, "connect_evd"),
+        ] {
+            if let Some(evd) = evd
+                && !evd.ia().same(&ia)
+            {
+                return Err(DatError::invalid_handle(evd_subtype(arg)).with_detail(format!(
+                    "dat_ep_create: {what} belongs to another IA than the PZ; use EVDs of the \
+                     endpoint's IA"
+                )));
+            }
+        }
+        if let Some(srq) = srq {
+            if !srq.pz().ia().same(&ia) {
+                return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_SRQ).with_detail(
+                    "dat_ep_create_with_srq: the SRQ belongs to another IA than the PZ",
+                ));
+            }
+            if !srq.pz().same(pz) {
+                return Err(DatError::invalid_parameter(2).with_detail(
+                    "dat_ep_create_with_srq: the SRQ is in another PZ than the endpoint \
+                     (srq_ep_pz_difference_supported is FALSE)",
+                ));
+            }
+        }
         let attr = attr.unwrap_or_else(|| EpAttr::defaults(&ia));
         let limits = ia.attr();
         for (arg, value, max, what) in [
@@ -959,6 +989,16 @@ impl Origin {
             Origin::Consumer => EpState::AFTER_EP_CREATE,
             Origin::Provider => EpState::AFTER_PROVIDER_CREATE,
         }
+    }
+}
+
+/// The invalid-handle subtype of `dat_ep_create`'s EVD argument `arg` (3 recv, 4
+/// request, 5 connect).
+fn evd_subtype(arg: u32) -> u32 {
+    match arg {
+        3 => subtype::INVALID_HANDLE_EVD_RECV,
+        4 => subtype::INVALID_HANDLE_EVD_REQUEST,
+        _ => subtype::INVALID_HANDLE_EVD_CONN,
     }
 }
 

@@ -398,6 +398,42 @@ fn a_cno_wakes_for_completions_and_software_events_on_its_enabled_evds() {
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
 
+/// An endpoint's EVDs and SRQ come from its PZ's IA (another IA's would number objects of
+/// another device context), and its SRQ from its PZ (srq_ep_pz_difference_supported is
+/// FALSE); each refusal names the argument.
+#[test]
+fn an_endpoint_takes_its_evds_and_srq_from_its_own_ia_and_pz() {
+    use ferrodat_engine::error::DatError;
+    use ferrodat_engine::pz::Pz;
+    use ferrodat_engine::srq::Srq;
+    let (a, b) = (side(), side());
+    let code = |r: Result<Ep, DatError>| r.map(|_| ()).unwrap_err().code();
+    let handle = |s| DatError::invalid_handle(s).code();
+    let conn = Some(&a.conn_evd);
+    assert_eq!(
+        code(Ep::create(&a.pz, &b.recv_evd, &a.req_evd, conn, None)),
+        handle(subtype::INVALID_HANDLE_EVD_RECV)
+    );
+    assert_eq!(
+        code(Ep::create(&a.pz, &a.recv_evd, &b.req_evd, conn, None)),
+        handle(subtype::INVALID_HANDLE_EVD_REQUEST)
+    );
+    assert_eq!(
+        code(Ep::create(&a.pz, &a.recv_evd, &a.req_evd, Some(&b.conn_evd), None)),
+        handle(subtype::INVALID_HANDLE_EVD_CONN)
+    );
+    let srq_b = Srq::create(&b.pz, 8, 1).unwrap();
+    assert_eq!(
+        code(Ep::create_with_srq(&a.pz, &a.recv_evd, &a.req_evd, conn, &srq_b, None)),
+        handle(subtype::INVALID_HANDLE_SRQ)
+    );
+    let srq_other_pz = Srq::create(&Pz::create(&a.ia).unwrap(), 8, 1).unwrap();
+    assert_eq!(
+        code(Ep::create_with_srq(&a.pz, &a.recv_evd, &a.req_evd, conn, &srq_other_pz, None)),
+        DatError::invalid_parameter(2).code()
+    );
+}
+
 #[test]
 fn an_srq_feeds_the_receives_of_several_endpoints() {
     use ferrodat_engine::srq::Srq;

@@ -706,3 +706,42 @@ fn a_provider_psp_hands_out_an_endpoint_with_each_request() {
         ok(sp::psp_free(psp));
     }
 }
+
+/// An SRQ and the endpoints on it live in one IA and PZ: another IA's PZ or SRQ is
+/// refused (the device would take this context's object of the same number), and an SRQ
+/// endpoints still use is not freed.
+#[test]
+fn srqs_stay_within_their_ia_and_are_not_freed_while_used() {
+    // SAFETY (every call below): handles from this test, valid pointers.
+    unsafe {
+        let a = side("unit-srq-ia-a");
+        let b = side("unit-srq-ia-b");
+        let mut attr = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        let (mut srq_a, mut srq_b, mut h) = (null_mut(), null_mut(), null_mut());
+        let r = srq::srq_create(a.ia, b.pz, &mut attr, &mut h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_PZ), "b's PZ for a's IA");
+        ok(srq::srq_create(a.ia, a.pz, &mut attr, &mut srq_a));
+        ok(srq::srq_create(b.ia, b.pz, &mut attr, &mut srq_b));
+        let (mut ep_h, nul) = (null_mut(), null());
+        let r = ep::ep_create_with_srq(a.ia, a.pz, a.recv, a.req, a.conn, srq_b, nul, &mut ep_h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_SRQ), "b's SRQ");
+        let r = ep::ep_create_with_srq(a.ia, a.pz, a.recv, a.req, b.conn, srq_a, nul, &mut ep_h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_CONN), "b's EVD");
+        let mut other_pz = null_mut();
+        ok(mem::pz_create(a.ia, &mut other_pz));
+        let r =
+            ep::ep_create_with_srq(a.ia, other_pz, a.recv, a.req, a.conn, srq_a, nul, &mut ep_h);
+        assert_eq!(
+            r,
+            err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2),
+            "another PZ than the SRQ's"
+        );
+        assert!(ep_h.is_null(), "nothing made by the refusals");
+        ok(ep::ep_create_with_srq(a.ia, a.pz, a.recv, a.req, a.conn, srq_a, nul, &mut ep_h));
+        let r = srq::srq_free(srq_a);
+        assert_eq!(r, err(ret::INVALID_STATE, subtype::INVALID_STATE_SRQ_IN_USE));
+        ok(ep::ep_free(ep_h));
+        ok(srq::srq_free(srq_a));
+        ok(srq::srq_free(srq_b));
+    }
+}
