@@ -657,6 +657,36 @@ fn a_dto_evd_resizes_with_completions_waiting_and_is_freed_only_when_unused() {
     spare.free().unwrap();
 }
 
+/// A shared DTO and connection EVD keeps connection events and the flushed completions of
+/// posts on a DISCONNECTED endpoint behind the CQ's completions; after a resize it holds as
+/// many of those as its new qlen, as it does of everything else, and loses none; it does
+/// not shrink below the ones waiting.
+#[test]
+fn a_grown_shared_evd_holds_as_many_flushed_posts_as_its_new_qlen() {
+    let (server, client, _psp) = listening_pair(31180);
+    let shared = Evd::create(&client.ia, 2, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
+    let ep = Ep::create(&client.pz, &shared, &shared, Some(&shared), None).unwrap();
+    connect_ep(&server, &server.ep, &ep, &shared, 31180);
+    ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    let (number, _) = connection(shared.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
+    shared.resize(64).unwrap();
+    for i in 0..5u64 {
+        ep.post_send(&[client.buf.triplet(0, 8).unwrap()], i, 0)
+            .unwrap_or_else(|e| panic!("post {i} on the grown EVD: {e}"));
+    }
+    let e = shared.resize(2).unwrap_err();
+    assert!(e.to_string().contains("5 connection events and flushed DTOs wait"), "{e}");
+    let flushed: Vec<(u64, u32)> = (0..5)
+        .map(|_| {
+            let c = dto(shared.wait(WAIT_US, 1).unwrap().0);
+            (c.user_cookie, c.status)
+        })
+        .collect();
+    let expect: Vec<(u64, u32)> = (0..5).map(|i| (i, dto_status::ERR_FLUSHED)).collect();
+    assert_eq!(flushed, expect);
+}
+
 #[test]
 fn dup_connect_reaches_the_same_peer() {
     let (server, client, _psp) = listening_pair(31162);

@@ -148,6 +148,11 @@ pub struct CqSource {
 
 impl CqSource {
     /// A source over `cq`, which reports to `channel`.
+    /// The EVD's resize replaced its deferred-event queue (under this source's lock).
+    pub fn replace_deferred(&mut self, deferred: Arc<EventQueue<Event>>) {
+        self.deferred = deferred;
+    }
+
     pub fn new(
         cq: Cq,
         channel: CompChannel,

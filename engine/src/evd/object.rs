@@ -14,7 +14,7 @@ use ferrodat_driver::{CompChannel, Cq, CqOptions};
 use std::num::NonZeroUsize;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, Weak};
 
 /// An event dispatcher. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -32,8 +32,10 @@ pub(crate) struct EvdShared {
     /// The CNO it triggers (`dat_evd_modify_cno`), and whether it does (`enable`/`disable`).
     cno: Mutex<Option<Cno>>,
     enabled: AtomicBool,
-    /// Connection events waiting behind the CQ's completions (see [`CqSource`]).
-    deferred: Arc<EventQueue<Event>>,
+    /// Connection events waiting behind the CQ's completions (see [`CqSource`]), as many
+    /// as the EVD's qlen. A resize replaces the queue: pushers take the read side, the
+    /// resize the write side, and the CQ source's copy is replaced under the CQ lock.
+    deferred: RwLock<Arc<EventQueue<Event>>>,
     /// Passive endpoints whose early receives follow their ESTABLISHED (see [`CqSource`]).
     released: Arc<Released>,
     /// Endpoints whose DTOs failed in a harvest, told after it (see [`Failures`]).
@@ -173,7 +175,7 @@ impl Evd {
                 core,
                 cno: Mutex::new(None),
                 enabled: AtomicBool::new(true),
-                deferred,
+                deferred: RwLock::new(deferred),
                 released,
                 failures,
                 dto,
@@ -245,7 +247,7 @@ impl Evd {
             // already in the CQ; the next harvest delivers it after them. (Not
             // ESTABLISHED: nothing of that connection may come before it; receives that
             // complete first are parked on their endpoint until it is out.)
-            self.inner.deferred.push(event)?;
+            read(&self.inner.deferred).push(event)?;
             self.inner.core.notifier().notify();
             self.trigger_cno();
             return Ok(());
@@ -296,7 +298,7 @@ impl Evd {
     /// An event waits: queued, or a completion in the CQ not yet harvested.
     pub(crate) fn has_events(&self) -> bool {
         !self.inner.core.is_empty()
-            || !self.inner.deferred.is_empty()
+            || !read(&self.inner.deferred).is_empty()
             || self.inner.released.has_pending()
             || self
                 .inner
@@ -435,6 +437,15 @@ impl Evd {
             // The queue is replaced under the CQ lock, and the side's copy with it (see
             // [`DtoSide`]).
             let mut s = m.lock();
+            // The deferred events too: held still (pushers wait) and checked to fit first.
+            let mut deferred = self.inner.deferred.write().unwrap_or_else(|e| e.into_inner());
+            if deferred.len() > q.get() {
+                return Err(DatError::invalid_state(subtype::NO_SUBTYPE).with_detail(format!(
+                    "dat_evd_resize: {} connection events and flushed DTOs wait behind the \
+                     completions; dequeue them or ask for at least that many",
+                    deferred.len()
+                )));
+            }
             // The CQ is resized only once the queue's resize may go ahead (no waiter owns
             // the EVD, the events fit), and the queue only if the CQ's resize worked.
             self.inner
@@ -446,6 +457,13 @@ impl Evd {
                         .with_detail(format!("dat_evd_resize: {e}"))
                 })?;
             s.queue = self.inner.core.current_queue();
+            let moved = Arc::new(EventQueue::new(q));
+            while let Some(ev) = deferred.pop() {
+                // Fits: checked above, and no push can come in meanwhile.
+                let _ = moved.push(ev);
+            }
+            s.source.replace_deferred(moved.clone());
+            *deferred = moved;
             return Ok(());
         }
         self.inner.core.resize(q).map_err(wait_error)
@@ -582,6 +600,10 @@ const EMPTY: &str = "no event queued";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(all(test, not(loom)))]
