@@ -15,7 +15,7 @@ use ferrodat_engine::sp::{Cr, Psp, Rsp};
 use ferrodat_engine::srq::Srq;
 use std::ffi::CString;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::AtomicUsize;
 
 /// The object behind a handle.
 pub(crate) enum Body {
@@ -141,8 +141,6 @@ pub(crate) struct EvdBody {
     pub evd: Option<Evd>,
     /// The CNO handle it reports to (0: none).
     pub cno: AtomicUsize,
-    /// `dat_evd_enable`/`disable`, for `dat_evd_query`'s state.
-    pub enabled: AtomicBool,
 }
 
 impl EvdBody {

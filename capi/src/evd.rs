@@ -6,15 +6,13 @@ use crate::handle::{self, Object};
 use crate::ia::{ia, ia_body};
 use crate::ret::{call, put, required};
 use crate::sockaddr::SockStorage;
-use ferrodat_abi::dat::{
-    self as abi, evd_state, event, handle_type, ib_status, proxy_type, subtype,
-};
+use ferrodat_abi::dat::{self as abi, event, handle_type, ib_status, proxy_type, subtype};
 use ferrodat_engine::cno::Cno;
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use zerocopy::FromZeros;
 
@@ -64,11 +62,7 @@ pub(crate) unsafe extern "C" fn evd_create(
         let cno = cno_obj.as_deref().map(|o| &cno_body(o).cno);
         let e = Evd::create_with_cno(&ia_body(&ia_obj).ia, qlen as u32, cno, flags)?;
         let id = e.id();
-        let body = Body::Evd(EvdBody {
-            evd: Some(e),
-            cno: AtomicUsize::new(cno_h as usize),
-            enabled: AtomicBool::new(true),
-        });
+        let body = Body::Evd(EvdBody { evd: Some(e), cno: AtomicUsize::new(cno_h as usize) });
         let (h, _) =
             handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), Some(id));
         // SAFETY: checked non-null.
@@ -90,11 +84,8 @@ pub(crate) unsafe extern "C" fn evd_query(
         let p = abi::EvdParam {
             ia_handle: o.ia as abi::IaHandle,
             evd_qlen: b.evd().qlen().min(i32::MAX as usize) as abi::Count,
-            evd_state: if b.enabled.load(Ordering::Relaxed) {
-                evd_state::ENABLED
-            } else {
-                evd_state::DISABLED
-            },
+            // Enabled or disabled, and waitable or not (the bits OR together, as in OFA).
+            evd_state: b.evd().query().evd_state,
             cno_handle: b.cno.load(Ordering::Relaxed) as abi::CnoHandle,
             evd_flags: b.evd().flags(),
         };
@@ -134,7 +125,6 @@ pub(crate) unsafe extern "C" fn evd_enable(evd_h: abi::EvdHandle) -> abi::Return
     unsafe {
         evd_switch("dat_evd_enable", evd_h, |b| {
             b.evd().enable();
-            b.enabled.store(true, Ordering::Relaxed);
         })
     }
 }
@@ -144,7 +134,6 @@ pub(crate) unsafe extern "C" fn evd_disable(evd_h: abi::EvdHandle) -> abi::Retur
     unsafe {
         evd_switch("dat_evd_disable", evd_h, |b| {
             b.evd().disable();
-            b.enabled.store(false, Ordering::Relaxed);
         })
     }
 }

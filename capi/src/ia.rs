@@ -13,7 +13,7 @@ use ferrodat_engine::ia::{CloseMode, Ia};
 use std::ffi::{CStr, c_char};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn truth(b: bool) -> abi::Boolean {
     if b { TRUE } else { FALSE }
@@ -90,11 +90,7 @@ pub(crate) unsafe extern "C" fn ia_open(
                 let evd = Evd::create(&ia, qlen, evd_flags::ASYNC)?;
                 ia.set_async_evd(&evd);
                 let id = evd.id();
-                let body = EvdBody {
-                    evd: Some(evd),
-                    cno: AtomicUsize::new(0),
-                    enabled: AtomicBool::new(true),
-                };
+                let body = EvdBody { evd: Some(evd), cno: AtomicUsize::new(0) };
                 let (eh, _) =
                     handle::register(Object::new(&entry.table, ia_addr, Body::Evd(body)), Some(id));
                 eh

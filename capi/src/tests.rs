@@ -295,3 +295,29 @@ fn ia_query_needs_somewhere_to_put_the_fields_its_mask_asks_for() {
         assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
     }
 }
+
+#[test]
+fn evd_query_reports_enabled_and_waitable_as_separate_bits() {
+    use ferrodat_abi::dat::evd_state::{DISABLED, ENABLED, UNWAITABLE, WAITABLE};
+    let (ia_h, _) = open("unit-evd-state");
+    // SAFETY: handles from this test and live output structs.
+    unsafe {
+        let mut evd_h = null_mut();
+        let flags = abi::evd_flags::DTO;
+        assert_eq!(evd::evd_create(ia_h, 4, null_mut(), flags, &mut evd_h), ret::SUCCESS);
+        let state = || {
+            let mut p = std::mem::zeroed::<abi::EvdParam>();
+            assert_eq!(evd::evd_query(evd_h, 0, &mut p), ret::SUCCESS);
+            p.evd_state
+        };
+        assert_eq!(state(), ENABLED | WAITABLE);
+        assert_eq!(evd::evd_set_unwaitable(evd_h), ret::SUCCESS);
+        assert_eq!(state(), ENABLED | UNWAITABLE);
+        assert_eq!(evd::evd_disable(evd_h), ret::SUCCESS);
+        assert_eq!(state(), DISABLED | UNWAITABLE);
+        assert_eq!(evd::evd_clear_unwaitable(evd_h), ret::SUCCESS);
+        assert_eq!(evd::evd_enable(evd_h), ret::SUCCESS);
+        assert_eq!(state(), ENABLED | WAITABLE);
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+    }
+}
