@@ -546,6 +546,8 @@ fn child_role() {
     match std::env::var(ROLE_ENV).as_deref() {
         Ok("cm-active") => child_active(),
         Ok("cm-loop") => child_loop(),
+        Ok("cm-emfile") => child_emfile(),
+        Ok("cm-pollfail") => child_poll_fails(),
         _ => {}
     }
 }
@@ -645,6 +647,118 @@ fn two_hundred_connections_leak_no_fds_and_closing_the_cms_frees_everything() {
     let mut child = ChildProc::spawn("child_role", "cm-loop", &[]);
     let line = child.expect("OK");
     assert!(!line.is_empty());
+    child.finish();
+}
+
+/// CPU time this process has used (user + system).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let ru = unsafe {
+        let mut ru = std::mem::zeroed::<libc::rusage>();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Child (alone in its process, as it exhausts its fds): a listener whose accept fails
+/// for want of file descriptors must not spin the CM thread; once fds are free again the
+/// waiting connection is accepted and its request delivered.
+fn child_emfile() {
+    let result = std::panic::catch_unwind(|| {
+        let cm = Cm::new(LOCALHOST).unwrap();
+        let (lsink, requests) = sink();
+        let listener = cm.listen_any(4, lsink).unwrap();
+        let port = listener.conn_qual();
+        // Every fd but one taken, then the one left taken by our own connect: the CM's
+        // accept of it finds none.
+        let mut hog = Vec::new();
+        while let Ok(f) = std::fs::File::open("/dev/null") {
+            hog.push(f);
+        }
+        hog.pop();
+        let mut peer = TcpStream::connect((LOCALHOST, port)).unwrap();
+        let before = cpu_time();
+        std::thread::sleep(Duration::from_millis(500));
+        let spent = cpu_time() - before;
+        hog.clear();
+        // The request goes through once the listener is polled again.
+        write_msg(&mut peer, &Msg::Req { info: fake_info(9), private_data: b"late".to_vec() });
+        assert_eq!(requests.request().private_data(), b"late");
+        spent
+    });
+    match result {
+        Ok(spent) => say(&format!("OK {}", spent.as_millis())),
+        Err(_) => say("FAIL the EMFILE child panicked (see its stderr)"),
+    }
+}
+
+/// Child: the CM thread's poll fails (more fds to poll than RLIMIT_NOFILE allows gives
+/// EINVAL) and the thread stops; a listener dropped after must not wait forever for a
+/// thread that is gone, and a connect says the CM is closed.
+fn child_poll_fails() {
+    let result = std::panic::catch_unwind(|| {
+        let cm = Cm::new(LOCALHOST).unwrap();
+        let (lsink, _requests) = sink();
+        let listener = cm.listen_any(4, lsink).unwrap();
+        let port = listener.conn_qual();
+        let mut peers: Vec<TcpStream> =
+            (0..3).map(|_| TcpStream::connect((LOCALHOST, port)).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(50)); // the CM accepts them
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: reads, then sets, this process's fd limits through a live struct.
+        let saved = unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+            let saved = limit;
+            limit.rlim_cur = 2;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+            saved
+        };
+        // A byte on a connection wakes the thread; its next poll fails.
+        peers[0].write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(listener);
+            let _ = tx.send(());
+        });
+        let returned = rx.recv_timeout(Duration::from_secs(5)).is_ok();
+        // SAFETY: restores the limits read above.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &saved) }, 0);
+        let (s3, _e3) = sink();
+        let closed = matches!(
+            cm.connect(LOCALHOST, port, &fake_info(4), b"", None, s3),
+            Err(CmError::Closed)
+        );
+        (returned, closed)
+    });
+    match result {
+        Ok((true, true)) => say("OK"),
+        Ok((returned, closed)) => {
+            say(&format!("FAIL listener drop returned: {returned}, connect closed: {closed}"))
+        }
+        Err(_) => say("FAIL the poll-failure child panicked (see its stderr)"),
+    }
+}
+
+#[test]
+fn after_the_cm_thread_stops_on_a_poll_failure_nothing_waits_for_it() {
+    let mut child = ChildProc::spawn("child_role", "cm-pollfail", &[]);
+    child.expect("OK");
+    child.finish();
+}
+
+/// A listener that runs out of file descriptors waits (100 ms at a time) instead of
+/// spinning the CM thread on the socket that stays readable (it used a whole core and
+/// printed the error hundreds of thousands of times a second), and accepts the waiting
+/// connection once fds are free again.
+#[test]
+fn a_listener_out_of_fds_waits_instead_of_spinning() {
+    let mut child = ChildProc::spawn("child_role", "cm-emfile", &[]);
+    let line = child.expect("OK");
+    let spent_ms: u64 = line.trim().parse().unwrap();
+    assert!(spent_ms < 150, "the CM thread used {spent_ms} ms of CPU in 500 ms");
     child.finish();
 }
 

@@ -9,6 +9,10 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a listener whose accept failed (out of file descriptors) is left alone.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// A listening conn_qual (the CM side of a PSP or RSP). Dropping it stops listening:
 /// requests not yet read are refused with `NON_PEER_REJECTED`; requests already delivered
@@ -239,9 +243,18 @@ impl Reactor {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    // EMFILE and friends: the connection stays in the kernel's backlog
-                    // and is retried on the next readiness.
-                    eprintln!("ferrodat: CM accept on port {} failed: {e}", l.port);
+                    // EMFILE and friends: the connection stays in the kernel's backlog.
+                    // The socket stays readable, so it is left out of the poll for a while
+                    // (retrying at once would spin the CM thread), and said once per pause.
+                    let port = l.port;
+                    if let Some(l) = self.listeners.get_mut(&lid) {
+                        l.paused_until = Some(Instant::now() + ACCEPT_RETRY);
+                    }
+                    eprintln!(
+                        "ferrodat: CM accept on port {port} failed: {e}; retrying in {} ms \
+                         (raise the open-file limit, ulimit -n, if this repeats)",
+                        ACCEPT_RETRY.as_millis()
+                    );
                     return;
                 }
             }

@@ -59,6 +59,10 @@ pub(super) struct Listening {
     /// Requests delivered and not yet accepted or rejected.
     pub(super) pending: usize,
     pub(super) sink: Sink,
+    /// After an accept failed for want of file descriptors (EMFILE and the like): not
+    /// polled until then (the socket stays readable, so polling it would spin), the
+    /// connections waiting in the kernel's backlog meanwhile.
+    pub(super) paused_until: Option<Instant>,
 }
 
 pub(super) struct Conn {
@@ -181,7 +185,12 @@ impl Reactor {
             cids.clear();
             let pfd = |fd, events| libc::pollfd { fd, events, revents: 0 };
             fds.push(pfd(self.shared.wake.as_raw_fd(), libc::POLLIN));
-            for (id, l) in &self.listeners {
+            let now = Instant::now();
+            for (id, l) in &mut self.listeners {
+                if l.paused_until.is_some_and(|t| t > now) {
+                    continue;
+                }
+                l.paused_until = None;
                 lids.push(*id);
                 fds.push(pfd(l.sock.as_raw_fd(), libc::POLLIN));
             }
@@ -215,6 +224,7 @@ impl Reactor {
                     ]
                 })
                 .flatten()
+                .chain(self.listeners.values().filter_map(|l| l.paused_until))
                 .min();
             let timeout = match next_wake {
                 None => -1,
@@ -251,13 +261,23 @@ impl Reactor {
             }
             self.release_held(Instant::now());
         }
+        // However the loop ended (the CM dropped, or poll failing), nothing runs the queue
+        // from now on: later calls see it closed, and the commands left in it are dropped,
+        // which releases whoever waits for one (a listener's drop waits for its Unlisten).
+        let left = {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.closed = true;
+            std::mem::take(&mut q.cmds)
+        };
+        drop(left);
     }
 
     fn command(&mut self, c: Cmd) {
         match c {
             Cmd::Listen { id, sock, backlog, sink } => {
                 let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
-                self.listeners.insert(id, Listening { sock, port, backlog, pending: 0, sink });
+                let l = Listening { sock, port, backlog, pending: 0, sink, paused_until: None };
+                self.listeners.insert(id, l);
             }
             Cmd::Unlisten { id, done } => {
                 self.unlisten(id);
