@@ -800,8 +800,11 @@ impl Ep {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.step_from_cm(Trigger::Unreachable);
-                Err(DatError::invalid_parameter(2).with_detail(format!("{verb}: {e}")))
+                // Nothing was sent: the endpoint goes back as it was (receives kept).
+                let _ = self.step(Trigger::ConnectNotStarted);
+                *lock(&self.inner.local) = None;
+                *lock(&self.inner.remote) = None;
+                Err(connect_error(verb, e))
             }
         }
     }
@@ -989,6 +992,27 @@ impl Origin {
             Origin::Consumer => EpState::AFTER_EP_CREATE,
             Origin::Provider => EpState::AFTER_PROVIDER_CREATE,
         }
+    }
+}
+
+/// The DAT error for a connect the CM could not start.
+fn connect_error(verb: &str, e: cm::CmError) -> DatError {
+    match e {
+        cm::CmError::Io { ref err, .. }
+            if matches!(err.raw_os_error(), Some(libc::EADDRNOTAVAIL | libc::EADDRINUSE)) =>
+        {
+            DatError::new(ferrodat_abi::dat::ret::INVALID_ADDRESS, subtype::NO_SUBTYPE).with_detail(
+                format!("{verb}: {e}; check that the IA's address is configured on this host"),
+            )
+        }
+        cm::CmError::Io { .. } => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+            .with_detail(format!(
+                "{verb}: {e} (out of file descriptors or ports? see ulimit -n); the endpoint \
+                 is UNCONNECTED as before the call"
+            )),
+        cm::CmError::Closed => DatError::internal_error()
+            .with_detail(format!("{verb}: {e}; the IA's connection manager has stopped")),
+        other => DatError::invalid_parameter(2).with_detail(format!("{verb}: {other}")),
     }
 }
 

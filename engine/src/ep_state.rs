@@ -248,6 +248,12 @@ pub enum Trigger {
     GracefulDisconnectDone,
     /// A DTO or transport error, or a failed RMR bind, broke the connection.
     TransportError,
+
+    // ----- the provider undoing a call -----
+    /// `dat_ep_connect` (or `_dup_connect`) failed before anything was sent (no socket to
+    /// connect from): the endpoint goes back to UNCONNECTED untouched and the call
+    /// returns the error, as OFA dapl does.
+    ConnectNotStarted,
 }
 
 impl Trigger {
@@ -307,6 +313,7 @@ impl Trigger {
             Trigger::PeerDisconnected => "peer disconnected",
             Trigger::GracefulDisconnectDone => "graceful disconnect drained",
             Trigger::TransportError => "transport error",
+            Trigger::ConnectNotStarted => "dat_ep_connect that could not start",
         }
     }
 }
@@ -548,6 +555,8 @@ fn rule(state: EpState, trigger: Trigger) -> Result<Step, Refusal> {
             },
         ),
 
+        (ConnectNotStarted, ActiveConnectionPending) => step(Unconnected, Effects::NONE),
+
         (trigger, _) if trigger.is_cm_event() => return Err(Refusal::StaleEvent),
         _ => return Err(Refusal::WrongState),
     })
@@ -682,6 +691,8 @@ mod tests {
         (Trigger::PeerDisconnected, "- - - - - - Y Y -"),
         (Trigger::GracefulDisconnectDone, "- - - - - - - Y -"),
         (Trigger::TransportError, "- - - - - - Y Y -"),
+        // The provider undoing its own step.
+        (Trigger::ConnectNotStarted, "- - - Y - - - - -"),
     ];
 
     /// A distinct number per trigger variant; the exhaustive match makes a new variant a
@@ -720,6 +731,7 @@ mod tests {
             Trigger::PeerDisconnected => 29,
             Trigger::GracefulDisconnectDone => 30,
             Trigger::TransportError => 31,
+            Trigger::ConnectNotStarted => 32,
         }
     }
 
@@ -727,7 +739,7 @@ mod tests {
     fn legal_calls_table_has_one_row_per_trigger() {
         let mut numbers: Vec<usize> = LEGAL_CALLS.iter().map(|row| variant_number(row.0)).collect();
         numbers.sort_unstable();
-        assert_eq!(numbers, (0..32).collect::<Vec<_>>());
+        assert_eq!(numbers, (0..33).collect::<Vec<_>>());
     }
 
     #[test]
@@ -809,6 +821,13 @@ mod tests {
             let effects = Effects { flush: Flush::Receives, ..report(number) };
             expect_step(ActiveConnectionPending, trigger, Disconnected, effects);
         }
+        // A connect that could not start: back as it was, receives kept, nothing reported.
+        expect_step(
+            ActiveConnectionPending,
+            Trigger::ConnectNotStarted,
+            Unconnected,
+            Effects::NONE,
+        );
     }
 
     #[test]

@@ -223,3 +223,66 @@ fn a_peer_killed_mid_transfer_ends_the_connection_with_an_event() {
     let e = s.recv_evd.wait(100_000, 1).unwrap_err();
     assert_eq!(e.return_type(), ferrodat_abi::dat::ret::TIMEOUT_EXPIRED, "{e}");
 }
+
+/// The child of the test below: out of file descriptors, `dat_ep_connect` cannot make its
+/// socket. It must say so (INSUFFICIENT_RESOURCES) and leave the endpoint UNCONNECTED with
+/// its pre-posted receive in place, so that the same connect works once fds are free and
+/// the receive takes the first message.
+fn fd_starved_connector() {
+    let ia = support::ia();
+    let s = side(&ia);
+    let cr_evd = Evd::create(&ia, 4, evd_flags::CR).unwrap();
+    let _psp = Psp::create(&ia, 31183, &cr_evd).unwrap(); // the CM runs from here on
+    s.ep.post_recv(&[s.buf.triplet(0, 64).unwrap()], 77, 0).unwrap();
+    let to = "127.0.0.1".parse().unwrap();
+    let mut hog = Vec::new();
+    while let Ok(f) = std::fs::File::open("/dev/null") {
+        hog.push(f);
+    }
+    let refused = s.ep.connect(to, 31183, None, b"");
+    hog.clear();
+    let e = match refused {
+        Ok(()) => return say("FAIL the connect succeeded without file descriptors"),
+        Err(e) => e,
+    };
+    if e.return_type() != ferrodat_abi::dat::ret::INSUFFICIENT_RESOURCES {
+        return say(&format!("FAIL wrong error: {e}"));
+    }
+    if s.ep.state() != ferrodat_engine::ep_state::EpState::Unconnected {
+        return say(&format!("FAIL state after the refused connect: {:?}", s.ep.state()));
+    }
+    if s.recv_evd.wait(100_000, 1).is_ok() || s.conn_evd.dequeue().is_ok() {
+        return say("FAIL the refused connect flushed the receive or reported an event");
+    }
+    // Fds back: the same endpoint connects (to its own IA's PSP) and its receive is there.
+    s.ep.connect(to, 31183, None, b"").unwrap();
+    let Event::ConnectionRequest { cr, .. } = cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        return say("FAIL no request");
+    };
+    let server = side(&ia);
+    cr.accept(Some(&server.ep), b"").unwrap();
+    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    server.buf.write(0, b"fd ok").unwrap();
+    server.ep.post_send(&[server.buf.triplet(0, 5).unwrap()], 1, 0).unwrap();
+    let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    if (r.user_cookie, r.transfered_length) != (77, 5) {
+        return say(&format!("FAIL the pre-posted receive: {r:?}"));
+    }
+    say("OK");
+}
+
+#[test]
+fn a_connect_without_file_descriptors_fails_and_leaves_the_endpoint_as_it_was() {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("fd-starved") {
+        return fd_starved_connector();
+    }
+    support::private_fabric();
+    let fabric = std::env::var(SHM_DIR_ENV).unwrap();
+    let mut child = ChildProc::spawn(
+        "a_connect_without_file_descriptors_fails_and_leaves_the_endpoint_as_it_was",
+        "fd-starved",
+        &[(SHM_DIR_ENV, &fabric), ("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1")],
+    );
+    child.expect("OK");
+    child.finish();
+}
