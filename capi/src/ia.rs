@@ -100,7 +100,17 @@ pub(crate) unsafe extern "C" fn ia_open(
                 abi::EVD_OUT_OF_SCOPE
             } else {
                 let o = crate::evd::evd(given, subtype::INVALID_HANDLE_EVD_ASYNC)?;
-                ia.set_async_evd(crate::evd::evd_body(&o).evd());
+                let evd = crate::evd::evd_body(&o).evd();
+                if evd.flags() & evd_flags::ASYNC == 0 {
+                    return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_ASYNC)
+                        .with_detail(format!(
+                            "dat_ia_open: the EVD passed as the async EVD was created with \
+                             flags {:#x}, without DAT_EVD_ASYNC_FLAG; pass an async EVD or \
+                             DAT_HANDLE_NULL for the provider to make one",
+                            evd.flags()
+                        )));
+                }
+                ia.set_async_evd(evd);
                 given
             };
             ia_body(&obj).async_evd.store(evd_handle as usize, Ordering::Relaxed);

@@ -321,3 +321,33 @@ fn evd_query_reports_enabled_and_waitable_as_separate_bits() {
         assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
     }
 }
+
+#[test]
+fn an_ia_opened_with_an_existing_evd_takes_it_only_if_it_is_an_async_evd() {
+    let (first, _) = open("unit-async-given-1");
+    private_fabric();
+    let i = Box::leak(Box::new(info("unit-async-given-2")));
+    // SAFETY: a valid info and C string, as libdat2 passes; handles from this test and
+    // valid pointers.
+    unsafe {
+        provider::init(i, c"softhca0 1 127.0.0.1".as_ptr());
+        let (mut dto_evd, mut async_evd) = (null_mut(), null_mut());
+        let dto = abi::evd_flags::DTO;
+        assert_eq!(evd::evd_create(first, 4, null_mut(), dto, &mut dto_evd), ret::SUCCESS);
+        let asy = abi::evd_flags::ASYNC;
+        assert_eq!(evd::evd_create(first, 4, null_mut(), asy, &mut async_evd), ret::SUCCESS);
+        let name = c"unit-async-given-2".as_ptr().cast_mut();
+        let (mut given, mut ia_h) = (dto_evd, null_mut());
+        let r = ia::ia_open(name, 8, &mut given, &mut ia_h);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EVD_ASYNC), "a DTO EVD");
+        assert!(ia_h.is_null(), "no IA handle for a refused open");
+        let mut given = async_evd;
+        assert_eq!(ia::ia_open(name, 8, &mut given, &mut ia_h), ret::SUCCESS);
+        assert_eq!(given, async_evd);
+        let mut queried = null_mut();
+        let r = ia::ia_query(ia_h, &mut queried, 0, null_mut(), 0, null_mut());
+        assert_eq!((r, queried), (ret::SUCCESS, async_evd));
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+        assert_eq!(ia::ia_close(first, abi::close_flags::ABRUPT), ret::SUCCESS);
+    }
+}
