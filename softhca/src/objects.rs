@@ -108,6 +108,19 @@ impl EventChannel {
     fn is_user_fd(&self, fd: RawFd) -> bool {
         fd == self.user_fd && fd_identity(fd) == Some(self.user_ident)
     }
+
+    /// Whether the user's end is gone: every descriptor of it (dups and forked copies
+    /// included) is closed, which the socket reports on our end as a hangup. This is the
+    /// moment the kernel's event file loses its last user reference; a `user_fd` number
+    /// that is closed or reused says less, as the file may live on under another number.
+    fn user_closed(&self) -> bool {
+        let mut p = libc::pollfd { fd: self.ours.as_raw_fd(), events: 0, revents: 0 };
+        // SAFETY: one valid pollfd on a descriptor we own; a zero timeout never blocks.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        // Our end never sees a hangup while the user's is open: the user end's
+        // SHUT_WR (at create) shows here as read-shutdown only, POLLHUP needs both.
+        n == 1 && p.revents & libc::POLLHUP != 0
+    }
 }
 
 /// `(st_dev, st_ino)` of an open fd: a socket keeps its inode for its whole life, so this
@@ -163,6 +176,12 @@ impl CompChannel {
 
     pub(crate) fn is_user_fd(&self, fd: RawFd) -> bool {
         self.0.is_user_fd(fd)
+    }
+
+    /// The user closed every descriptor of the channel: the file's own reference is gone
+    /// and only the CQs still on it keep the channel (and our socket end) alive.
+    pub(crate) fn user_closed(&self) -> bool {
+        self.0.user_closed()
     }
 }
 

@@ -30,6 +30,7 @@ use zerocopy::IntoBytes;
 pub(crate) fn create_comp_channel(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
     c.request::<uverbs::CreateCompChannel>()?;
     s.context()?;
+    s.file.release_closed_channels();
     let (channel, user_end) = CompChannel::create()?;
     c.respond(uverbs::CreateCompChannelResp { fd: channel.user_fd() as u32 }.as_bytes())?;
     let _ = user_end.into_raw_fd(); // the user's from now on
@@ -76,6 +77,7 @@ fn create(
     if cmd.comp_vector >= NUM_COMP_VECTORS {
         return Err(Errno::EINVAL);
     }
+    s.file.release_closed_channels();
     let ctx = s.context()?;
     let channel = if cmd.comp_channel >= 0 {
         let fd = cmd.comp_channel;
@@ -258,5 +260,10 @@ pub(crate) fn destroy_cq(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno>
             .wrapping_add(hw_async)
             .wrapping_sub(cq.async_file.remove_unread(cq.user_handle, &[event::CQ_ERR])),
     };
-    c.respond(resp.as_bytes())
+    let written = c.respond(resp.as_bytes());
+    // A channel the user closed while this CQ was on it goes now, with the CQ's
+    // reference (`cq`, dropped below): the last one, if this was its last CQ.
+    s.file.release_closed_channels();
+    drop(cq);
+    written
 }

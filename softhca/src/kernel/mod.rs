@@ -66,8 +66,20 @@ pub(crate) struct File {
     pub context: Option<Context>,
     /// Handles of this file's objects.
     pub handles: HandleTable,
-    /// Completion channels created on this file (CREATE_CQ may name them by fd).
+    /// Completion channels created on this file (CREATE_CQ may name them by fd): the
+    /// reference of the user's fd. CQs on a channel hold their own.
     pub channels: Vec<Arc<CompChannel>>,
+}
+
+impl File {
+    /// Drops the file's reference to the completion channels the user has closed, as
+    /// the close of the kernel's channel file drops the fd's reference: a channel goes,
+    /// with our socket end, once no CQ holds it either. softhca sees no close(2), so the
+    /// channel commands (CREATE_COMP_CHANNEL, CREATE_CQ, DESTROY_CQ) look: a closed
+    /// channel lasts until the next of them (or the file's close, which drops them all).
+    pub fn release_closed_channels(&mut self) {
+        self.channels.retain(|ch| !ch.user_closed());
+    }
 }
 
 /// What a handler works with.
