@@ -11,6 +11,8 @@ use crate::error::{DatError, DatResult};
 use crate::evd::{Evd, Notifier, WakeReason, Woken};
 use crate::ia::Ia;
 use ferrodat_abi::dat::subtype;
+use ferrodat_driver::CompChannel;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -106,10 +108,11 @@ impl Cno {
                 return Ok(Some(ready.clone()));
             }
             let ticket = self.inner.notifier.announce();
-            let mut fds = Vec::new();
-            for e in evds.iter().filter(|e| e.triggers_cno()) {
-                fds.extend(e.arm_for_cno());
-            }
+            // The completion channels themselves, not their fd numbers: held until the sleep
+            // is over, so an EVD freed meanwhile cannot close an fd under the poll (or have
+            // its number reused by another file).
+            let channels: Vec<CompChannel> =
+                evds.iter().filter(|e| e.triggers_cno()).filter_map(Evd::arm_for_cno).collect();
             // Re-check after announcing and arming: an event (or a release) in between is
             // not missed.
             if self.inner.releases.load(Ordering::Acquire) != releases {
@@ -121,7 +124,10 @@ impl Cno {
             // The EVDs are not held while sleeping: dat_evd_free must work meanwhile (it
             // kicks this sleep, and the next round looks at the EVDs left).
             drop(evds);
-            match ticket.sleep(&fds, deadline) {
+            let fds: Vec<RawFd> = channels.iter().map(AsRawFd::as_raw_fd).collect();
+            let woken = ticket.sleep(&fds, deadline);
+            drop(channels);
+            match woken {
                 Ok(Woken::Timeout) => {
                     return Err(DatError::timeout_expired()
                         .with_detail("dat_cno_wait: no attached EVD got an event in time"));

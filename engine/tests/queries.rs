@@ -360,3 +360,41 @@ fn freeing_a_cnos_last_evd_releases_its_waiter_with_no_evd() {
     let e = other_handle.wait(Some(Duration::from_millis(1))).unwrap_err();
     assert_code(&e, DatError::invalid_handle(subtype::INVALID_HANDLE_CNO));
 }
+
+/// `dat_evd_free` of one DTO EVD of a CNO while a thread sleeps in `dat_cno_wait`: the
+/// wait goes on over the EVD left and times out. The sleep polls the completion channels
+/// of the EVDs; the free kicks it and closes the freed EVD's channel, which the woken poll
+/// once found closed (POLLNVAL) and failed the wait with DAT_INTERNAL_ERROR.
+#[test]
+fn freeing_a_dto_evd_while_its_cno_sleeps_lets_the_wait_go_on() {
+    let ia = support::ia();
+    let cno = Cno::create(&ia).unwrap();
+    let kept = Evd::create_with_cno(&ia, 4, Some(&cno), evd_flags::DTO).unwrap();
+    // The race (the poll re-checks its fds after the kick, the freeing thread closes the fd
+    // right after kicking) was lost in most runs; a few rounds make it near certain.
+    for round in 0..10 {
+        let mut freed = Evd::create_with_cno(&ia, 4, Some(&cno), evd_flags::DTO).unwrap();
+        let waiter = {
+            let cno = cno.clone();
+            std::thread::spawn(move || cno.wait(Some(Duration::from_millis(30))))
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        // The CNO holds its EVDs only while it looks at them, not while it sleeps; retry
+        // should this free meet such a moment (EVD_IN_USE).
+        for attempt in 0.. {
+            match freed.free() {
+                Ok(()) => break,
+                Err((evd, e)) => {
+                    assert!(attempt < 100, "round {round}: dat_evd_free: {e}");
+                    freed = evd;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        let r = waiter.join().unwrap();
+        let e = r.map(|e| e.map(|e| e.id())).expect_err("no event came");
+        assert_code(&e, DatError::timeout_expired());
+    }
+    kept.free().unwrap();
+    cno.free().unwrap();
+}

@@ -180,6 +180,12 @@ impl CqSource {
         &self.cq
     }
 
+    /// The completion channel the CQ reports to (a CNO keeps a clone, so its fd stays open,
+    /// while it sleeps on it).
+    pub fn channel(&self) -> &CompChannel {
+        &self.channel
+    }
+
     /// RESIZE_CQ to at least `cqe` entries (waiting completions are kept).
     pub fn resize_cq(&mut self, cqe: u32) -> Result<u32, ferrodat_driver::Error> {
         self.cq.resize(cqe)

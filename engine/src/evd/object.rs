@@ -322,16 +322,14 @@ impl Evd {
         (!self.inner.core.has_waiter()).then_some(g)
     }
 
-    /// Arms the CQ for a CNO's sleep; the completion channel fds to poll (none while a
-    /// direct waiter owns the EVD).
-    pub(crate) fn arm_for_cno(&self) -> Vec<RawFd> {
-        match self.dto_side_for_cno() {
-            Some(mut s) => {
-                s.source.arm();
-                s.source.fds().to_vec()
-            }
-            None => Vec::new(),
-        }
+    /// Arms the CQ for a CNO's sleep; the completion channel to poll (none while a direct
+    /// waiter owns the EVD). A handle to the channel, not its fd number: the CNO keeps it
+    /// while it sleeps, so the fd stays open (and is not reused) when the EVD is freed
+    /// meanwhile.
+    pub(crate) fn arm_for_cno(&self) -> Option<CompChannel> {
+        let mut s = self.dto_side_for_cno()?;
+        s.source.arm();
+        Some(s.source.channel().clone())
     }
 
     /// Consumes the completion events that woke a CNO's sleep.
