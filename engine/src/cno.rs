@@ -124,8 +124,10 @@ impl Cno {
             // The EVDs are not held while sleeping: dat_evd_free must work meanwhile (it
             // kicks this sleep, and the next round looks at the EVDs left).
             drop(evds);
+            // Any number of them (one per DTO EVD, often one EVD per connection): the wake-up
+            // below acknowledges every EVD, so it needs no index of the readable fds.
             let fds: Vec<RawFd> = channels.iter().map(AsRawFd::as_raw_fd).collect();
-            let woken = ticket.sleep(&fds, deadline);
+            let woken = ticket.sleep_on_all(&fds, deadline);
             drop(channels);
             match woken {
                 Ok(Woken::Timeout) => {

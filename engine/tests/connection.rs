@@ -1070,6 +1070,43 @@ fn a_cno_wait_is_not_held_up_by_a_direct_waiter_and_watches_the_evd_after_it() {
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
 
+/// One CNO over many DTO EVDs (one per connection is the usual CNO use): the wait polls
+/// one completion channel per EVD, more than an EVD wait's fd mask holds (63), and wakes
+/// for a completion on the last of them. It once failed at once with DAT_INTERNAL_ERROR.
+#[test]
+fn a_cno_over_64_dto_evds_sleeps_and_wakes_for_a_completion_on_the_last() {
+    use ferrodat_engine::cno::Cno;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (server, client, _psp) = listening_pair(31400);
+    connect(&server, &client, 31400);
+    let cno = Cno::create(&server.ia).unwrap();
+    let others: Vec<Evd> = (0..63)
+        .map(|_| Evd::create_with_cno(&server.ia, 4, Some(&cno), evd_flags::DTO).unwrap())
+        .collect();
+    server.recv_evd.modify_cno(Some(&cno)); // the 64th
+    let e = cno.wait(Some(Duration::from_millis(20))).map(|e| e.map(|e| e.id())).unwrap_err();
+    assert_eq!(e.code(), ferrodat_engine::error::DatError::timeout_expired().code(), "{e}");
+
+    let (tx, rx) = mpsc::channel();
+    let c = cno.clone();
+    std::thread::spawn(move || {
+        tx.send(c.wait(Some(Duration::from_secs(10))).map(|e| e.map(|e| e.id())))
+    });
+    std::thread::sleep(Duration::from_millis(100)); // the CNO sleeps on the 64 channels
+    server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 5, 0).unwrap();
+    client.buf.write(4096, b"ping").unwrap();
+    client.ep.post_send(&[client.buf.triplet(4096, 4).unwrap()], 6, 0).unwrap();
+    let hint = rx.recv_timeout(Duration::from_secs(5)).expect("the receive woke the CNO");
+    assert_eq!(hint.unwrap(), Some(server.recv_evd.id()));
+    assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 5);
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    server.recv_evd.modify_cno(None);
+    for evd in others {
+        evd.free().unwrap();
+    }
+}
+
 /// A server thread waits for completions on the receive EVD its endpoints share while
 /// another thread creates, connects and frees endpoints on that EVD: none of those calls
 /// waits for the sleeping waiter, and the waiter gets the completion of a new endpoint.

@@ -71,7 +71,8 @@ pub enum Woken {
 pub struct Ready(u64);
 
 impl Ready {
-    /// The most extra fds one sleep can poll.
+    /// The most extra fds one [`Ticket::sleep`] polls, and the most a `Ready` names (see
+    /// [`Ticket::sleep_on_all`]).
     pub const MAX_EXTRA_FDS: usize = 63;
 
     /// A producer poked the notifier.
@@ -202,10 +203,11 @@ impl Ticket<'_> {
     }
 
     /// Sleeps until the notifier is poked, one of `extra_fds` (at most
-    /// [`Ready::MAX_EXTRA_FDS`]) is readable, `wake_all` runs, or `deadline` (`None`:
-    /// never) passes. Drains the eventfd; the extra fds are left for the caller to
-    /// consume. EINTR is retried with the remaining time; a kick takes precedence over
-    /// readiness. Returns at once if something is already pending.
+    /// [`Ready::MAX_EXTRA_FDS`]; [`Ticket::sleep_on_all`] takes more) is readable,
+    /// `wake_all` runs, or `deadline` (`None`: never) passes. Drains the eventfd; the extra
+    /// fds are left for the caller to consume. EINTR is retried with the remaining time; a
+    /// kick takes precedence over readiness. Returns at once if something is already
+    /// pending.
     ///
     /// Under loom the eventfd is a modelled mutex and condvar: `extra_fds` must be empty,
     /// and a sleep with a deadline does not block (it times out if nothing is pending).
@@ -220,6 +222,22 @@ impl Ticket<'_> {
                 ),
             ));
         }
+        self.sleep_polling(extra_fds, deadline)
+    }
+
+    /// [`Ticket::sleep`] for a sleeper that looks at all its sources after any wake-up (a
+    /// CNO, one completion channel per EVD): any number of `extra_fds`. [`Woken::Ready`]
+    /// tells whether the notifier was poked, but names readable fds only among the first
+    /// [`Ready::MAX_EXTRA_FDS`]; with none named, some later fd may be the one.
+    pub fn sleep_on_all(
+        &self,
+        extra_fds: &[RawFd],
+        deadline: Option<Instant>,
+    ) -> io::Result<Woken> {
+        self.sleep_polling(extra_fds, deadline)
+    }
+
+    fn sleep_polling(&self, extra_fds: &[RawFd], deadline: Option<Instant>) -> io::Result<Woken> {
         loop {
             if let Some(r) = self.kicked() {
                 return Ok(Woken::Kicked(r));
@@ -300,7 +318,10 @@ impl Signal {
         }
         for (i, p) in fds[1..].iter().enumerate() {
             if p.revents & libc::POLLIN != 0 {
-                ready.0 |= 2 << i;
+                // Past the mask's room (a `sleep_on_all`), readiness is not named.
+                if i < Ready::MAX_EXTRA_FDS {
+                    ready.0 |= 2 << i;
+                }
             } else if p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
                 return Err(io::Error::other(format!(
                     "EVD wait: completion-channel fd {} reports {} (revents {:#x})",
@@ -453,6 +474,30 @@ mod tests {
         let deadline = Instant::now() + Duration::from_millis(3);
         assert_eq!(t.sleep(&[r.as_raw_fd()], Some(deadline)).unwrap(), Woken::Timeout);
         assert!(Instant::now() >= deadline);
+    }
+
+    #[test]
+    fn sleep_on_all_polls_more_fds_than_the_mask_names() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let n = Notifier::new().unwrap();
+        let pipes: Vec<_> = (0..Ready::MAX_EXTRA_FDS + 2).map(|_| pipe()).collect();
+        let fds: Vec<RawFd> = pipes.iter().map(|(r, _)| r.as_raw_fd()).collect();
+        let t = n.announce();
+        assert_eq!(t.sleep_on_all(&fds, Some(Instant::now())).unwrap(), Woken::Timeout);
+        // the last fd, past the mask: woken, nothing named
+        let (_, w) = pipes.last().unwrap();
+        std::fs::File::from(w.try_clone().unwrap()).write_all(b"x").unwrap();
+        match t.sleep_on_all(&fds, Some(Instant::now() + LONG)).unwrap() {
+            Woken::Ready(r) => assert!(!r.notified() && r.fds().next().is_none(), "{r:?}"),
+            w => panic!("{w:?}"),
+        }
+        // one within the mask is named
+        std::fs::File::from(pipes[3].1.try_clone().unwrap()).write_all(b"x").unwrap();
+        match t.sleep_on_all(&fds, Some(Instant::now() + LONG)).unwrap() {
+            Woken::Ready(r) => assert_eq!(r.fds().collect::<Vec<_>>(), vec![3]),
+            w => panic!("{w:?}"),
+        }
     }
 
     #[test]
