@@ -67,10 +67,15 @@ impl Cno {
         &self.inner.ia
     }
 
+    /// `evd` triggers this CNO from now on. A wait already asleep is poked: it arms the
+    /// EVD's CQ and polls its completion channel from its next round (OFA re-arms in
+    /// `dapl_evd_modify_cno` too).
     pub(crate) fn attach(&self, evd: &Evd) {
         let mut evds = self.inner.evds.lock().unwrap_or_else(|e| e.into_inner());
         evds.retain(|w| w.strong_count() > 0);
         evds.push(evd.downgrade());
+        drop(evds);
+        self.inner.notifier.notify();
     }
 
     pub(crate) fn detach(&self, evd: &Evd) {
@@ -103,18 +108,22 @@ impl Cno {
             if self.inner.dead.load(Ordering::Acquire) {
                 return Err(dead());
             }
+            // Announced before the EVDs are listed: an EVD attached or enabled after the list
+            // was taken pokes the notifier ([`Cno::attach`], [`Evd::enable`]), which wakes the
+            // sleep below, and the next round arms that EVD's CQ too.
+            let ticket = self.inner.notifier.announce();
             let evds = self.evds();
+            // An event already there: no CQ is armed for nothing.
             if let Some(ready) = evds.iter().find(|e| e.triggers_cno() && e.has_events()) {
                 return Ok(Some(ready.clone()));
             }
-            let ticket = self.inner.notifier.announce();
             // The completion channels themselves, not their fd numbers: held until the sleep
             // is over, so an EVD freed meanwhile cannot close an fd under the poll (or have
             // its number reused by another file).
             let channels: Vec<CompChannel> =
                 evds.iter().filter(|e| e.triggers_cno()).filter_map(Evd::arm_for_cno).collect();
-            // Re-check after announcing and arming: an event (or a release) in between is
-            // not missed.
+            // Checked after announcing and arming: an event (or a release) before this is
+            // seen here, one after it wakes the sleep.
             if self.inner.releases.load(Ordering::Acquire) != releases {
                 return Ok(None);
             }
@@ -223,8 +232,8 @@ impl Cno {
         }
     }
 
-    /// An attached EVD's direct waiter returned: a sleeping wait looks at the EVDs again
-    /// (and arms that one's CQ), without calling the agent.
+    /// An attached EVD's direct waiter returned, or the EVD was enabled: a sleeping wait
+    /// looks at the EVDs again (and arms that one's CQ), without calling the agent.
     pub(crate) fn rescan(&self) {
         self.inner.notifier.notify();
     }

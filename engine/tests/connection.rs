@@ -1107,6 +1107,71 @@ fn a_cno_over_64_dto_evds_sleeps_and_wakes_for_a_completion_on_the_last() {
     }
 }
 
+/// A DTO EVD that starts triggering a CNO while a thread sleeps in `dat_cno_wait` —
+/// attached (`dat_evd_modify_cno`), created for it (`dat_evd_create` with the CNO, a new
+/// connection's EVD) or enabled — wakes that wait with its next completion. The sleeping
+/// wait used to poll only the channels of the EVDs it had armed before it slept, and slept
+/// through those completions until its timeout.
+#[test]
+fn a_sleeping_cno_wakes_for_an_evd_attached_created_or_enabled_after_it_slept() {
+    use ferrodat_engine::cno::Cno;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    type Hint = ferrodat_engine::error::DatResult<Option<u64>>;
+    let (server, client, _psp) = listening_pair(31401);
+    connect(&server, &client, 31401);
+    let cno = Cno::create(&server.ia).unwrap();
+    // A thread sleeping in dat_cno_wait (3 s) when this returns.
+    let sleeping = || -> mpsc::Receiver<Hint> {
+        let (tx, rx) = mpsc::channel();
+        let c = cno.clone();
+        std::thread::spawn(move || {
+            tx.send(c.wait(Some(Duration::from_secs(3))).map(|e| e.map(|e| e.id())))
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        rx
+    };
+    // A receive completes on `on` (cookie), its send on `from`'s request EVD.
+    let receive = |on: &Ep, from: &Side, cookie: u64| {
+        on.post_recv(&[server.buf.triplet(0, 64).unwrap()], cookie, 0).unwrap();
+        from.buf.write(4096, b"ping").unwrap();
+        from.ep.post_send(&[from.buf.triplet(4096, 4).unwrap()], cookie, 0).unwrap();
+        assert_eq!(dto(from.req_evd.wait(WAIT_US, 1).unwrap().0).status, 0);
+    };
+    // Well before the wait's 3 s timeout.
+    let woken = |rx: mpsc::Receiver<Hint>, what: &str| {
+        let hint = rx.recv_timeout(Duration::from_secs(2));
+        hint.unwrap_or_else(|e| panic!("{what}: the sleeping CNO wait missed it ({e})"))
+    };
+
+    let rx = sleeping();
+    server.recv_evd.modify_cno(Some(&cno));
+    receive(&server.ep, &client, 1);
+    let hint = woken(rx, "attached").unwrap();
+    assert_eq!(hint, Some(server.recv_evd.id()));
+    assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 1);
+
+    server.recv_evd.disable();
+    let rx = sleeping();
+    server.recv_evd.enable();
+    receive(&server.ep, &client, 2);
+    assert_eq!(woken(rx, "enabled").unwrap(), Some(server.recv_evd.id()));
+    assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 2);
+
+    let rx = sleeping();
+    let new_evd = Evd::create_with_cno(&server.ia, 8, Some(&cno), evd_flags::DTO).unwrap();
+    let new_ep =
+        Ep::create(&server.pz, &new_evd, &server.req_evd, Some(&server.conn_evd), None).unwrap();
+    let second = side();
+    connect_ep(&server, &new_ep, &second.ep, &second.conn_evd, 31401);
+    receive(&new_ep, &second, 3);
+    assert_eq!(woken(rx, "created").unwrap(), Some(new_evd.id()));
+    assert_eq!(dto(new_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 3);
+    for c in [&client, &second] {
+        c.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    }
+}
+
 /// A server thread waits for completions on the receive EVD its endpoints share while
 /// another thread creates, connects and frees endpoints on that EVD: none of those calls
 /// waits for the sleeping waiter, and the waiter gets the completion of a new endpoint.

@@ -281,9 +281,14 @@ impl Evd {
         }
     }
 
-    /// `dat_evd_enable`: triggers its CNO again.
+    /// `dat_evd_enable`: triggers its CNO again. A CNO wait already asleep is poked, so it
+    /// arms this EVD's CQ and watches its completion channel (as OFA's `dapl_evd_enable`
+    /// re-arms); the notifier's fence orders the flag before its look for a sleeper.
     pub fn enable(&self) {
         self.inner.enabled.store(true, Ordering::Release);
+        if let Some(cno) = lock(&self.inner.cno).as_ref() {
+            cno.rescan();
+        }
     }
 
     /// `dat_evd_disable`: stops triggering its CNO (events still queue).
