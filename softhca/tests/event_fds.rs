@@ -4,11 +4,13 @@
 //! in either order. The async event fd goes with the uverbs file.
 //!
 //! Counted with /proc/self/fd, so this is its own test binary and its tests run one at a
-//! time (the `SERIAL` lock): nothing else in the process opens or closes fds meanwhile
+//! time (`fd_growth::serial`): nothing else in the process opens or closes fds meanwhile
 //! but softhca itself.
 
 #[path = "support/completion.rs"]
 mod completion;
+#[path = "support/fd_growth.rs"]
+mod fd_growth;
 #[path = "support/mem.rs"]
 mod mem;
 #[path = "support/verbs.rs"]
@@ -16,11 +18,7 @@ mod verbs;
 
 use ferrodat_abi::uverbs::access;
 use std::os::fd::RawFd;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use verbs::*;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Rounds each test repeats: a leak of one fd per round is far above `SLACK`.
 const ROUNDS: usize = 100;
@@ -28,35 +26,11 @@ const ROUNDS: usize = 100;
 /// next command, nothing per round.
 const SLACK: usize = 2;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use fd_growth::serial;
 
-/// The number of fds open in this process.
-fn open_fds() -> usize {
-    // read_dir's own fd is counted every time, so it cancels out.
-    std::fs::read_dir("/proc/self/fd").expect("read /proc/self/fd").count()
-}
-
-/// Asserts that `round` repeated `ROUNDS` times leaves at most `SLACK` more fds open.
-/// What closes on another thread shortly after a round (softhca's progress thread may
-/// hold a closed device's engine through its sleep, up to a second) is waited for.
-fn assert_no_fd_growth(what: &str, mut round: impl FnMut()) {
-    round(); // first use may open what lives as long as the process
-    let before = open_fds();
-    for _ in 0..ROUNDS {
-        round();
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut after = open_fds();
-    while after > before + SLACK && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        after = open_fds();
-    }
-    assert!(
-        after <= before + SLACK,
-        "{what}: {ROUNDS} rounds went from {before} to {after} open fds"
-    );
+/// [`fd_growth::assert_no_fd_growth`] with this binary's rounds and slack.
+fn assert_no_fd_growth_of(what: &str, round: impl FnMut()) {
+    fd_growth::assert_no_fd_growth(what, ROUNDS, SLACK, round);
 }
 
 /// The fd is open in this process.
@@ -84,7 +58,7 @@ fn dup(fd: RawFd) -> RawFd {
 fn comp_channel_closed_after_its_cq_is_destroyed_leaves_no_fd() {
     let _serial = serial();
     let v = Verbs::open();
-    assert_no_fd_growth("channel + CQ, DESTROY_CQ, close", || {
+    assert_no_fd_growth_of("channel + CQ, DESTROY_CQ, close", || {
         let ch = v.create_comp_channel();
         let cq = v.create_cq(15, Some(ch), 0xc0);
         v.destroy_cq(&cq).expect("DESTROY_CQ");
@@ -97,7 +71,7 @@ fn comp_channel_closed_before_its_cq_is_destroyed_leaves_no_fd() {
     let _serial = serial();
     let v = Verbs::open();
     // The CQ keeps the channel (the kernel's file reference) until DESTROY_CQ.
-    assert_no_fd_growth("channel + CQ, close, DESTROY_CQ", || {
+    assert_no_fd_growth_of("channel + CQ, close, DESTROY_CQ", || {
         let ch = v.create_comp_channel();
         let cq = v.create_cq(15, Some(ch), 0xc1);
         close(ch);
@@ -111,7 +85,7 @@ fn comp_channel_closed_before_its_cq_is_destroyed_leaves_no_fd() {
 fn comp_channel_without_cq_leaves_no_fd() {
     let _serial = serial();
     let v = Verbs::open();
-    assert_no_fd_growth("channel, close", || close(v.create_comp_channel()));
+    assert_no_fd_growth_of("channel, close", || close(v.create_comp_channel()));
 }
 
 #[test]
@@ -155,7 +129,7 @@ fn events_through_a_channel_every_round_leave_no_fd() {
     let mr = v.reg_mr(&pd, 4096, access::LOCAL_WRITE);
     // What an engine's EVD and endpoint do: a channel and CQ, a connected QP pair, a
     // completion event read, then everything destroyed and the channel closed.
-    assert_no_fd_growth("channel, CQ, QPs, SEND, event, destroy, close", || {
+    assert_no_fd_growth_of("channel, CQ, QPs, SEND, event, destroy, close", || {
         let ch = v.create_comp_channel();
         let mut cq = v.create_cq(15, Some(ch), 0xe0);
         let mut a = v.create_qp(&pd, &cq, &cq, None, QpCaps::default());
@@ -186,7 +160,7 @@ fn device_open_and_close_leaves_no_fd() {
     let _serial = serial();
     // GET_CONTEXT makes the async fd and the UAR pages; the user closes the async fd
     // (Verbs::drop) and softhca's side goes with the file.
-    assert_no_fd_growth("open, GET_CONTEXT, channel + CQ, close", || {
+    assert_no_fd_growth_of("open, GET_CONTEXT, channel + CQ, close", || {
         let v = Verbs::open();
         let ch = v.create_comp_channel();
         let cq = v.create_cq(15, Some(ch), 0xd0);
@@ -199,7 +173,7 @@ fn device_open_and_close_leaves_no_fd() {
 fn device_closed_with_channel_and_cq_still_open_leaves_no_fd() {
     let _serial = serial();
     // `ib_uverbs_close` destroys the CQs; the channel goes once the user closes it too.
-    assert_no_fd_growth("open, channel + CQ, close device, close channel", || {
+    assert_no_fd_growth_of("open, channel + CQ, close device, close channel", || {
         let v = Verbs::open();
         let ch = v.create_comp_channel();
         let _cq = v.create_cq(15, Some(ch), 0xd1);
