@@ -259,7 +259,8 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
             handle::free(evd_h, handle_type::EVD, subtype::NO_SUBTYPE, |o| {
                 let Body::Evd(b) = &mut o.body else { unreachable!("type checked") };
                 let e = b.evd.take().expect("a registered EVD holds its EVD");
-                e.free().map_err(|(e, err)| {
+                // Not `free`: its wait would hold the handle table; `settle` retries instead.
+                e.free_now().map_err(|(e, err)| {
                     b.evd = Some(e);
                     err
                 })

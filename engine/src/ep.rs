@@ -27,7 +27,7 @@ use ferrodat_driver::work_request::{
 use ferrodat_driver::{Access, Qp, QpCaps, QpInit};
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -137,6 +137,8 @@ struct EpInner {
     /// number, and events of earlier ones (a late REP or teardown of a connection the
     /// consumer aborted and reset) are dropped.
     attempt: AtomicU64,
+    /// The current (or last) connection was made by `dat_ep_connect`, not accepted.
+    active: AtomicBool,
     /// The peer's address and connection qualifier (`dat_ep_query`'s remote address and
     /// port), once connecting or accepting.
     remote: Mutex<Option<std::net::SocketAddr>>,
@@ -305,6 +307,7 @@ impl Ep {
                 local: Mutex::new(None),
                 conn: Mutex::new(None),
                 attempt: AtomicU64::new(0),
+                active: AtomicBool::new(false),
                 remote: Mutex::new(None),
             }),
         };
@@ -793,6 +796,7 @@ impl Ep {
         self.step(Trigger::Connect(self.readiness()))?;
         *lock(&self.inner.local) = Some(local);
         *lock(&self.inner.remote) = Some(std::net::SocketAddr::new(remote, conn_qual));
+        self.inner.active.store(true, Ordering::Release);
         let sink = self.next_attempt();
         match cm.connect(remote, conn_qual, &local, private_data, timeout, sink) {
             Ok(conn) => {
@@ -835,11 +839,24 @@ impl Ep {
         timeout: Option<Duration>,
         private_data: &[u8],
     ) -> DatResult<()> {
-        let remote = other.remote_address().ok_or_else(|| {
-            DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
-                "dat_ep_dup_connect: the endpoint to copy has no connection (connect it first)",
-            )
-        })?;
+        // OFA's rule: the endpoint to copy is connected now (a reset one keeps its last
+        // peer's address, which must not be dialled again).
+        let state = other.state();
+        if state != EpState::Connected {
+            return Err(DatError::invalid_state(state.subtype()).with_detail(format!(
+                "dat_ep_dup_connect: the endpoint to copy is {state}, not CONNECTED"
+            )));
+        }
+        // Its remote address names the peer's listener only if it connected actively; an
+        // accepted endpoint's names the requester's own TCP port.
+        let remote = other.remote_address().filter(|_| other.inner.active.load(Ordering::Acquire));
+        let Some(remote) = remote else {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
+                "dat_ep_dup_connect: the endpoint to copy was connected by dat_cr_accept, so \
+                 the peer's connection qualifier is not known; copy an endpoint that connected \
+                 with dat_ep_connect",
+            ));
+        };
         let (ip, port) = (remote.ip(), remote.port());
         self.connect_with("dat_ep_dup_connect", ip, port, timeout, private_data, 4)
     }
@@ -941,6 +958,7 @@ impl Ep {
         self.step(trigger)?;
         *lock(&self.inner.local) = Some(local);
         *lock(&self.inner.remote) = Some(request.remote());
+        self.inner.active.store(false, Ordering::Release);
         let sink = self.next_attempt();
         let conn = request.accept(&local, private_data, sink).map_err(|e| {
             DatError::invalid_parameter(3).with_detail(format!("dat_cr_accept: {e}"))

@@ -694,7 +694,14 @@ fn dup_connect_reaches_the_same_peer() {
     let second = client.another_ep();
     let lonely = client.another_ep();
     let e = second.dup_connect(&lonely, None, b"").unwrap_err();
-    assert!(e.to_string().contains("no connection"), "{e}");
+    assert_eq!(
+        e.code(),
+        ferrodat_engine::error::DatError::invalid_state(EpState::Unconnected.subtype()).code(),
+        "{e}"
+    );
+    // An accepted endpoint's peer address is the requester's own port, not a listener.
+    let e = second.dup_connect(&server.ep, None, b"").unwrap_err();
+    assert!(e.to_string().contains("connected by dat_cr_accept"), "{e}");
     let server_second = server.another_ep();
     second.dup_connect(&client.ep, None, b"dup").unwrap();
     let Event::ConnectionRequest { cr, conn_qual, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0
@@ -708,6 +715,13 @@ fn dup_connect_reaches_the_same_peer() {
         event::CONNECTION_EVENT_ESTABLISHED
     );
     assert_eq!(second.state(), EpState::Connected);
+    // Disconnected and reset, the endpoint still knows its last peer, but is not copied.
+    client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    client.ep.reset().unwrap();
+    let third = client.another_ep();
+    let e = third.dup_connect(&client.ep, None, b"").unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::INVALID_STATE, "{e}");
+    assert!(server.cr_evd.wait(100_000, 1).is_err(), "no request from the refused copy");
 }
 
 #[test]

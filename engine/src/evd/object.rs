@@ -486,6 +486,12 @@ impl Evd {
         while Arc::strong_count(&self.inner) > 1 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
+        self.free_now()
+    }
+
+    /// [`Evd::free`] without waiting out another thread's momentary hold: for a caller
+    /// that retries by itself (the C layer, which must not sleep holding its handle table).
+    pub fn free_now(self) -> Result<(), (Evd, DatError)> {
         if Arc::strong_count(&self.inner) > 1 {
             let users = Arc::strong_count(&self.inner) - 1;
             let e =
