@@ -151,7 +151,12 @@ pub(crate) unsafe extern "C" fn rsp_query(
             ia_handle: o.ia as abi::IaHandle,
             conn_qual: u64::from(rsp.conn_qual()),
             evd_handle: b.evd as abi::EvdHandle,
-            ep_handle: b.ep as abi::EpHandle,
+            // NULL once the consumer freed the endpoint its request took.
+            ep_handle: if rsp.ep().is_some() {
+                b.ep as abi::EpHandle
+            } else {
+                std::ptr::null_mut()
+            },
         };
         // SAFETY: checked non-null; the consumer's struct.
         unsafe { param.write(p) };

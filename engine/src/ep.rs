@@ -915,6 +915,17 @@ impl Ep {
         self.step(trigger).map(drop)
     }
 
+    /// A reference that does not keep the endpoint (its QP, PZ and EVDs) alive: for an
+    /// RSP, which must not hold an endpoint the consumer freed after its request.
+    pub(crate) fn downgrade(&self) -> WeakEp {
+        WeakEp(Arc::downgrade(&self.inner))
+    }
+
+    /// The IA it was created on.
+    pub(crate) fn ia(&self) -> &Ia {
+        &self.inner.ia
+    }
+
     /// Passive side: accept `request` on this EP with `private_data` (`dat_cr_accept`);
     /// `reserved`: the EP came with the request (an RSP's), accepted with a NULL EP.
     pub(crate) fn accept(
@@ -1075,6 +1086,17 @@ fn build_qp(
     .map_err(|e| {
         DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!("{verb}: {e}"))
     })
+}
+
+/// An endpoint held weakly ([`Ep::downgrade`]).
+#[derive(Clone, Debug)]
+pub(crate) struct WeakEp(Weak<EpInner>);
+
+impl WeakEp {
+    /// The endpoint, unless it was freed.
+    pub(crate) fn upgrade(&self) -> Option<Ep> {
+        self.0.upgrade().map(|inner| Ep { inner })
+    }
 }
 
 /// An EP's failed DTOs.

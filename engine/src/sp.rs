@@ -4,7 +4,7 @@
 //! another service point of the IA.
 
 use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
-use crate::ep::{Ep, Placeholders};
+use crate::ep::{Ep, Placeholders, WeakEp};
 use crate::ep_state::Trigger;
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
@@ -45,6 +45,10 @@ impl Psp {
         if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
                 .with_detail("dat_psp_create: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        if !evd.ia().same(ia) {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_psp_create: the EVD belongs to another IA"));
         }
         let provider = check_psp_flags(ia, flags, "dat_psp_create")?;
         let id = new_object_id();
@@ -105,7 +109,9 @@ pub struct Rsp {
     id: ObjectId,
     ia: Ia,
     conn_qual: u16,
-    ep: Ep,
+    /// Weakly: once its request took the endpoint, the consumer may free it before the
+    /// RSP, and its QP, PZ and EVDs must go then.
+    ep: WeakEp,
     evd: Evd,
     events: Arc<PspEvents>,
     listener: Arc<Mutex<Option<Listener>>>,
@@ -115,16 +121,29 @@ impl Rsp {
     /// `dat_rsp_create(ia, conn_qual, ep, evd)`: `ep` goes RESERVED; the first request on
     /// `conn_qual` becomes a connection-request event on `evd`, for that EP.
     pub fn create(ia: &Ia, conn_qual: u16, ep: &Ep, evd: &Evd) -> DatResult<Rsp> {
+        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_rsp_create: the EVD was created without DAT_EVD_CR_FLAG"));
+        }
+        if !evd.ia().same(ia) {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+                .with_detail("dat_rsp_create: the EVD belongs to another IA"));
+        }
+        if !ep.ia().same(ia) {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP)
+                .with_detail("dat_rsp_create: the endpoint belongs to another IA"));
+        }
+        let cm = ia.cm()?;
         ep.rsp_step(Trigger::RspCreate)?;
         let id = new_object_id();
         let events = Arc::new(PspEvents {
             sp: id,
             evd: evd.clone(),
-            reserved: Some(ep.clone()),
+            reserved: Some(ep.downgrade()),
             provider: None,
         });
         let sink: cm::Sink = events.clone();
-        let listener = ia.cm()?.listen(conn_qual, 1, sink).map_err(|e| {
+        let listener = cm.listen(conn_qual, 1, sink).map_err(|e| {
             let _ = ep.rsp_step(Trigger::RspFree);
             DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE)
                 .with_detail(format!("dat_rsp_create: {e}"))
@@ -134,7 +153,7 @@ impl Rsp {
             id,
             ia: ia.clone(),
             conn_qual,
-            ep: ep.clone(),
+            ep: ep.downgrade(),
             evd: evd.clone(),
             events,
             listener: listening_for(ia, listener),
@@ -151,16 +170,20 @@ impl Rsp {
         self.conn_qual
     }
 
-    /// `dat_rsp_query`: the endpoint it holds.
-    pub fn ep(&self) -> &Ep {
-        &self.ep
+    /// `dat_rsp_query`: the endpoint it holds (None once the consumer freed it, after its
+    /// request took it).
+    pub fn ep(&self) -> Option<Ep> {
+        self.ep.upgrade()
     }
 
     /// `dat_rsp_free`: stops listening; a still-reserved EP goes back to UNCONNECTED (a
     /// request already reported keeps its EP).
     pub fn free(self) -> DatResult<()> {
         self.listener.lock().unwrap_or_else(|e| e.into_inner()).take();
-        self.ep.rsp_step(Trigger::RspFree)
+        match self.ep.upgrade() {
+            Some(ep) => ep.rsp_step(Trigger::RspFree),
+            None => Ok(()),
+        }
     }
 }
 
@@ -200,8 +223,8 @@ impl ServicePoints {
 struct PspEvents {
     sp: ObjectId,
     evd: Evd,
-    /// An RSP's endpoint: the request is for it.
-    reserved: Option<Ep>,
+    /// An RSP's endpoint: the request is for it (weakly, see [`Rsp`]).
+    reserved: Option<WeakEp>,
     /// A PSP with `DAT_PSP_PROVIDER_FLAG`: what its endpoints start on.
     provider: Option<Arc<Placeholders>>,
 }
@@ -219,13 +242,16 @@ impl PspEvents {
     /// A request for this service point (arrived on `conn_qual`, or handed off to it)
     /// becomes a connection-request event with a fresh CR.
     fn deliver(&self, request: ConnRequest, conn_qual: u16) {
-        if let Some(ep) = &self.reserved
-            && ep.rsp_step(Trigger::RequestArrivedOnRsp).is_err()
-        {
-            return; // the RSP was used or freed: the request is refused undecided
-        }
-        let ep = match (&self.reserved, &self.provider) {
-            (Some(ep), _) => Some(ep.clone()),
+        let reserved = match &self.reserved {
+            Some(weak) => match weak.upgrade() {
+                Some(ep) if ep.rsp_step(Trigger::RequestArrivedOnRsp).is_ok() => Some(ep),
+                // The RSP was used or freed: the request is refused undecided.
+                _ => return,
+            },
+            None => None,
+        };
+        let ep = match (reserved, &self.provider) {
+            (Some(ep), _) => Some(ep),
             (None, Some(placeholders)) => {
                 match Ep::create_for_request(placeholders, request.remote()) {
                     Ok(ep) => Some(ep),
@@ -413,8 +439,8 @@ pub struct RspParam {
     pub conn_qual: u64,
     /// `evd_handle`: where its connection request is reported.
     pub evd: Evd,
-    /// `ep_handle`: the endpoint it holds.
-    pub ep: Ep,
+    /// `ep_handle`: the endpoint it holds (None once freed, after its request took it).
+    pub ep: Option<Ep>,
 }
 
 /// `DAT_CR_PARAM`, as `dat_cr_query` reports it.
@@ -483,7 +509,7 @@ impl Rsp {
             ia: self.ia.clone(),
             conn_qual: u64::from(self.conn_qual),
             evd: self.evd.clone(),
-            ep: self.ep.clone(),
+            ep: self.ep.upgrade(),
         }
     }
 }

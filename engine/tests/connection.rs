@@ -541,6 +541,49 @@ fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
 
+/// An RSP and a PSP take their EVD (a CR EVD) and endpoint from their own IA; and an RSP
+/// whose request took its endpoint does not keep that endpoint alive: once the consumer
+/// freed it, its EVDs can be freed too, before the RSP.
+#[test]
+fn service_points_check_their_objects_and_an_rsp_lets_its_used_endpoint_go() {
+    use ferrodat_engine::error::DatError;
+    use ferrodat_engine::sp::Rsp;
+    let (server, client, other) = (side(), side(), side());
+    let handle = |s| DatError::invalid_handle(s).code();
+    let code = |r: Result<Rsp, DatError>| r.map(|_| ()).unwrap_err().code();
+    let cr = subtype::INVALID_HANDLE_EVD_CR;
+    assert_eq!(code(Rsp::create(&server.ia, 31184, &server.ep, &server.recv_evd)), handle(cr));
+    assert_eq!(code(Rsp::create(&server.ia, 31184, &server.ep, &other.cr_evd)), handle(cr));
+    let e = Rsp::create(&server.ia, 31184, &other.ep, &server.cr_evd).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), handle(subtype::INVALID_HANDLE_EP));
+    assert_eq!(other.ep.state(), EpState::Unconnected, "the refused RSP did not reserve it");
+    let e = Psp::create(&server.ia, 31184, &other.cr_evd).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), handle(cr));
+
+    // An RSP on its own endpoint and EVDs, used, then the endpoint freed first.
+    let cr_evd = Evd::create(&server.ia, 2, evd_flags::CR).unwrap();
+    let recv = Evd::create(&server.ia, 8, evd_flags::DTO).unwrap();
+    let ep = Ep::create(&server.pz, &recv, &server.req_evd, Some(&server.conn_evd), None).unwrap();
+    let rsp = Rsp::create(&server.ia, 31184, &ep, &cr_evd).unwrap();
+    client.ep.connect(server.ia.attr().address, 31184, None, b"").unwrap();
+    let Event::ConnectionRequest { cr: request, .. } = cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a request")
+    };
+    request.accept(None, b"").unwrap();
+    for evd in [&client.conn_evd, &server.conn_evd] {
+        assert_eq!(
+            connection(evd.wait(WAIT_US, 1).unwrap().0).0,
+            event::CONNECTION_EVENT_ESTABLISHED
+        );
+    }
+    ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    drop(request);
+    ep.free().unwrap();
+    assert!(rsp.query().ep.is_none(), "the RSP no longer names the freed endpoint");
+    recv.free().expect("the freed endpoint's receive EVD is free to go");
+    rsp.free().unwrap();
+}
+
 #[test]
 fn a_psp_refuses_requests_past_its_evds_qlen() {
     let server = side();

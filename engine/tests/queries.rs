@@ -175,7 +175,7 @@ fn cr_and_rsp_queries_report_every_field() {
     let rsp = Rsp::create(&server.ia, port, &server.ep, &server.cr_evd).unwrap();
     let r = rsp.query();
     assert!(r.ia.same(&server.ia) && r.evd.same(&server.cr_evd));
-    assert_eq!((r.conn_qual, r.ep.id()), (u64::from(port), server.ep.id()));
+    assert_eq!((r.conn_qual, r.ep.map(|e| e.id())), (u64::from(port), Some(server.ep.id())));
     let second =
         Ep::create(&client.pz, &client.recv_evd, &client.req_evd, Some(&client.conn_evd), None)
             .unwrap();
