@@ -163,6 +163,9 @@ pub struct CookieRing {
     /// Slots whose completion was harvested, or which a later completion retired (written
     /// by the harvester).
     retired: AtomicU32,
+    /// How many may be outstanding: the endpoint's `max_request_dtos` or `max_recv_dtos`
+    /// (the ring itself is as large as the QP's queue, which rounds up).
+    limit: AtomicU32,
 }
 
 /// One posted DTO's cookie, its fields side by side (one cache line for both the poster
@@ -191,7 +194,14 @@ impl CookieRing {
             mask: n - 1,
             posted: AtomicU32::new(0),
             retired: AtomicU32::new(0),
+            limit: AtomicU32::new(n),
         }
+    }
+
+    /// At most `limit` DTOs outstanding from now on (at least one, at most the ring's
+    /// capacity): the endpoint's attribute, set at create and by `dat_ep_modify`.
+    pub fn set_limit(&self, limit: u32) {
+        self.limit.store(limit.clamp(1, self.capacity()), Ordering::Relaxed);
     }
 
     /// Slots the ring holds.
@@ -225,7 +235,9 @@ impl CookieRing {
     #[inline]
     pub fn reserve(&self, cookie: Cookie) -> DatResult<u64> {
         let posted = self.posted.load(Ordering::Relaxed);
-        if posted.wrapping_sub(self.retired.load(Ordering::Acquire)) > self.mask {
+        if posted.wrapping_sub(self.retired.load(Ordering::Acquire))
+            >= self.limit.load(Ordering::Relaxed)
+        {
             return Err(self.full());
         }
         let slot = self.slot(posted);
@@ -240,10 +252,10 @@ impl CookieRing {
     #[inline(never)]
     fn full(&self) -> DatError {
         DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!(
-            "{} DTOs are outstanding on this endpoint, its limit; dequeue completions (an \
-             unsignalled DTO is retired only by a later completion) or create the EP with \
-             larger max_request_dtos/max_recv_dtos",
-            self.capacity()
+            "{} DTOs are outstanding on this endpoint, its limit (max_request_dtos or \
+             max_recv_dtos); dequeue completions (an unsignalled DTO is retired only by a later \
+             completion) or give the EP larger limits",
+            self.limit.load(Ordering::Relaxed)
         ))
     }
 
@@ -337,6 +349,29 @@ mod tests {
         assert_eq!(ring.complete(3), c(3));
         assert_eq!(ring.outstanding(), 0);
         assert_eq!(ring.reserve(c(4)).unwrap(), 4, "the window moved on");
+    }
+
+    #[test]
+    fn the_ring_refuses_past_its_limit_which_may_change() {
+        let ring = CookieRing::new(5);
+        assert_eq!(ring.capacity(), 8);
+        ring.set_limit(5);
+        let c = |n| Cookie { user_cookie: n, length: 1, operation: dtos::SEND, suppress: false };
+        for n in 0..5 {
+            ring.reserve(c(n)).unwrap();
+            ring.commit();
+        }
+        let e = ring.reserve(c(5)).unwrap_err();
+        assert!(e.to_string().contains("5 DTOs are outstanding"), "{e}");
+        ring.set_limit(6);
+        ring.reserve(c(5)).unwrap();
+        ring.commit();
+        ring.set_limit(100); // no more than the ring holds
+        for n in 6..8 {
+            ring.reserve(c(n)).unwrap();
+            ring.commit();
+        }
+        assert!(ring.reserve(c(8)).is_err(), "a full ring, whatever the limit");
     }
 
     #[test]

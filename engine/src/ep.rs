@@ -279,6 +279,10 @@ impl Ep {
             early: EarlyCompletions::default(),
             owner: Default::default(),
         });
+        completions.requests.set_limit(attr.max_request_dtos);
+        if let Some(r) = &completions.receives {
+            r.set_limit(attr.max_recv_dtos);
+        }
         let qpn = qp.qpn();
         request_evd.attach(qpn, completions.clone())?;
         recv_evd.attach(qpn, completions.clone())?;

@@ -933,6 +933,50 @@ fn a_failed_dto_breaks_the_connection() {
     exchange(&client, &server, 43);
 }
 
+/// An endpoint takes as many outstanding DTOs as its attributes say, not as many as its
+/// QP's queues happen to hold (they round up): the post past max_request_dtos (or
+/// max_recv_dtos) is refused with INSUFFICIENT_RESOURCES, so an EVD sized by the DAT rules
+/// (qlen at least the DTOs that may complete on it) never overflows.
+#[test]
+fn an_endpoint_takes_no_more_outstanding_dtos_than_its_attributes_say() {
+    use ferrodat_engine::ep::EpAttr;
+    let (server, client, _psp) = listening_pair(31185);
+    let attr = EpAttr { max_request_dtos: 4, max_recv_dtos: 5, ..EpAttr::defaults(&client.ia) };
+    let req = Evd::create(&client.ia, 4, evd_flags::DTO).unwrap();
+    let ep =
+        Ep::create(&client.pz, &client.recv_evd, &req, Some(&client.conn_evd), Some(attr)).unwrap();
+    let mut receives = 0u64;
+    while ep.post_recv(&[client.buf.triplet(64 * receives, 64).unwrap()], receives, 0).is_ok() {
+        receives += 1;
+        assert!(receives <= 64, "no limit on receives");
+    }
+    assert_eq!(receives, 5, "max_recv_dtos");
+    connect_ep(&server, &server.ep, &ep, &client.conn_evd, 31185);
+    let target = RmrTriplet {
+        rmr_context: server.buf.rmr_context(),
+        virtual_address: server.buf.registered_address(),
+        segment_length: 8,
+    };
+    let write = |n: u64| ep.post_rdma_write(&[client.buf.triplet(0, 8).unwrap()], n, &target, 0);
+    let mut posted = 0u64;
+    let refused = loop {
+        match write(posted) {
+            Ok(()) => posted += 1,
+            Err(e) => break e,
+        }
+        assert!(posted <= 64, "no limit on requests");
+    };
+    assert_eq!(posted, 4, "max_request_dtos");
+    assert_eq!(refused.return_type(), ferrodat_abi::dat::ret::INSUFFICIENT_RESOURCES, "{refused}");
+    // All four complete on the four-entry EVD; then there is room again.
+    for n in 0..4 {
+        let c = dto(req.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!((c.user_cookie, c.status), (n, 0));
+    }
+    write(4).unwrap();
+    assert_eq!(dto(req.wait(WAIT_US, 1).unwrap().0).user_cookie, 4);
+}
+
 /// RDMA READ limits one way only, as a storage target that reads from its clients sets
 /// them: the server reads (max_rdma_read_out 4) and serves none (max_rdma_read_in 0), the
 /// client the reverse. Each side advertises its out limit as its initiator depth and its

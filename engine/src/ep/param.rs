@@ -301,6 +301,11 @@ impl Ep {
         }
         self.inner.recv_iov_limit.store(new_attr.max_recv_iov, Ordering::Relaxed);
         self.inner.request_iov_limit.store(new_attr.max_request_iov, Ordering::Relaxed);
+        let c = &self.inner.completions;
+        c.requests.set_limit(new_attr.max_request_dtos);
+        if let Some(r) = &c.receives {
+            r.set_limit(new_attr.max_recv_dtos);
+        }
         *lock(&self.inner.attr) = new_attr;
         *lock(&self.inner.wiring) = new_wiring;
         Ok(())
