@@ -138,7 +138,7 @@ impl DtoCompletion {
 
 /// A request's DAT operation and, for the IB extension operations, its extension type.
 #[inline(always)]
-fn request_kind(operation: u32) -> (u32, Option<(u32, Option<u32>)>) {
+pub(crate) fn request_kind(operation: u32) -> (u32, Option<(u32, Option<u32>)>) {
     if operation < dtos::EXTENSION_BASE {
         return (operation, None);
     }

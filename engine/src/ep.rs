@@ -682,12 +682,15 @@ impl Ep {
 
     /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed.
     fn flushed(&self, evd: &Evd, cookie: u64, length: u64, operation: u32) -> DatResult<()> {
+        // An IB extension operation flushed here is reported as one flushed through the
+        // CQ is (a DAT_IB_DTO_EVENT, which extension consumers such as dtestx dispatch on).
+        let (operation, ib_extension) = crate::dto::request_kind(operation);
         let completion = DtoCompletion {
             user_cookie: cookie,
             status: dto_status::ERR_FLUSHED,
             transfered_length: length,
             operation,
-            ib_extension: None,
+            ib_extension,
         };
         evd.post_event(Event::Dto { ep: self.inner.id, completion }).map_err(|_| {
             DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)

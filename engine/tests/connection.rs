@@ -353,6 +353,20 @@ fn write_with_immediate_and_atomics_as_dtestx_uses_them() {
     );
     plain.read(0, &mut word).unwrap();
     assert_eq!(u64::from_ne_bytes(word), 7);
+    // That failure ended the connection: an extension post now completes at once, flushed,
+    // and is still reported as the extension operation it is.
+    assert_eq!(client.ep.state(), EpState::Disconnected);
+    client.ep.post_cmp_and_swap(1, 2, &old, 5, &target(64, 8), 0).unwrap();
+    let flushed = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (flushed.user_cookie, flushed.status, flushed.operation, flushed.ib_extension),
+        (
+            5,
+            ferrodat_abi::dat::dto_status::ERR_FLUSHED,
+            dtos::IB_CMP_SWAP,
+            Some((ferrodat_abi::dat::ib_ext_type::CMP_AND_SWAP, None))
+        )
+    );
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
 
