@@ -169,8 +169,19 @@ impl ExtArgs {
             ExtArgs::RdmaWriteImmed { count, lmr, cookie, rmr, immediate, flags } => {
                 call("dat_ib_post_rdma_write_immed", || {
                     let o = ep(h)?;
-                    // SAFETY: the consumer's triplet.
-                    let r = unsafe { remote(rmr, 4) }?;
+                    // An immediate-only write (no segments) may name no remote buffer, as
+                    // OFA reads it only for a write with data.
+                    let r = if count == 0 && rmr.is_null() {
+                        ferrodat_engine::lmr::RmrTriplet {
+                            rmr_context: 0,
+                            virtual_address: 0,
+                            segment_length: 0,
+                        }
+                    } else {
+                        // SAFETY: the consumer's triplet. Argument numbers count as the
+                        // dat_ib_post_* macros do: (ep, size, lbuf, cookie, rbuf, ...).
+                        unsafe { remote(rmr, 5) }?
+                    };
                     // SAFETY: the consumer's IOV of `count` triplets.
                     unsafe {
                         with_iov(count, lmr, |l| {
@@ -183,7 +194,8 @@ impl ExtArgs {
                 call("dat_ib_post_cmp_and_swap", || {
                     let o = ep(h)?;
                     // SAFETY: the consumer's triplets.
-                    let (l, r) = unsafe { (local_one(lmr, 3)?, remote(rmr, 5)?) };
+                    // (ep, cmp, swap, lbuf, cookie, rbuf, flags)
+                    let (l, r) = unsafe { (local_one(lmr, 4)?, remote(rmr, 6)?) };
                     ep_body(&o).ep.post_cmp_and_swap(compare, swap, &l, cookie, &r, flags)
                 })
             }
@@ -191,7 +203,8 @@ impl ExtArgs {
                 call("dat_ib_post_fetch_and_add", || {
                     let o = ep(h)?;
                     // SAFETY: the consumer's triplets.
-                    let (l, r) = unsafe { (local_one(lmr, 2)?, remote(rmr, 4)?) };
+                    // (ep, add, lbuf, cookie, rbuf, flags)
+                    let (l, r) = unsafe { (local_one(lmr, 3)?, remote(rmr, 5)?) };
                     ep_body(&o).ep.post_fetch_and_add(add, &l, cookie, &r, flags)
                 })
             }

@@ -6,7 +6,7 @@ use crate::body::{Body, RmrBody};
 use crate::ep::{ep, ep_body};
 use crate::handle::{self, Object};
 use crate::mem::{lmr, lmr_body, pz, pz_body};
-use crate::ret::{call, required};
+use crate::ret::{call, put, required};
 use ferrodat_abi::dat::{self as abi, handle_type, rmr_scope, subtype, va_type};
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::lmr::{LmrTriplet, MemPriv};
@@ -142,7 +142,6 @@ pub(crate) unsafe extern "C" fn rmr_bind(
             }
         }
         let ep_obj = ep(ep_h)?;
-        let context_out = required(context_out, 9, "dat_rmr_bind's rmr_context pointer")?;
         let range = LmrTriplet {
             lmr_context: t.lmr_context,
             virtual_address: t.virtual_address,
@@ -158,8 +157,9 @@ pub(crate) unsafe extern "C" fn rmr_bind(
             cookie,
             flags,
         )?;
-        // SAFETY: checked non-null; the consumer's variable.
-        unsafe { context_out.write(context) };
+        // The output is optional, as in OFA (an unbind has no use for it).
+        // SAFETY: NULL or the consumer's variable.
+        unsafe { put(context_out, context) };
         Ok(())
     })
 }

@@ -329,11 +329,16 @@ fn the_entry_names_the_null_argument_the_c_consumer_passed() {
         let bad = |arg| err(ret::INVALID_PARAMETER, arg);
 
         (c.set_provider)(Some(extended_op));
-        assert_eq!((c.write_immed)(ep_h, 1, &l, 1, null(), 7, 0), bad(subtype::INVALID_ARG4));
-        assert_eq!((c.cmp_and_swap)(ep_h, 1, 2, null(), 1, &rm, 0), bad(subtype::INVALID_ARG3));
-        assert_eq!((c.cmp_and_swap)(ep_h, 1, 2, &l, 1, null(), 0), bad(subtype::INVALID_ARG5));
-        assert_eq!((c.fetch_and_add)(ep_h, 1, null(), 1, &rm, 0), bad(subtype::INVALID_ARG2));
-        assert_eq!((c.fetch_and_add)(ep_h, 1, &l, 1, null(), 0), bad(subtype::INVALID_ARG4));
+        // Argument numbers as the dat_ib_post_* macros take them, the endpoint first.
+        assert_eq!((c.write_immed)(ep_h, 1, &l, 1, null(), 7, 0), bad(subtype::INVALID_ARG5));
+        assert_eq!((c.cmp_and_swap)(ep_h, 1, 2, null(), 1, &rm, 0), bad(subtype::INVALID_ARG4));
+        assert_eq!((c.cmp_and_swap)(ep_h, 1, 2, &l, 1, null(), 0), bad(subtype::INVALID_ARG6));
+        assert_eq!((c.fetch_and_add)(ep_h, 1, null(), 1, &rm, 0), bad(subtype::INVALID_ARG3));
+        assert_eq!((c.fetch_and_add)(ep_h, 1, &l, 1, null(), 0), bad(subtype::INVALID_ARG5));
+        // An immediate-only write names no buffers: past the argument checks, it meets the
+        // endpoint's state (unconnected here).
+        let r = (c.write_immed)(ep_h, 0, null(), 1, null(), 7, 0);
+        assert_eq!(r & 0x3fff_0000, ret::INVALID_STATE, "{r:#x}");
         // A handle of another type is refused as an endpoint.
         let bad_ep = err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_EP);
         assert_eq!((c.fetch_and_add)(pz, 1, &l, 1, &rm, 0), bad_ep);

@@ -447,10 +447,6 @@ fn handoff_reject_with_private_data_and_an_rmr_the_peer_writes_through() {
         };
         let arg = |n| err(ret::INVALID_PARAMETER, n);
         assert_eq!(
-            bind(rmr_h, server.lmr, &range, va, sep, 0, null_mut()),
-            arg(subtype::INVALID_ARG9)
-        );
-        assert_eq!(
             bind(rmr_h, server.lmr, null(), va, sep, 0, &mut ctx),
             arg(subtype::INVALID_ARG3)
         );
@@ -521,6 +517,14 @@ fn handoff_reject_with_private_data_and_an_rmr_the_peer_writes_through() {
         );
         let landed = std::ptr::read_volatile(server.buf.as_ptr().add(1034).cast::<[u8; 64]>());
         assert_eq!(&landed[..], &pattern[..]);
+
+        // Unbound (a zero-length triplet) with no place for the context, which OFA allows.
+        let nothing = abi::LmrTriplet { segment_length: 0, ..range };
+        ok(bind(rmr_h, server.lmr, &nothing, va, sep, completion_flags::DEFAULT, null_mut()));
+        let ev = wait(server.req);
+        assert_eq!(ev.event_number, event::RMR_BIND_COMPLETION_EVENT);
+        ok(rmr::rmr_query(rmr_h, 0, &mut rp));
+        assert_eq!(rp.lmr_triplet.segment_length, 0, "unbound");
 
         // Freed: the handle is gone, the LMR free to go, and the context fails.
         ok(rmr::rmr_free(rmr_h));
