@@ -421,7 +421,6 @@ fn to_c(evd_obj: &Object, evd_h: abi::EvdHandle, ev: Event) -> abi::Event {
             let ia_obj =
                 handle::get(evd_obj.ia as abi::Handle, handle_type::IA, subtype::INVALID_HANDLE_IA)
                     .ok();
-            let sp_obj = handle::object_of_id(sp);
             let (remote, private_data, local_ep) = match cr.query() {
                 Ok(p) => (
                     std::net::SocketAddr::new(p.remote_ia_address, p.remote_port_qual as u16),
@@ -430,18 +429,21 @@ fn to_c(evd_obj: &Object, evd_h: abi::EvdHandle, ev: Event) -> abi::Event {
                 ),
                 Err(_) => (std::net::SocketAddr::from(([0, 0, 0, 0], 0)), Vec::new(), None),
             };
-            let (ep, provider_ep) = match (sp_obj.as_deref().map(|o| &o.body), local_ep) {
-                (Some(Body::Rsp(r)), _) => (r.ep, false),
+            // From the request itself, not its service point, which may be freed by now.
+            let provider_ep = cr.endpoint_is_providers();
+            let ep = match local_ep {
                 // A PSP with DAT_PSP_PROVIDER_FLAG: the endpoint the engine made for the
                 // request gets its handle now, with no PZ or EVDs (`dat_ep_modify` names
                 // them), for `dat_cr_query` to hand out.
-                (Some(Body::Psp(_)), Some(made)) => {
+                Some(made) if provider_ep => {
                     let id = made.id();
                     let body = Body::Ep(EpBody::new(made, EpWiring::default(), 0));
                     let obj = Object::new(evd_obj.provider(), evd_obj.ia, body);
-                    (handle::register(obj, Some(id)).0 as usize, true)
+                    handle::register(obj, Some(id)).0 as usize
                 }
-                _ => (0, false),
+                // An RSP's endpoint: the consumer's handle for it.
+                Some(reserved) => handle::handle_of_id(reserved.id()) as usize,
+                None => 0,
             };
             let body = Body::Cr(CrBody {
                 cr,

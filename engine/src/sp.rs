@@ -250,6 +250,7 @@ impl PspEvents {
             },
             None => None,
         };
+        let provider_made = reserved.is_none() && self.provider.is_some();
         let ep = match (reserved, &self.provider) {
             (Some(ep), _) => Some(ep),
             (None, Some(placeholders)) => {
@@ -266,6 +267,7 @@ impl PspEvents {
                 id: new_object_id(),
                 request: Mutex::new(Some(request)),
                 ep,
+                provider_made,
                 sp: self.sp,
                 ia: self.evd.ia().clone(),
             }),
@@ -289,8 +291,10 @@ pub struct Cr {
 struct CrInner {
     id: ObjectId,
     request: Mutex<Option<ConnRequest>>,
-    /// The endpoint the request came with (an RSP's).
+    /// The endpoint the request came with (an RSP's, or one the provider made).
     ep: Option<Ep>,
+    /// `ep` is one the provider made (a PSP with `DAT_PSP_PROVIDER_FLAG`).
+    provider_made: bool,
     /// The service point it arrived on, and that service point's IA.
     sp: ObjectId,
     ia: Ia,
@@ -317,6 +321,12 @@ impl Cr {
             None => Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
                 .with_detail("this connection request was already accepted or rejected")),
         }
+    }
+
+    /// The endpoint that came with the request is one the provider made for it (a PSP
+    /// with `DAT_PSP_PROVIDER_FLAG`), not an RSP's: a reject hands it back.
+    pub fn endpoint_is_providers(&self) -> bool {
+        self.inner.provider_made
     }
 
     /// `dat_cr_query`: every field of `DAT_CR_PARAM`.

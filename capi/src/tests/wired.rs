@@ -707,7 +707,21 @@ fn a_provider_psp_hands_out_an_endpoint_with_each_request() {
         ok(ep::ep_disconnect(made, abi::close_flags::ABRUPT));
         assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_DISCONNECTED);
         ok(ep::ep_free(made));
+
+        // A request reported after its PSP was freed still comes with its endpoint.
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_DISCONNECTED);
+        ok(ep::ep_reset(client.ep));
+        ok(ep::ep_connect(client.ep, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+        std::thread::sleep(std::time::Duration::from_millis(100)); // queued, not dequeued
         ok(sp::psp_free(psp));
+        let ev = wait(server.cr);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        let cr = ev.event_data.cr_arrival_event_data.cr_handle;
+        let mut crp = std::mem::zeroed::<abi::CrParam>();
+        ok(sp::cr_query(cr, 0, &mut crp));
+        assert!(!crp.local_ep_handle.is_null(), "the provider's endpoint, though the PSP is gone");
+        ok(sp::cr_reject(cr, 0, null_mut()));
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_PEER_REJECTED);
     }
 }
 
