@@ -5,7 +5,7 @@
 
 use crate::cm::{self, CmEvent, CmEvents, ConnRequest, Listener};
 use crate::ep::{Ep, Placeholders, WeakEp};
-use crate::ep_state::Trigger;
+use crate::ep_state::{EpState, Trigger};
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::event::{Event, ObjectId, new_object_id};
@@ -239,6 +239,14 @@ impl CmEvents for PspEvents {
 }
 
 impl PspEvents {
+    /// A PSP takes any number of requests; an RSP one, while its endpoint is RESERVED.
+    fn can_take_a_request(&self) -> bool {
+        match &self.reserved {
+            None => true,
+            Some(weak) => weak.upgrade().is_some_and(|ep| ep.state() == EpState::Reserved),
+        }
+    }
+
     /// A request for this service point (arrived on `conn_qual`, or handed off to it)
     /// becomes a connection-request event with a fresh CR.
     fn deliver(&self, request: ConnRequest, conn_qual: u16) {
@@ -412,6 +420,14 @@ impl Cr {
             ));
         }
         let target = self.inner.ia.service_points().get(conn_qual);
+        if let Some(t) = &target
+            && !t.can_take_a_request()
+        {
+            return Err(DatError::invalid_parameter(2).with_detail(format!(
+                "dat_cr_handoff: the RSP on connection qualifier {conn_qual} already took its \
+                 one request; hand the request to a PSP"
+            )));
+        }
         let Some(target) = target.filter(|t| t.sp != self.inner.sp) else {
             return Err(DatError::invalid_parameter(2).with_detail(format!(
                 "dat_cr_handoff: no other service point of this IA listens on connection \

@@ -835,6 +835,20 @@ fn a_handed_off_request_arrives_on_the_other_psp_and_connects_there() {
         panic!("expected a second request")
     };
     assert_eq!(cr.handoff(31171).unwrap_err().return_type(), ret::INVALID_PARAMETER);
+    // Nor is an RSP that already took its one request: the request stays here.
+    let rsp_evd = Evd::create(&server.ia, 2, evd_flags::CR).unwrap();
+    let reserved = server.another_ep();
+    let _rsp = ferrodat_engine::sp::Rsp::create(&server.ia, 31186, &reserved, &rsp_evd).unwrap();
+    let ep3_conn = Evd::create(&client.ia, 4, evd_flags::CONNECTION).unwrap();
+    let ep3 =
+        Ep::create(&client.pz, &client.recv_evd, &client.req_evd, Some(&ep3_conn), None).unwrap();
+    ep3.connect(server.ia.attr().address, 31186, None, b"").unwrap();
+    let Event::ConnectionRequest { cr: taken, .. } = rsp_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected the RSP's request")
+    };
+    let e = cr.handoff(31186).unwrap_err();
+    assert!(e.to_string().contains("already took its one request"), "{e}");
+    taken.reject().unwrap();
     // Rejected with private data, which the requester gets.
     cr.reject_with(b"no room").unwrap();
     loop {
