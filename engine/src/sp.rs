@@ -357,6 +357,14 @@ impl Cr {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
                 .with_detail("this connection request was already accepted or rejected"));
         };
+        if let Some(ep) = ep
+            && !ep.ia().same(&self.inner.ia)
+        {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP).with_detail(
+                "dat_cr_accept: the endpoint belongs to another IA than the request's service \
+                 point",
+            ));
+        }
         match (ep, &self.inner.ep) {
             (Some(ep), None) => ep.accept(request, private_data, false)?,
             (None, Some(own)) => own.accept(request, private_data, true)?,

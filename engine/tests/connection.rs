@@ -50,6 +50,8 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
     let got = cr.query().unwrap().private_data;
     assert_eq!(got, pdata);
     let reply: Vec<u8> = pdata.iter().map(|b| b + 1).collect();
+    let e = cr.accept(Some(&client.another_ep()), &reply).unwrap_err();
+    assert_eq!(e.subtype(), subtype::INVALID_HANDLE_EP, "an endpoint of another IA: {e}");
     cr.accept(Some(&server.ep), &reply).unwrap();
     assert!(cr.accept(Some(&server.ep), &reply).is_err(), "a CR is used up by its accept");
 
