@@ -416,13 +416,13 @@ impl Ep {
         };
         let step = transition(self.current(), Trigger::PostRecv)?;
         if step.effects.flush_this_post {
-            let length = local.iter().map(|t| t.segment_length).sum();
+            let length = total_length(local);
             return self.flushed(&self.recv_evd(), cookie, length, dtos::RECEIVE);
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
         let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
         let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
-        let length = local.iter().map(|t| t.segment_length).sum();
+        let length = total_length(local);
         self.post_with_cookie(
             ring,
             receive_cookie(cookie, length),
@@ -601,7 +601,7 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
-        let length = local.iter().map(|t| t.segment_length).sum();
+        let length = total_length(local);
         let state = self.current();
         if state != EpState::Connected {
             let step = transition(state, trigger)?;
@@ -1195,6 +1195,13 @@ impl CmEvents for EpEvents {
             ep.release_early();
         }
     }
+}
+
+/// The bytes of an IOV, for the cookie. Wrapping: the segments are checked after (`sges`),
+/// and a caller's absurd lengths must not panic a debug build here.
+#[inline(always)]
+fn total_length(local: &[LmrTriplet]) -> u64 {
+    local.iter().fold(0u64, |sum, t| sum.wrapping_add(t.segment_length))
 }
 
 /// The cookie of a receive of `length` bytes (receives always complete with an event).

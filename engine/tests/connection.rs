@@ -1005,6 +1005,13 @@ fn an_endpoint_takes_no_more_outstanding_dtos_than_its_attributes_say() {
     }
     write(4).unwrap();
     assert_eq!(dto(req.wait(WAIT_US, 1).unwrap().0).user_cookie, 4);
+    // Absurd segment lengths are refused, whatever they add up to (no overflow panic).
+    let huge = ferrodat_engine::lmr::LmrTriplet {
+        segment_length: u64::MAX / 2 + 1,
+        ..client.buf.triplet(0, 8).unwrap()
+    };
+    let e = ep.post_send(&[huge, huge], 9, 0).unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::LENGTH_ERROR, "{e}");
 }
 
 /// RDMA READ limits one way only, as a storage target that reads from its clients sets
