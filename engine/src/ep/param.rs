@@ -24,7 +24,7 @@ use crate::dto::CookieRing;
 use crate::ep_state::{EpState, Trigger, transition};
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
-use crate::ia::Ia;
+use crate::ia::{Ia, IaAttr};
 use crate::pz::Pz;
 use crate::srq::Srq;
 use ferrodat_abi::dat::{
@@ -395,8 +395,9 @@ impl Ep {
         Ok(w)
     }
 
-    /// The attributes after the modify, each checked against the IA and the QP.
-    /// `state` is the EP's (its lock is held by the caller).
+    /// The attributes after the modify: [`checked_attr`] against the IA and the QP, after
+    /// the one check that depends on what is posted. `state` is the EP's (its lock is held
+    /// by the caller).
     fn modified_attr(
         &self,
         state: EpState,
@@ -404,189 +405,25 @@ impl Ep {
         req: &EpAttr,
         caps: &QpCaps,
     ) -> DatResult<EpAttr> {
-        let ia = self.inner.ia.attr();
-        let srq_ep = self.inner.srq.is_some();
-        let mut a = self.attr();
-        let bad = |what: String| {
-            Err(DatError::invalid_parameter(3)
-                .with_detail(format!("dat_ep_modify: ep_attr.{what}")))
-        };
-        let has = |bit: EpParamMask| mask & bit != 0;
-        if has(ep_field::EP_ATTR_SERVICE_TYPE) {
-            if req.service_type != service_type::RC {
-                return bad(format!(
-                    "service_type {}: only DAT_SERVICE_TYPE_RC is offered",
-                    req.service_type
-                ));
-            }
-            a.service_type = req.service_type;
-        }
-        if has(ep_field::EP_ATTR_QOS) {
-            if req.qos != qos::BEST_EFFORT {
-                return bad(format!("qos {:#x}: only DAT_QOS_BEST_EFFORT is offered", req.qos));
-            }
-            a.qos = req.qos;
-        }
-        if has(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS) {
+        let base = self.attr();
+        if mask & ep_field::EP_ATTR_RECV_COMPLETION_FLAGS != 0 {
             let posted = self.inner.completions.receives.as_ref().map_or(0, |r| r.outstanding());
-            if posted > 0 && req.recv_completion_flags != a.recv_completion_flags {
+            if posted > 0 && req.recv_completion_flags != base.recv_completion_flags {
                 // The man page: changed "before posting of any Recvs".
                 return Err(DatError::invalid_state(state.subtype()).with_detail(format!(
                     "dat_ep_modify: recv_completion_flags change only before receives are \
                      posted, and {posted} are; set them first"
                 )));
             }
-            if req.recv_completion_flags & !RECV_FLAGS != 0 {
-                return bad(format!(
-                    "recv_completion_flags {:#x}: receives take only SOLICITED_WAIT, \
-                     UNSIGNALLED and EVD_THRESHOLD (IB cannot suppress a receive's completion)",
-                    req.recv_completion_flags
-                ));
-            }
-            a.recv_completion_flags = req.recv_completion_flags;
         }
-        if has(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS) {
-            if req.request_completion_flags & !REQUEST_FLAGS != 0 {
-                return bad(format!(
-                    "request_completion_flags {:#x}: the endpoint attribute takes UNSIGNALLED \
-                     and EVD_THRESHOLD only (SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are \
-                     given per post)",
-                    req.request_completion_flags
-                ));
-            }
-            a.request_completion_flags = req.request_completion_flags;
-        }
-        let recv_qp_limit = |v: u32| if srq_ep { None } else { Some(v) };
-        let limits = [
-            Limit {
-                name: "max_message_size",
-                bit: ep_field::EP_ATTR_MAX_MESSAGE_SIZE,
-                value: req.max_message_size,
-                ia_max: ia.max_message_size,
-                qp_max: None,
-                slot: &mut a.max_message_size,
-            },
-            Limit {
-                name: "max_rdma_size",
-                bit: ep_field::EP_ATTR_MAX_RDMA_SIZE,
-                value: req.max_rdma_size,
-                ia_max: ia.max_rdma_size,
-                qp_max: None,
-                slot: &mut a.max_rdma_size,
-            },
-            Limit {
-                name: "max_recv_dtos",
-                bit: ep_field::EP_ATTR_MAX_RECV_DTOS,
-                value: req.max_recv_dtos,
-                ia_max: ia.max_dto_per_ep,
-                qp_max: recv_qp_limit(caps.max_recv_wr),
-                slot: &mut a.max_recv_dtos,
-            },
-            Limit {
-                name: "max_request_dtos",
-                bit: ep_field::EP_ATTR_MAX_REQUEST_DTOS,
-                value: req.max_request_dtos,
-                ia_max: ia.max_dto_per_ep,
-                qp_max: Some(caps.max_send_wr),
-                slot: &mut a.max_request_dtos,
-            },
-            Limit {
-                name: "max_recv_iov",
-                bit: ep_field::EP_ATTR_MAX_RECV_IOV,
-                value: req.max_recv_iov,
-                ia_max: ia.max_iov_segments_per_dto,
-                qp_max: recv_qp_limit(caps.max_recv_sge),
-                slot: &mut a.max_recv_iov,
-            },
-            Limit {
-                name: "max_request_iov",
-                bit: ep_field::EP_ATTR_MAX_REQUEST_IOV,
-                value: req.max_request_iov,
-                ia_max: ia.max_iov_segments_per_dto,
-                qp_max: Some(caps.max_send_sge),
-                slot: &mut a.max_request_iov,
-            },
-            Limit {
-                name: "max_rdma_read_in",
-                bit: ep_field::EP_ATTR_MAX_RDMA_READ_IN,
-                value: req.max_rdma_read_in,
-                ia_max: ia.max_rdma_read_per_ep_in,
-                qp_max: None,
-                slot: &mut a.max_rdma_read_in,
-            },
-            Limit {
-                name: "max_rdma_read_out",
-                bit: ep_field::EP_ATTR_MAX_RDMA_READ_OUT,
-                value: req.max_rdma_read_out,
-                ia_max: ia.max_rdma_read_per_ep_out,
-                qp_max: None,
-                slot: &mut a.max_rdma_read_out,
-            },
-            Limit {
-                name: "max_rdma_read_iov",
-                bit: ep_field::EP_ATTR_MAX_RDMA_READ_IOV,
-                value: req.max_rdma_read_iov,
-                ia_max: ia.max_iov_segments_per_rdma_read,
-                qp_max: Some(caps.max_send_sge),
-                slot: &mut a.max_rdma_read_iov,
-            },
-            Limit {
-                name: "max_rdma_write_iov",
-                bit: ep_field::EP_ATTR_MAX_RDMA_WRITE_IOV,
-                value: req.max_rdma_write_iov,
-                ia_max: ia.max_iov_segments_per_rdma_write,
-                qp_max: Some(caps.max_send_sge),
-                slot: &mut a.max_rdma_write_iov,
-            },
-        ];
-        for Limit { name, bit, value, ia_max, qp_max, slot } in limits {
-            if !has(bit) {
-                continue;
-            }
-            if value > ia_max {
-                return bad(format!("{name} {value} exceeds the IA's {ia_max}"));
-            }
-            if let Some(qp_max) = qp_max
-                && value > qp_max
-            {
-                return bad(format!(
-                    "{name} {value} exceeds the {qp_max} the endpoint's QP was created with; \
-                     a QP cannot grow: create the endpoint with the larger attributes"
-                ));
-            }
-            *slot = value;
-        }
-        if has(ep_field::EP_ATTR_SRQ_SOFT_HW) {
-            if req.srq_soft_hw != u32::MAX {
-                return bad(format!(
-                    "srq_soft_hw {}: this provider offers no SRQ watermarks \
-                     (srq_watermarks_supported is 0); use DAT_WATERMARK_INFINITE",
-                    req.srq_soft_hw
-                ));
-            }
-            a.srq_soft_hw = req.srq_soft_hw;
-        }
-        for (bits, list, name) in [
-            (
-                ep_field::EP_ATTR_NUM_TRANSPORT_ATTR | ep_field::EP_ATTR_TRANSPORT_SPECIFIC_ATTR,
-                &req.ep_transport_specific,
-                "ep_transport_specific",
-            ),
-            (
-                ep_field::EP_ATTR_NUM_PROVIDER_ATTR | ep_field::EP_ATTR_PROVIDER_SPECIFIC_ATTR,
-                &req.ep_provider_specific,
-                "ep_provider_specific",
-            ),
-        ] {
-            if has(bits) && !list.is_empty() {
-                return bad(format!(
-                    "{name}: {} attribute(s) ({}); this provider defines none for endpoints",
-                    list.len(),
-                    list.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-                ));
-            }
-        }
-        Ok(a)
+        let on = AttrCheck {
+            verb: "dat_ep_modify",
+            arg: 3,
+            ia: self.inner.ia.attr(),
+            srq_ep: self.inner.srq.is_some(),
+            qp: Some(caps),
+        };
+        checked_attr(&base, req, mask, &on)
     }
 
     /// A new QP with the same capacities in the new PZ, on the new EVDs' CQs, in place of
@@ -670,6 +507,210 @@ impl Ep {
         drop(old_qp);
         Ok(())
     }
+}
+
+/// Who checks endpoint attributes, for [`checked_attr`]: the verb and the argument that
+/// carries the attributes (`dat_ep_modify`: 3, its `DAT_EP_PARAM`; `dat_ep_create`: 6;
+/// `dat_ep_create_with_srq`: 7), and what they are checked against.
+pub(super) struct AttrCheck<'a> {
+    /// The verb the errors name.
+    pub(super) verb: &'static str,
+    /// The argument number of `DAT_INVALID_PARAMETER` for a bad value.
+    pub(super) arg: u32,
+    /// The IA's limits.
+    pub(super) ia: &'a IaAttr,
+    /// The endpoint takes its receives from an SRQ (its receive limits are the IA's only).
+    pub(super) srq_ep: bool,
+    /// What the endpoint's QP was created with (`dat_ep_modify`: a QP cannot grow); `None`
+    /// at create, where the QP is built from the checked attributes.
+    pub(super) qp: Option<&'a QpCaps>,
+}
+
+/// `base` with the fields of `req` that `mask` names, each checked as `dat_ep_modify` and
+/// `dat_ep_create` check them: the service type (RC) and QoS (best effort) offered, the
+/// completion flags an endpoint attribute may take, every size and limit against the IA
+/// (and the QP, given one), the SRQ watermark (none offered) and the named attributes (none
+/// defined). A bad value is `DAT_INVALID_PARAMETER` with `on.arg`; nothing is half applied.
+pub(super) fn checked_attr(
+    base: &EpAttr,
+    req: &EpAttr,
+    mask: EpParamMask,
+    on: &AttrCheck<'_>,
+) -> DatResult<EpAttr> {
+    let mut a = base.clone();
+    let bad = |what: String| {
+        Err(DatError::invalid_parameter(on.arg).with_detail(format!("{}: ep_attr.{what}", on.verb)))
+    };
+    let has = |bit: EpParamMask| mask & bit != 0;
+    if has(ep_field::EP_ATTR_SERVICE_TYPE) {
+        if req.service_type != service_type::RC {
+            return bad(format!(
+                "service_type {}: only DAT_SERVICE_TYPE_RC is offered",
+                req.service_type
+            ));
+        }
+        a.service_type = req.service_type;
+    }
+    if has(ep_field::EP_ATTR_QOS) {
+        if req.qos != qos::BEST_EFFORT {
+            return bad(format!("qos {:#x}: only DAT_QOS_BEST_EFFORT is offered", req.qos));
+        }
+        a.qos = req.qos;
+    }
+    if has(ep_field::EP_ATTR_RECV_COMPLETION_FLAGS) {
+        if req.recv_completion_flags & !RECV_FLAGS != 0 {
+            return bad(format!(
+                "recv_completion_flags {:#x}: receives take only SOLICITED_WAIT, \
+                 UNSIGNALLED and EVD_THRESHOLD (IB cannot suppress a receive's completion)",
+                req.recv_completion_flags
+            ));
+        }
+        a.recv_completion_flags = req.recv_completion_flags;
+    }
+    if has(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS) {
+        if req.request_completion_flags & !REQUEST_FLAGS != 0 {
+            return bad(format!(
+                "request_completion_flags {:#x}: the endpoint attribute takes UNSIGNALLED \
+                 and EVD_THRESHOLD only (SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are \
+                 given per post)",
+                req.request_completion_flags
+            ));
+        }
+        a.request_completion_flags = req.request_completion_flags;
+    }
+    // An SRQ endpoint's receive queue is the SRQ: its receive limits are the IA's only.
+    let recv_qp = |v: fn(&QpCaps) -> u32| if on.srq_ep { None } else { on.qp.map(v) };
+    let send_qp = |v: fn(&QpCaps) -> u32| on.qp.map(v);
+    let limits = [
+        Limit {
+            name: "max_message_size",
+            bit: ep_field::EP_ATTR_MAX_MESSAGE_SIZE,
+            value: req.max_message_size,
+            ia_max: on.ia.max_message_size,
+            qp_max: None,
+            slot: &mut a.max_message_size,
+        },
+        Limit {
+            name: "max_rdma_size",
+            bit: ep_field::EP_ATTR_MAX_RDMA_SIZE,
+            value: req.max_rdma_size,
+            ia_max: on.ia.max_rdma_size,
+            qp_max: None,
+            slot: &mut a.max_rdma_size,
+        },
+        Limit {
+            name: "max_recv_dtos",
+            bit: ep_field::EP_ATTR_MAX_RECV_DTOS,
+            value: req.max_recv_dtos,
+            ia_max: on.ia.max_dto_per_ep,
+            qp_max: recv_qp(|c| c.max_recv_wr),
+            slot: &mut a.max_recv_dtos,
+        },
+        Limit {
+            name: "max_request_dtos",
+            bit: ep_field::EP_ATTR_MAX_REQUEST_DTOS,
+            value: req.max_request_dtos,
+            ia_max: on.ia.max_dto_per_ep,
+            qp_max: send_qp(|c| c.max_send_wr),
+            slot: &mut a.max_request_dtos,
+        },
+        Limit {
+            name: "max_recv_iov",
+            bit: ep_field::EP_ATTR_MAX_RECV_IOV,
+            value: req.max_recv_iov,
+            ia_max: on.ia.max_iov_segments_per_dto,
+            qp_max: recv_qp(|c| c.max_recv_sge),
+            slot: &mut a.max_recv_iov,
+        },
+        Limit {
+            name: "max_request_iov",
+            bit: ep_field::EP_ATTR_MAX_REQUEST_IOV,
+            value: req.max_request_iov,
+            ia_max: on.ia.max_iov_segments_per_dto,
+            qp_max: send_qp(|c| c.max_send_sge),
+            slot: &mut a.max_request_iov,
+        },
+        Limit {
+            name: "max_rdma_read_in",
+            bit: ep_field::EP_ATTR_MAX_RDMA_READ_IN,
+            value: req.max_rdma_read_in,
+            ia_max: on.ia.max_rdma_read_per_ep_in,
+            qp_max: None,
+            slot: &mut a.max_rdma_read_in,
+        },
+        Limit {
+            name: "max_rdma_read_out",
+            bit: ep_field::EP_ATTR_MAX_RDMA_READ_OUT,
+            value: req.max_rdma_read_out,
+            ia_max: on.ia.max_rdma_read_per_ep_out,
+            qp_max: None,
+            slot: &mut a.max_rdma_read_out,
+        },
+        Limit {
+            name: "max_rdma_read_iov",
+            bit: ep_field::EP_ATTR_MAX_RDMA_READ_IOV,
+            value: req.max_rdma_read_iov,
+            ia_max: on.ia.max_iov_segments_per_rdma_read,
+            qp_max: send_qp(|c| c.max_send_sge),
+            slot: &mut a.max_rdma_read_iov,
+        },
+        Limit {
+            name: "max_rdma_write_iov",
+            bit: ep_field::EP_ATTR_MAX_RDMA_WRITE_IOV,
+            value: req.max_rdma_write_iov,
+            ia_max: on.ia.max_iov_segments_per_rdma_write,
+            qp_max: send_qp(|c| c.max_send_sge),
+            slot: &mut a.max_rdma_write_iov,
+        },
+    ];
+    for Limit { name, bit, value, ia_max, qp_max, slot } in limits {
+        if !has(bit) {
+            continue;
+        }
+        if value > ia_max {
+            return bad(format!("{name} {value} exceeds the IA's {ia_max}"));
+        }
+        if let Some(qp_max) = qp_max
+            && value > qp_max
+        {
+            return bad(format!(
+                "{name} {value} exceeds the {qp_max} the endpoint's QP was created with; \
+                 a QP cannot grow: create the endpoint with the larger attributes"
+            ));
+        }
+        *slot = value;
+    }
+    if has(ep_field::EP_ATTR_SRQ_SOFT_HW) {
+        if req.srq_soft_hw != u32::MAX {
+            return bad(format!(
+                "srq_soft_hw {}: this provider offers no SRQ watermarks \
+                 (srq_watermarks_supported is 0); use DAT_WATERMARK_INFINITE",
+                req.srq_soft_hw
+            ));
+        }
+        a.srq_soft_hw = req.srq_soft_hw;
+    }
+    for (bits, list, name) in [
+        (
+            ep_field::EP_ATTR_NUM_TRANSPORT_ATTR | ep_field::EP_ATTR_TRANSPORT_SPECIFIC_ATTR,
+            &req.ep_transport_specific,
+            "ep_transport_specific",
+        ),
+        (
+            ep_field::EP_ATTR_NUM_PROVIDER_ATTR | ep_field::EP_ATTR_PROVIDER_SPECIFIC_ATTR,
+            &req.ep_provider_specific,
+            "ep_provider_specific",
+        ),
+    ] {
+        if has(bits) && !list.is_empty() {
+            return bad(format!(
+                "{name}: {} attribute(s) ({}); this provider defines none for endpoints",
+                list.len(),
+                list.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    Ok(a)
 }
 
 #[cfg(test)]
