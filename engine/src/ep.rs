@@ -20,7 +20,7 @@ use crate::lmr::{LmrTriplet, RmrTriplet};
 use crate::plain_mutex::PlainMutex;
 use crate::pz::Pz;
 use crate::srq::Srq;
-use ferrodat_abi::dat::{completion_flags, dto_status, dtos, subtype};
+use ferrodat_abi::dat::{completion_flags, dto_status, dtos, ep_field, subtype};
 use ferrodat_driver::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
 };
@@ -172,7 +172,9 @@ impl Given {
 
 impl Ep {
     /// `dat_ep_create(ia, pz, recv_evd, request_evd, connect_evd, attr)`. Both DTO EVDs
-    /// are required here (their CQs are the QP's).
+    /// are required here (their CQs are the QP's). `attr` (`None`: [`EpAttr::defaults`]) is
+    /// checked field by field as `dat_ep_modify` checks it, against the IA, and kept as it is
+    /// (`dat_ep_query` reports it); a bad value is `DAT_INVALID_PARAMETER/DAT_INVALID_ARG6`.
     pub fn create(
         pz: &Pz,
         recv_evd: &Evd,
@@ -183,7 +185,9 @@ impl Ep {
         Ep::create_common(pz, recv_evd, request_evd, connect_evd, None, attr)
     }
 
-    /// `dat_ep_create_with_srq`: receives come from `srq` (post them there).
+    /// `dat_ep_create_with_srq`: receives come from `srq` (post them there). `attr` is
+    /// checked as [`Ep::create`] checks it; a bad value is
+    /// `DAT_INVALID_PARAMETER/DAT_INVALID_ARG7`, the attributes' argument here.
     pub fn create_with_srq(
         pz: &Pz,
         recv_evd: &Evd,
@@ -217,6 +221,8 @@ impl Ep {
         origin: Origin,
     ) -> DatResult<Ep> {
         let ia = pz.ia().clone();
+        let (verb, attr_arg) =
+            if srq.is_some() { ("dat_ep_create_with_srq", 7) } else { ("dat_ep_create", 6) };
         // Everything of one endpoint lives in one IA's device context: another IA's EVD or
         // SRQ numbers an object of another context (the device would take this context's
         // object of the same number), as dat_ep_modify also refuses.
@@ -229,7 +235,7 @@ impl Ep {
                 && !evd.ia().same(&ia)
             {
                 return Err(DatError::invalid_handle(evd_subtype(arg)).with_detail(format!(
-                    "dat_ep_create: {what} belongs to another IA than the PZ; use EVDs of the \
+                    "{verb}: {what} belongs to another IA than the PZ; use EVDs of the \
                      endpoint's IA"
                 )));
             }
@@ -247,29 +253,33 @@ impl Ep {
                 ));
             }
         }
-        let attr = attr.unwrap_or_else(|| EpAttr::defaults(&ia));
-        let limits = ia.attr();
-        for (arg, value, max, what) in [
-            (6, attr.max_recv_dtos, limits.max_dto_per_ep, "max_recv_dtos"),
-            (6, attr.max_request_dtos, limits.max_dto_per_ep, "max_request_dtos"),
-            (6, attr.max_recv_iov, limits.max_iov_segments_per_dto, "max_recv_iov"),
-            (6, attr.max_request_iov, limits.max_iov_segments_per_dto, "max_request_iov"),
-            (6, attr.max_rdma_read_out, limits.max_rdma_read_per_ep_out, "max_rdma_read_out"),
-            (6, attr.max_rdma_read_in, limits.max_rdma_read_per_ep_in, "max_rdma_read_in"),
-        ] {
-            if value > max {
-                return Err(DatError::invalid_parameter(arg)
-                    .with_detail(format!("dat_ep_create: {what} {value} exceeds the IA's {max}")));
-            }
-        }
+        // Every attribute is checked and kept as dat_ep_modify checks and keeps it, against
+        // the IA only: the QP is built from them.
+        let defaults = EpAttr::defaults(&ia);
+        let check = param::AttrCheck {
+            verb,
+            arg: attr_arg,
+            ia: ia.attr(),
+            srq_ep: srq.is_some(),
+            qp: None,
+        };
+        let attr = param::checked_attr(
+            &defaults,
+            attr.as_ref().unwrap_or(&defaults),
+            ep_field::EP_ATTR_ALL,
+            &check,
+        )?;
+        // RDMA READs and WRITEs gather from the send queue's segments too.
+        let send_sge =
+            attr.max_request_iov.max(attr.max_rdma_read_iov).max(attr.max_rdma_write_iov);
         let caps = QpCaps {
             max_send_wr: attr.max_request_dtos.max(1),
             max_recv_wr: attr.max_recv_dtos.max(1),
-            max_send_sge: attr.max_request_iov.max(1),
+            max_send_sge: send_sge.max(1),
             max_recv_sge: attr.max_recv_iov.max(1),
             max_inline_data: 60,
         };
-        let qp = build_qp(pz, recv_evd, request_evd, srq, caps, "dat_ep_create")?;
+        let qp = build_qp(pz, recv_evd, request_evd, srq, caps, verb)?;
         let qp_handle = qp.user_handle();
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {

@@ -1,7 +1,8 @@
 //! `dat_ep_query`, `dat_ep_modify`, `dat_ep_get_status`, `dat_ep_recv_query` and
 //! `dat_ep_set_watermark` over softhca: every field of `DAT_EP_PARAM` before and after a
 //! connection, the mask and state rules of `dat_ep_modify` with their exact codes, limits
-//! that apply to later posts, and a new PZ or DTO EVD (a new QP) carrying a connection.
+//! that apply to later posts, and a new PZ or DTO EVD (a new QP) carrying a connection; and
+//! `dat_ep_create`'s attributes, kept and checked as `dat_ep_modify` keeps and checks them.
 
 mod support;
 
@@ -453,4 +454,136 @@ fn recv_completion_flags_change_only_before_receives_are_posted() {
     u.ep_attr.request_completion_flags = completion_flags::UNSIGNALLED;
     s.ep.modify(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS, &u).unwrap();
     assert_eq!(s.ep.query().ep_attr.request_completion_flags, completion_flags::UNSIGNALLED);
+}
+
+/// Every attribute away from its default and within what the IA offers (the service type,
+/// QoS, SRQ watermark and named attributes have one value each here, the default): sizes,
+/// completion flags, DTO and IOV counts, RDMA READ depths and IOVs, with an RDMA WRITE IOV
+/// above both the request IOV and the 4 segments a default endpoint's QP gathers.
+fn every_attribute_set() -> EpAttr {
+    EpAttr {
+        service_type: service_type::RC,
+        max_message_size: 4096,
+        max_rdma_size: 1 << 20,
+        qos: qos::BEST_EFFORT,
+        recv_completion_flags: completion_flags::SOLICITED_WAIT,
+        request_completion_flags: completion_flags::UNSIGNALLED,
+        max_recv_dtos: 8,
+        max_request_dtos: 12,
+        max_recv_iov: 2,
+        max_request_iov: 1,
+        max_rdma_read_in: 2,
+        max_rdma_read_out: 3,
+        srq_soft_hw: u32::MAX,
+        max_rdma_read_iov: 2,
+        max_rdma_write_iov: 8,
+        ep_transport_specific: Vec::new(),
+        ep_provider_specific: Vec::new(),
+    }
+}
+
+#[test]
+fn create_keeps_every_attribute_and_builds_its_qp_for_them() {
+    use ferrodat_engine::srq::Srq;
+    let s = side();
+    let attr = every_attribute_set();
+    let ep =
+        Ep::create(&s.pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), Some(attr.clone())).unwrap();
+    assert_eq!(ep.query().ep_attr, attr);
+    // The QP was built for every one of them: asking for all of them again is no growth
+    // (the RDMA WRITE IOV needs more gather segments than the request IOV).
+    ep.modify(ep_field::EP_ATTR_ALL, &update(&ep)).unwrap();
+    assert_eq!(ep.attr(), attr);
+    // The receive IOV limit applies to posts.
+    let three =
+        [s.buf.triplet(0, 8).unwrap(), s.buf.triplet(8, 8).unwrap(), s.buf.triplet(16, 8).unwrap()];
+    let e = ep.post_recv(&three, 1, 0).unwrap_err();
+    assert_code(&e, DatError::invalid_parameter(2));
+    ep.post_recv(&three[..2], 1, 0).unwrap();
+    // An SRQ endpoint keeps them too.
+    let srq = Srq::create(&s.pz, 16, 1).unwrap();
+    let on_srq = Ep::create_with_srq(
+        &s.pz,
+        &s.recv_evd,
+        &s.req_evd,
+        Some(&s.conn_evd),
+        &srq,
+        Some(attr.clone()),
+    )
+    .unwrap();
+    assert_eq!(on_srq.query().ep_attr, attr);
+    on_srq.modify(ep_field::EP_ATTR_ALL, &update(&on_srq)).unwrap();
+}
+
+#[test]
+fn create_refuses_each_bad_attribute_as_modify_does_naming_the_attribute_argument() {
+    use ferrodat_engine::srq::Srq;
+    let s = side();
+    let ia = s.ia.attr().clone();
+    assert!(ia.max_message_size < u32::MAX && ia.max_rdma_size < u32::MAX, "{ia:?}");
+    type Bad = Box<dyn Fn(&mut EpAttr)>;
+    let cases: Vec<(Bad, &str)> = vec![
+        (Box::new(|a| a.service_type = 1), "DAT_SERVICE_TYPE_RC"),
+        (Box::new(|a| a.qos = qos::HIGH_THROUGHPUT), "BEST_EFFORT"),
+        (Box::new(|a| a.recv_completion_flags = completion_flags::SUPPRESS), "cannot suppress"),
+        (
+            Box::new(|a| a.recv_completion_flags = completion_flags::BARRIER_FENCE),
+            "cannot suppress",
+        ),
+        (Box::new(|a| a.request_completion_flags = completion_flags::SUPPRESS), "given per post"),
+        (
+            Box::new(|a| a.request_completion_flags = completion_flags::SOLICITED_WAIT),
+            "given per post",
+        ),
+        (Box::new(|a| a.max_message_size = u32::MAX), "max_message_size"),
+        (Box::new(move |a| a.max_rdma_size = ia.max_rdma_size + 1), "max_rdma_size"),
+        (Box::new(move |a| a.max_recv_dtos = ia.max_dto_per_ep + 1), "max_recv_dtos"),
+        (Box::new(move |a| a.max_request_dtos = ia.max_dto_per_ep + 1), "max_request_dtos"),
+        (Box::new(move |a| a.max_recv_iov = ia.max_iov_segments_per_dto + 1), "max_recv_iov"),
+        (Box::new(move |a| a.max_request_iov = ia.max_iov_segments_per_dto + 1), "max_request_iov"),
+        (
+            Box::new(move |a| a.max_rdma_read_in = ia.max_rdma_read_per_ep_in + 1),
+            "max_rdma_read_in",
+        ),
+        (
+            Box::new(move |a| a.max_rdma_read_out = ia.max_rdma_read_per_ep_out + 1),
+            "max_rdma_read_out",
+        ),
+        (
+            Box::new(move |a| a.max_rdma_read_iov = ia.max_iov_segments_per_rdma_read + 1),
+            "max_rdma_read_iov",
+        ),
+        (
+            Box::new(move |a| a.max_rdma_write_iov = ia.max_iov_segments_per_rdma_write + 1),
+            "max_rdma_write_iov",
+        ),
+        (Box::new(|a| a.srq_soft_hw = 3), "watermarks"),
+        (Box::new(|a| a.ep_transport_specific = vec![("X".into(), "1".into())]), "defines none"),
+        (Box::new(|a| a.ep_provider_specific = vec![("Y".into(), "2".into())]), "defines none"),
+    ];
+    // A PZ of their own: nothing may be left holding it.
+    let pz = Pz::create(&s.ia).unwrap();
+    let srq = Srq::create(&pz, 16, 1).unwrap();
+    for (change, says) in cases {
+        let mut attr = every_attribute_set();
+        change(&mut attr);
+        let Err(e) =
+            Ep::create(&pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), Some(attr.clone()))
+        else {
+            panic!("dat_ep_create took a bad attribute ({says})");
+        };
+        assert_code(&e, DatError::invalid_parameter(6));
+        let text = e.to_string();
+        assert!(text.contains("dat_ep_create: ep_attr.") && text.contains(says), "{text}");
+        let Err(e) =
+            Ep::create_with_srq(&pz, &s.recv_evd, &s.req_evd, Some(&s.conn_evd), &srq, Some(attr))
+        else {
+            panic!("dat_ep_create_with_srq took a bad attribute ({says})");
+        };
+        assert_code(&e, DatError::invalid_parameter(7));
+        let text = e.to_string();
+        assert!(text.contains("dat_ep_create_with_srq: ep_attr.") && text.contains(says), "{text}");
+    }
+    srq.free().unwrap();
+    pz.free().expect("no refused endpoint holds the PZ");
 }

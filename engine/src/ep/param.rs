@@ -18,6 +18,10 @@
 //!   message sizes are plain values.
 //! - Read-only fields in the mask (IA, state, communicator, addresses, port qualifiers, SRQ)
 //!   give `DAT_INVALID_PARAMETER/ARG2`, as OFA. Bad values give `ARG3` (the parameter struct).
+//!
+//! `dat_ep_create` and `dat_ep_create_with_srq` check and keep every attribute the same way
+//! ([`checked_attr`]), against the IA only (their QP is built from the attributes); a bad
+//! value is their attribute argument, `ARG6` and `ARG7`.
 
 use super::{Ep, EpAttr, Wiring, lock};
 use crate::dto::CookieRing;
