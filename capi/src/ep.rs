@@ -8,8 +8,7 @@ use crate::mem::{pz, pz_body, triplet};
 use crate::ret::{call, put, required, slice};
 use crate::sockaddr::{SockStorage, ip_of};
 use ferrodat_abi::dat::{
-    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, ep_field, handle_type,
-    service_type, subtype,
+    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, ep_field, handle_type, subtype,
 };
 use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::DisconnectMode;
@@ -31,49 +30,93 @@ pub(crate) fn ep_body(o: &Object) -> &EpBody {
     }
 }
 
-/// The engine attributes for a consumer's `DAT_EP_ATTR` (NULL: the provider's defaults).
-/// A zero size or count means "the default" (dtest passes max_message_size 0).
+/// The engine attributes for a consumer's `DAT_EP_ATTR` (NULL: the provider's defaults):
+/// every field, checked by the engine as `dat_ep_modify` checks it and kept as given, but
+/// that a zero means "not set: the provider's default" where a zero cannot be meant, as
+/// consumers that clear the struct and set a few fields expect (dtest, dtestsrq, MPI
+/// stacks):
+///
+/// - `max_message_size`, `max_rdma_size`: no message or RDMA could be sized 0 (dtest passes
+///   max_message_size 0); the default is the IA's maximum.
+/// - the DTO and IOV counts: an endpoint with 0 could post nothing (OFA refuses 0 with a
+///   DTO EVD given; this provider has always taken it as the default).
+/// - `max_rdma_read_iov`, `max_rdma_write_iov` and `srq_soft_hw`: fields most consumers
+///   never set (dtest and dtestsrq leave them 0, MPI stacks set them to 0; OFA ignores
+///   them); the defaults are 4 segments (at most the IA's) and DAT_WATERMARK_INFINITE (no
+///   watermark; none is offered).
+///
+/// `max_rdma_read_in`/`_out` are kept as given, 0 included: the man page's way to say the
+/// endpoint serves or issues no RDMA READs (dtestsrq sets both to 0), as OFA keeps it. The
+/// QoS and the completion flags are kept as given too (0 is BEST_EFFORT and
+/// DAT_COMPLETION_DEFAULT_FLAG). A negative count or a bad named-attribute array is
+/// `DAT_INVALID_PARAMETER` with `arg`, the attributes' argument of `verb`.
 ///
 /// # Safety
-/// `attr` must be NULL or point to a readable `DAT_EP_ATTR`.
+/// `attr` must be NULL or point to a readable `DAT_EP_ATTR` whose named-attribute arrays
+/// are as [`named_attrs`] needs them.
 unsafe fn ep_attr(
     ia: &ferrodat_engine::ia::Ia,
     attr: *const abi::EpAttr,
+    verb: &'static str,
+    arg: u32,
 ) -> DatResult<Option<EpAttr>> {
     if attr.is_null() {
         return Ok(None);
     }
     // SAFETY: non-null; the consumer's struct.
     let a = unsafe { &*attr };
-    if a.service_type != service_type::RC {
-        return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(
-            format!(
-                "dat_ep_create: service type {}; ferrodat endpoints are reliable connected \
-                 (DAT_SERVICE_TYPE_RC)",
-                a.service_type
-            ),
-        ));
-    }
     let d = EpAttr::defaults(ia);
-    let pick = |v: i32, default: u32, what: &str| -> DatResult<u32> {
-        match v {
-            0 => Ok(default),
-            n if n < 0 => Err(DatError::invalid_parameter(6)
-                .with_detail(format!("dat_ep_create: {what} {n} is negative"))),
-            n => Ok(n as u32),
-        }
+    let count = |v: abi::Count, what: &str| -> DatResult<u32> {
+        u32::try_from(v).map_err(|_| {
+            DatError::invalid_parameter(arg)
+                .with_detail(format!("{verb}: ep_attr.{what} {v} is negative"))
+        })
     };
-    let size = |v: u32, default: u32| if v == 0 { default } else { v };
+    let or_default = |v: u32, default: u32| if v == 0 { default } else { v };
+    let counted = |v: abi::Count, default: u32, what: &str| -> DatResult<u32> {
+        Ok(or_default(count(v, what)?, default))
+    };
     Ok(Some(EpAttr {
-        max_message_size: size(a.max_message_size, d.max_message_size),
-        max_rdma_size: size(a.max_rdma_size, d.max_rdma_size),
-        max_recv_dtos: pick(a.max_recv_dtos, d.max_recv_dtos, "max_recv_dtos")?,
-        max_request_dtos: pick(a.max_request_dtos, d.max_request_dtos, "max_request_dtos")?,
-        max_recv_iov: pick(a.max_recv_iov, d.max_recv_iov, "max_recv_iov")?,
-        max_request_iov: pick(a.max_request_iov, d.max_request_iov, "max_request_iov")?,
-        max_rdma_read_in: pick(a.max_rdma_read_in, d.max_rdma_read_in, "max_rdma_read_in")?,
-        max_rdma_read_out: pick(a.max_rdma_read_out, d.max_rdma_read_out, "max_rdma_read_out")?,
-        ..d
+        service_type: a.service_type,
+        max_message_size: or_default(a.max_message_size, d.max_message_size),
+        max_rdma_size: or_default(a.max_rdma_size, d.max_rdma_size),
+        qos: a.qos,
+        recv_completion_flags: a.recv_completion_flags,
+        request_completion_flags: a.request_completion_flags,
+        max_recv_dtos: counted(a.max_recv_dtos, d.max_recv_dtos, "max_recv_dtos")?,
+        max_request_dtos: counted(a.max_request_dtos, d.max_request_dtos, "max_request_dtos")?,
+        max_recv_iov: counted(a.max_recv_iov, d.max_recv_iov, "max_recv_iov")?,
+        max_request_iov: counted(a.max_request_iov, d.max_request_iov, "max_request_iov")?,
+        max_rdma_read_in: count(a.max_rdma_read_in, "max_rdma_read_in")?,
+        max_rdma_read_out: count(a.max_rdma_read_out, "max_rdma_read_out")?,
+        // DAT_WATERMARK_INFINITE is the all-ones count; the engine judges the value.
+        srq_soft_hw: or_default(a.srq_soft_hw as u32, d.srq_soft_hw),
+        max_rdma_read_iov: counted(a.max_rdma_read_iov, d.max_rdma_read_iov, "max_rdma_read_iov")?,
+        max_rdma_write_iov: counted(
+            a.max_rdma_write_iov,
+            d.max_rdma_write_iov,
+            "max_rdma_write_iov",
+        )?,
+        // SAFETY: the consumer's arrays of that many entries.
+        ep_transport_specific: unsafe {
+            named_attrs(
+                a.ep_transport_specific_count,
+                a.ep_transport_specific,
+                "ep_transport_specific",
+                verb,
+                arg,
+            )
+        }?,
+        // SAFETY: as above.
+        ep_provider_specific: unsafe {
+            named_attrs(
+                a.ep_provider_specific_count,
+                a.ep_provider_specific,
+                "ep_provider_specific",
+                verb,
+                arg,
+            )
+        }?,
     }))
 }
 
@@ -92,7 +135,9 @@ unsafe fn create(
 ) -> abi::Return {
     call(verb, || {
         let ia_obj = ia(ia_h)?;
-        let out = required(out, if srq_h.is_some() { 8 } else { 7 }, "the EP handle pointer")?;
+        // The attributes and the handle pointer are the last two arguments.
+        let attr_arg = if srq_h.is_some() { 7 } else { 6 };
+        let out = required(out, attr_arg + 1, "the EP handle pointer")?;
         // DAT lets these be NULL until dat_ep_modify sets them (OFA dapl creates the QP
         // later); this provider builds the QP at create and needs all three.
         for (h, what) in
@@ -125,7 +170,7 @@ unsafe fn create(
             }
         }
         // SAFETY: NULL or the consumer's DAT_EP_ATTR.
-        let attr = unsafe { ep_attr(&ia_body(&ia_obj).ia, attr) }?;
+        let attr = unsafe { ep_attr(&ia_body(&ia_obj).ia, attr, verb, attr_arg) }?;
         let pz = pz_body(&pz_obj).pz();
         let connect_evd = connect.as_deref().map(|o| evd_body(o).evd());
         let (e, srq_addr) = match srq_h {
@@ -272,8 +317,9 @@ pub(crate) unsafe extern "C" fn ep_query(
     })
 }
 
-/// A `DAT_NAMED_ATTR` array of `dat_ep_modify`'s parameter as name/value pairs (a NULL
-/// value reads as empty); a bad array is `DAT_INVALID_PARAMETER/ARG3`.
+/// A `DAT_NAMED_ATTR` array of a `DAT_EP_ATTR` as name/value pairs (a NULL value reads as
+/// empty); a bad array is `DAT_INVALID_PARAMETER` with `arg`, the argument of `verb` that
+/// holds the attributes.
 ///
 /// # Safety
 /// If `count` > 0, `attrs` must point to `count` readable entries whose names and values
@@ -282,9 +328,11 @@ unsafe fn named_attrs(
     count: abi::Count,
     attrs: *const abi::NamedAttr,
     what: &str,
+    verb: &str,
+    arg: u32,
 ) -> DatResult<Vec<(String, String)>> {
     let bad = |why: String| {
-        DatError::invalid_parameter(3).with_detail(format!("dat_ep_modify: ep_attr.{what}: {why}"))
+        DatError::invalid_parameter(arg).with_detail(format!("{verb}: ep_attr.{what}: {why}"))
     };
     let list = match count {
         0 => &[][..],
@@ -420,6 +468,8 @@ unsafe fn ep_update(
                 c.ep_transport_specific_count,
                 c.ep_transport_specific,
                 "ep_transport_specific",
+                "dat_ep_modify",
+                3,
             )
         }?;
     }
@@ -430,6 +480,8 @@ unsafe fn ep_update(
                 c.ep_provider_specific_count,
                 c.ep_provider_specific,
                 "ep_provider_specific",
+                "dat_ep_modify",
+                3,
             )
         }?;
     }

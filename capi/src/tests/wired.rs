@@ -1,8 +1,9 @@
-//! The slots wired to the engine after the first provider table: `dat_ep_modify`,
-//! `dat_ep_get_status`'s idle flags, `dat_ep_recv_query`, `dat_ep_set_watermark`,
-//! `dat_srq_resize`/`_set_lw`/`_query`, `dat_psp_create_any`, `dat_cr_handoff`,
-//! `dat_cr_reject` with private data and the RMR calls — success, and every way a C caller
-//! can get them wrong (stale, foreign or NULL handles, NULL outputs, bad values).
+//! The slots wired to the engine after the first provider table: `dat_ep_modify` (and the
+//! `DAT_EP_ATTR` of `dat_ep_create`, checked the same way), `dat_ep_get_status`'s idle
+//! flags, `dat_ep_recv_query`, `dat_ep_set_watermark`, `dat_srq_resize`/`_set_lw`/`_query`,
+//! `dat_psp_create_any`, `dat_cr_handoff`, `dat_cr_reject` with private data and the RMR
+//! calls — success, and every way a C caller can get them wrong (stale, foreign or NULL
+//! handles, NULL outputs, bad values).
 
 use super::{err, open};
 use crate::sockaddr::SockStorage;
@@ -10,7 +11,7 @@ use crate::{ep, evd, ia, mem, rmr, sp, srq};
 use ferrodat_abi::dat::{
     self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, close_flags, completion_flags,
     dto_status, ep_field, ep_state, evd_flags, event, handle_type, mem_priv, mem_type, psp_flags,
-    ret, rmr_scope, subtype, va_type,
+    qos, ret, rmr_scope, service_type, subtype, va_type,
 };
 use std::ptr::{null, null_mut};
 
@@ -256,6 +257,171 @@ fn ep_modify_changes_what_the_engine_allows_and_the_handles_follow() {
         assert_eq!(ep::ep_set_watermark(s.ep, 1, 1), stale);
         assert_eq!(ep::ep_get_status(s.ep, &mut state, null_mut(), null_mut()), stale);
         ok(ia::ia_close(s.ia, close_flags::ABRUPT));
+    }
+}
+
+/// A `DAT_EP_ATTR` with every field away from the provider's default where another value
+/// is offered (the service type, QoS, SRQ watermark and named attributes have one each).
+fn every_attribute_set() -> abi::EpAttr {
+    abi::EpAttr {
+        service_type: service_type::RC,
+        max_message_size: 4096,
+        max_rdma_size: 1 << 20,
+        qos: qos::BEST_EFFORT,
+        recv_completion_flags: completion_flags::SOLICITED_WAIT,
+        request_completion_flags: completion_flags::UNSIGNALLED,
+        max_recv_dtos: 8,
+        max_request_dtos: 12,
+        max_recv_iov: 2,
+        max_request_iov: 1,
+        max_rdma_read_in: 2,
+        max_rdma_read_out: 3,
+        srq_soft_hw: WATERMARK_INFINITE,
+        max_rdma_read_iov: 2,
+        max_rdma_write_iov: 8,
+        ep_transport_specific_count: 0,
+        ep_transport_specific: null_mut(),
+        ep_provider_specific_count: 0,
+        ep_provider_specific: null_mut(),
+    }
+}
+
+#[test]
+fn ep_create_keeps_every_field_of_its_attributes_and_checks_them_as_modify_does() {
+    // SAFETY (every call below): as in the tests above; the attribute structs and arrays
+    // are locals that outlive the calls.
+    unsafe {
+        let server = side("unit-ep-attr-server");
+        let mut client = side("unit-ep-attr-client");
+        let mut srq_h = null_mut();
+        let mut srq_attr = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        ok(srq::srq_create(client.ia, client.pz, &mut srq_attr, &mut srq_h));
+        let create = |attr: &abi::EpAttr, out: &mut abi::EpHandle| {
+            ep::ep_create(client.ia, client.pz, client.recv, client.req, client.conn, attr, out)
+        };
+        let create_with_srq = |attr: &abi::EpAttr, out: &mut abi::EpHandle| {
+            let c = &client;
+            ep::ep_create_with_srq(c.ia, c.pz, c.recv, c.req, c.conn, srq_h, attr, out)
+        };
+
+        // Every field is kept: dat_ep_query reports the struct as it was given.
+        let full = every_attribute_set();
+        type Create<'a> = &'a dyn Fn(&abi::EpAttr, &mut abi::EpHandle) -> abi::Return;
+        for make in [&create as Create, &create_with_srq] {
+            let mut ep_h = null_mut();
+            ok(make(&full, &mut ep_h));
+            assert_eq!(format!("{:?}", query(ep_h).ep_attr), format!("{full:?}"));
+            ok(ep::ep_free(ep_h));
+        }
+
+        // Each bad field is refused as dat_ep_modify refuses it, as the attribute argument:
+        // 6 of dat_ep_create, 7 of dat_ep_create_with_srq.
+        let mut named = [abi::NamedAttr { name: c"x".as_ptr(), value: c"y".as_ptr() }];
+        let named_ptr = named.as_mut_ptr();
+        type Change = Box<dyn Fn(&mut abi::EpAttr)>;
+        let cases: Vec<(&str, Change)> = vec![
+            ("service type", Box::new(|a| a.service_type = 1)),
+            ("qos", Box::new(|a| a.qos = qos::HIGH_THROUGHPUT)),
+            ("recv flags", Box::new(|a| a.recv_completion_flags = completion_flags::SUPPRESS)),
+            (
+                "request flags",
+                Box::new(|a| a.request_completion_flags = completion_flags::SOLICITED_WAIT),
+            ),
+            ("message size", Box::new(|a| a.max_message_size = u32::MAX)),
+            ("RDMA size", Box::new(|a| a.max_rdma_size = u32::MAX)),
+            ("recv DTOs", Box::new(|a| a.max_recv_dtos = 1 << 30)),
+            ("negative request DTOs", Box::new(|a| a.max_request_dtos = -2)),
+            ("RDMA READs in", Box::new(|a| a.max_rdma_read_in = 1 << 20)),
+            ("negative RDMA READs out", Box::new(|a| a.max_rdma_read_out = -1)),
+            ("RDMA READ IOV", Box::new(|a| a.max_rdma_read_iov = 1 << 20)),
+            ("RDMA WRITE IOV", Box::new(|a| a.max_rdma_write_iov = 1 << 20)),
+            ("SRQ watermark", Box::new(|a| a.srq_soft_hw = 3)),
+            (
+                "a transport attribute",
+                Box::new(move |a| {
+                    a.ep_transport_specific_count = 1;
+                    a.ep_transport_specific = named_ptr;
+                }),
+            ),
+            (
+                "provider attributes at NULL",
+                Box::new(|a| {
+                    a.ep_provider_specific_count = 2;
+                    a.ep_provider_specific = null_mut();
+                }),
+            ),
+        ];
+        for (what, change) in &cases {
+            let mut bad = every_attribute_set();
+            change(&mut bad);
+            let mut ep_h = null_mut();
+            let r = create(&bad, &mut ep_h);
+            assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG6), "{what}");
+            let r = create_with_srq(&bad, &mut ep_h);
+            assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG7), "{what}");
+            assert!(ep_h.is_null(), "{what}: no endpoint");
+        }
+
+        // A cleared struct with a few fields set, as dtest and dtestsrq pass it: 0 is the
+        // provider's default where 0 cannot be meant, but 0 RDMA READs each way stay 0.
+        let d = query(client.ep).ep_attr; // created with NULL attributes: the defaults
+        let mut few = std::mem::zeroed::<abi::EpAttr>();
+        few.service_type = service_type::RC;
+        few.max_recv_dtos = 8;
+        few.max_request_iov = 2;
+        let mut ep_h = null_mut();
+        ok(create(&few, &mut ep_h));
+        let a = query(ep_h).ep_attr;
+        assert_eq!((a.max_message_size, a.max_rdma_size), (d.max_message_size, d.max_rdma_size));
+        assert_eq!(
+            (a.max_recv_dtos, a.max_request_dtos, a.max_recv_iov, a.max_request_iov),
+            (8, d.max_request_dtos, d.max_recv_iov, 2)
+        );
+        assert_eq!((a.max_rdma_read_in, a.max_rdma_read_out), (0, 0));
+        assert_eq!(
+            (a.srq_soft_hw, a.max_rdma_read_iov, a.max_rdma_write_iov),
+            (WATERMARK_INFINITE, d.max_rdma_read_iov, d.max_rdma_write_iov)
+        );
+        assert_eq!((a.qos, a.recv_completion_flags, a.request_completion_flags), (0, 0, 0));
+
+        // That endpoint connects and carries a message; it serves no RDMA READ.
+        let (mut q, mut psp) = (0, null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
+        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+        let ev = wait(server.cr);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        ok(sp::cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, server.ep, 0, null_mut()));
+        for s in [&server, &client] {
+            assert_eq!(wait(s.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        }
+        let mut rx = [server.iov(0, 64)];
+        ok(ep::ep_post_recv(server.ep, 1, rx.as_mut_ptr(), cookie(1), 0));
+        client.buf[..5].copy_from_slice(b"zero!");
+        let mut tx = [client.iov(0, 5)];
+        ok(ep::ep_post_send(ep_h, 1, tx.as_mut_ptr(), cookie(2), 0));
+        let d = wait(client.req).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.user_cookie.as_64), (dto_status::SUCCESS, 2));
+        let d = wait(server.recv).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.transfered_length), (dto_status::SUCCESS, 5));
+        assert_eq!(&server.buf[..5], b"zero!");
+        let mut lp = std::mem::zeroed::<abi::LmrParam>();
+        ok(mem::lmr_query(client.lmr, 0, &mut lp));
+        let source = abi::RmrTriplet {
+            virtual_address: client.buf.as_ptr() as u64,
+            segment_length: 5,
+            rmr_context: lp.rmr_context,
+        };
+        let mut into = [server.iov(64, 5)];
+        ok(ep::ep_post_rdma_read(server.ep, 1, into.as_mut_ptr(), cookie(3), &source, 0));
+        // A QP that serves no READs grants no remote read (as mlx5 does for a responder depth
+        // of 0): the READ fails and the server's connection breaks.
+        let d = wait(server.req).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.user_cookie.as_64), (dto_status::ERR_REMOTE_ACCESS, 3));
+        assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_BROKEN);
+
+        ok(ia::ia_close(client.ia, close_flags::ABRUPT));
+        ok(ia::ia_close(server.ia, close_flags::ABRUPT));
     }
 }
 
