@@ -541,8 +541,8 @@ fn an_rsp_takes_one_request_for_the_endpoint_it_holds() {
     };
     assert_eq!(sp, rsp.id());
     assert_eq!(server.ep.state(), EpState::PassiveConnectionPending);
-    let other = side();
-    let e = cr.accept(Some(&other.ep), b"").unwrap_err();
+    let other = server.another_ep();
+    let e = cr.accept(Some(&other), b"").unwrap_err();
     assert!(e.to_string().contains("RSP's endpoint"), "{e}");
     cr.accept(None, b"").unwrap();
     assert_eq!(

@@ -209,7 +209,7 @@ fn bad_values_are_arg3_and_change_nothing() {
         ),
         (
             ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS,
-            Box::new(|u| u.ep_attr.request_completion_flags = completion_flags::SUPPRESS),
+            Box::new(|u| u.ep_attr.request_completion_flags = completion_flags::BARRIER_FENCE),
             "given per post",
         ),
         (
@@ -530,7 +530,10 @@ fn create_refuses_each_bad_attribute_as_modify_does_naming_the_attribute_argumen
             Box::new(|a| a.recv_completion_flags = completion_flags::BARRIER_FENCE),
             "cannot suppress",
         ),
-        (Box::new(|a| a.request_completion_flags = completion_flags::SUPPRESS), "given per post"),
+        (
+            Box::new(|a| a.request_completion_flags = completion_flags::BARRIER_FENCE),
+            "given per post",
+        ),
         (
             Box::new(|a| a.request_completion_flags = completion_flags::SOLICITED_WAIT),
             "given per post",

@@ -177,8 +177,11 @@ const RECV_FLAGS: u32 = completion_flags::SOLICITED_WAIT
     | completion_flags::EVD_THRESHOLD;
 
 /// The values `request_completion_flags` may take (the man page: UNSIGNALLED or
-/// EVD_THRESHOLD; SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are per post, always allowed).
-const REQUEST_FLAGS: u32 = completion_flags::UNSIGNALLED | completion_flags::EVD_THRESHOLD;
+/// EVD_THRESHOLD; SOLICITED_WAIT and BARRIER_FENCE are per post, always allowed). SUPPRESS
+/// too, though the man page names it only per post: consumers written for OFA dapl, which
+/// does not check these flags, pass it here for "unsignalled" (NetPIPE's DAT module does).
+const REQUEST_FLAGS: u32 =
+    completion_flags::UNSIGNALLED | completion_flags::EVD_THRESHOLD | completion_flags::SUPPRESS;
 
 impl Ep {
     /// `dat_ep_query`: every field of `DAT_EP_PARAM`.
@@ -575,8 +578,8 @@ pub(super) fn checked_attr(
         if req.request_completion_flags & !REQUEST_FLAGS != 0 {
             return bad(format!(
                 "request_completion_flags {:#x}: the endpoint attribute takes UNSIGNALLED \
-                 and EVD_THRESHOLD only (SUPPRESS, SOLICITED_WAIT and BARRIER_FENCE are \
-                 given per post)",
+                 and EVD_THRESHOLD only (SUPPRESS is tolerated, as OFA takes it); \
+                 SOLICITED_WAIT and BARRIER_FENCE are given per post",
                 req.request_completion_flags
             ));
         }
@@ -736,8 +739,10 @@ mod tests {
     fn endpoint_completion_flags_are_the_man_pages() {
         for per_post_only in [completion_flags::SUPPRESS, completion_flags::BARRIER_FENCE] {
             assert_eq!(RECV_FLAGS & per_post_only, 0);
-            assert_eq!(REQUEST_FLAGS & per_post_only, 0);
         }
+        assert_eq!(REQUEST_FLAGS & completion_flags::BARRIER_FENCE, 0);
+        // Tolerated for consumers written for OFA (see REQUEST_FLAGS).
+        assert_ne!(REQUEST_FLAGS & completion_flags::SUPPRESS, 0);
         assert_eq!(REQUEST_FLAGS & completion_flags::SOLICITED_WAIT, 0);
         assert_ne!(RECV_FLAGS & completion_flags::SOLICITED_WAIT, 0);
     }
