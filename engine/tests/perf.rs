@@ -51,13 +51,39 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A usage error: exit status 2, nothing on stdout, the option named on stderr.
+/// The private softhca fabric directory a local run of process `pid` makes.
+fn private_shm_of(pid: u32) -> PathBuf {
+    PathBuf::from(format!("/dev/shm/ferrodat-perf-{pid}"))
+}
+
+/// Runs `ferrodat <args>` to its end; its output and the directory its local run uses.
+fn run_and_its_shm(args: &[&str]) -> (Output, PathBuf) {
+    let child = ferrodat()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ferrodat");
+    let shm = private_shm_of(child.id());
+    (child.wait_with_output().expect("wait for ferrodat"), shm)
+}
+
+/// A usage error: exit status 2, nothing on stdout, the option named on stderr, no
+/// fabric directory left behind.
 fn usage_error(args: &[&str], mentions: &str) {
-    let out = run(args);
+    usage_error_saying(args, &[mentions]);
+}
+
+fn usage_error_saying(args: &[&str], mentions: &[&str]) {
+    let (out, shm) = run_and_its_shm(args);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(out.stdout.is_empty(), "{args:?}");
-    assert!(err.contains(mentions), "{args:?} should mention {mentions:?}: {err}");
+    for m in mentions {
+        assert!(err.contains(m), "{args:?} should mention {m:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(!shm.exists(), "{args:?} left {}", shm.display());
 }
 
 #[test]
@@ -72,6 +98,47 @@ fn argument_errors_name_the_argument() {
     usage_error(&["perf", "--server", "--json"], "--json");
     usage_error(&["perf", "--port", "70000"], "--port");
     usage_error(&["perf", "--bind", "127.0.0.1"], "--server");
+}
+
+#[test]
+fn a_duration_too_short_for_a_sample_is_an_argument_error() {
+    // It used to run, panic summarising no samples (exit 101) and leave its fabric
+    // directory behind.
+    for d in ["0.00000001", "0.009"] {
+        usage_error_saying(&["perf", "--duration", d, "--json"], &["--duration", d, "0.01"]);
+    }
+    let out = run(&["perf", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("0.01 to 3600"), "--help gives the range of --duration: {help}");
+}
+
+#[test]
+fn a_run_of_the_shortest_duration_has_a_sample_in_every_row_and_cleans_up() {
+    let _one = one_run_at_a_time();
+    let (out, shm) = run_and_its_shm(&["perf", "--duration", "0.01", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!shm.exists(), "left {}", shm.display());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sizing"]["duration_s"], 0.01, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), ROWS.len());
+    for r in rows {
+        match r["kind"].as_str().unwrap() {
+            "latency" => assert!(r["samples"].as_u64().unwrap() >= 1, "{r}"),
+            _ => assert!(r["messages"].as_u64().unwrap() >= 1, "{r}"),
+        }
+    }
+}
+
+#[test]
+fn a_run_that_fails_after_its_setup_leaves_no_fabric_directory() {
+    let _one = one_run_at_a_time();
+    let (out, shm) = run_and_its_shm(&["perf", "--device", "nosuch", "--iters", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("nosuch"), "{err}");
+    assert!(!shm.exists(), "left {}", shm.display());
 }
 
 #[test]

@@ -26,6 +26,11 @@ impl Summary {
 }
 
 /// Summarises samples, each the time of `ops_per_sample` operations, as time per operation.
+///
+/// # Panics
+///
+/// If `samples` is empty: a caller times at least one sample (`ferrodat perf`'s timed
+/// loops always take one, however short the run).
 pub fn summarize(samples: &[Duration], ops_per_sample: u32) -> Summary {
     assert!(!samples.is_empty(), "no samples to summarise");
     let mut per_op: Vec<f64> =

@@ -1,9 +1,9 @@
 //! The baselines, measured in the same run as the ferrodat rows: the shared-memory floor,
 //! TCP ping-pong and single-core memcpy.
 
-use super::ChildGuard;
 use super::control::Control;
 use super::plan::{Outcome, Sizing, Timed, timed_groups};
+use super::{ChildGuard, RemoveOnDrop};
 use ferrodat_engine::perf::floor::SharedLine;
 use ferrodat_engine::perf::stats::summarize;
 use std::io::{BufRead, BufReader, Write};
@@ -28,7 +28,8 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
     };
     let path = dir.join(format!("ferrodat-perf-floor-{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let result = (|| {
+    let _remove = RemoveOnDrop(path.clone());
+    {
         let line = SharedLine::map(&path)
             .map_err(|e| format!("cannot map the floor's shared line {}: {e}", path.display()))?;
         let exe =
@@ -67,9 +68,7 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
         line.stop();
         helper.finish()?;
         Ok(Timed::new((samples, group), true))
-    })();
-    let _ = std::fs::remove_file(&path);
-    result
+    }
 }
 
 /// The floor's helper process: answers the cache line until told to stop.

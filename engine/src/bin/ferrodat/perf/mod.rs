@@ -40,6 +40,15 @@ pub const DEFAULT_PORT: u16 = 18520;
 /// minute.
 const DEFAULT_DURATION: f64 = 2.0;
 
+/// The shortest `--duration`: a row of 10 ms still takes a few samples of 100 round trips
+/// (a TCP ping-pong's take a few ms each), and each of its [`SLICES`] latency slices one or
+/// more. Shorter, a row's numbers would mean nothing; whatever the duration, each timed
+/// loop still takes at least one sample (see [`plan::Meter::more`]).
+const MIN_DURATION: f64 = 0.01;
+
+/// The longest `--duration`.
+const MAX_DURATION: f64 = 3600.0;
+
 #[derive(Args, Debug)]
 pub struct PerfArgs {
     /// Run only the server side: wait for one `ferrodat perf --client` on --port, serve its
@@ -65,7 +74,7 @@ pub struct PerfArgs {
     /// Print the results as one JSON object instead of the table.
     #[arg(long, conflicts_with = "server")]
     json: bool,
-    /// Seconds each row runs (after a warm-up of a tenth of that) [default: 2].
+    /// Seconds each row runs, 0.01 to 3600 (after a warm-up of a tenth of that) [default: 2].
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, conflicts_with_all = ["iters", "server"])]
     duration: Option<f64>,
     /// Run each row for N round trips (latency; rounded up to whole samples of up to 100)
@@ -79,8 +88,11 @@ pub struct PerfArgs {
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds (e.g. 0.5)"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 3600.0) {
-        return Err(format!("{s} seconds: give a duration above 0 and at most 3600"));
+    if !(v.is_finite() && (MIN_DURATION..=MAX_DURATION).contains(&v)) {
+        return Err(format!(
+            "{s} seconds: give a duration of at least {MIN_DURATION} (a shorter row has no \
+             time to take a sample) and at most {MAX_DURATION}"
+        ));
     }
     Ok(v)
 }
@@ -173,9 +185,11 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
         };
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the softhca directory {}: {e}", dir.display()))?;
+        // Removed however the run ends: an error, or a panic unwinding through here.
+        let dir = RemoveOnDrop(dir);
         // SAFETY: `ferrodat perf` calls this from main before it starts any thread, so no
         // other thread reads or writes the environment meanwhile.
-        unsafe { std::env::set_var(ferrodat_softhca::fabric::SHM_DIR_ENV, &dir) };
+        unsafe { std::env::set_var(ferrodat_softhca::fabric::SHM_DIR_ENV, &dir.0) };
         Some(dir)
     } else {
         None
@@ -212,10 +226,25 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
         server.finish()?;
         Ok(report)
     })();
-    if let Some(dir) = private_shm {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    // The server child (killed by its guard if still running) is gone before its
+    // fabric directory.
+    drop(private_shm);
     result
+}
+
+/// A scratch file or directory of the run (the private softhca fabric directory, the
+/// floor's shared line): removed when dropped, so on every way out of the run, a panic's
+/// unwinding included.
+pub struct RemoveOnDrop(pub PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if self.0.is_dir() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        } else {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
 }
 
 /// A child process of the run (the local server, the floor's helper): killed and
@@ -386,4 +415,37 @@ fn dat_server(
     side.accept().map_err(|e| ctl.fail(e))?;
     ctl.send("READY")?;
     Ok(side)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scratch_directory_goes_when_a_panic_unwinds_past_it() {
+        let dir =
+            std::env::temp_dir().join(format!("ferrodat-remove-on-drop-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/file"), b"x").unwrap();
+        let file = dir.with_extension("file");
+        std::fs::write(&file, b"x").unwrap();
+        let unwound = std::panic::catch_unwind(|| {
+            let _dir = RemoveOnDrop(dir.clone());
+            let _file = RemoveOnDrop(file.clone());
+            panic!("a failure in the middle of a run");
+        });
+        assert!(unwound.is_err());
+        assert!(!dir.exists(), "{}", dir.display());
+        assert!(!file.exists(), "{}", file.display());
+    }
+
+    #[test]
+    fn durations_too_short_for_a_sample_are_refused() {
+        assert_eq!(parse_seconds("0.01"), Ok(0.01));
+        assert_eq!(parse_seconds("3600"), Ok(3600.0));
+        for bad in ["0.00000001", "0.009", "0", "-1", "3601", "inf", "NaN"] {
+            let err = parse_seconds(bad).unwrap_err();
+            assert!(err.contains("at least 0.01") && err.contains(bad), "{bad}: {err}");
+        }
+    }
 }

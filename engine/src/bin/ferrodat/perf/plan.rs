@@ -58,10 +58,12 @@ impl Meter {
         self.done += n;
     }
 
-    /// True while the row has more to do.
+    /// True while the row has more to do. A row sized by time always does something (its
+    /// first check says yes), so that it has a sample to report however short the time
+    /// and however late this process got the CPU.
     pub fn more(&self) -> bool {
         match self.sizing {
-            Sizing::Duration(d) => self.start.elapsed() < d,
+            Sizing::Duration(d) => self.done == 0 || self.start.elapsed() < d,
             Sizing::Iters(n) => self.done < n,
         }
     }
@@ -372,6 +374,28 @@ mod tests {
         assert_eq!(Sizing::Duration(whole).slice(SLICES), Sizing::Duration(whole / SLICES));
         assert_eq!(Sizing::Iters(1000).slice(4), Sizing::Iters(250));
         assert_eq!(Sizing::Iters(2).slice(4), Sizing::Iters(1));
+    }
+
+    #[test]
+    fn a_row_sized_by_time_takes_at_least_one_group_however_short() {
+        // A zero time is over before the first check: the row still has one sample (its
+        // summary would panic on none), and the warm-up one round trip.
+        let mut meter = Sizing::Duration(Duration::ZERO).meter();
+        assert!(meter.more());
+        meter.add(1);
+        assert!(!meter.more());
+        let mut ops = 0u32;
+        let (samples, group) = timed_groups(Sizing::Duration(Duration::ZERO), || {
+            ops += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((samples.len(), group), (1, 100));
+        assert_eq!(ops, 1 + 100);
+        let timed = Timed::new((samples, group), true);
+        assert!(matches!(timed.outcome(), Outcome::Latency { samples: 1, .. }));
+        // Sized by count, a warm-up of none stays none.
+        assert!(!Sizing::Iters(0).meter().more());
     }
 
     #[test]
