@@ -39,7 +39,8 @@ pub fn measure_floor(samples: usize, rounds: u32) -> Summary {
         ChildProc::spawn("", FLOOR_ROLE, &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))]);
     child.expect("READY");
     let warmup = samples / 10 + 1;
-    let rtt = line.ping(warmup + samples, rounds);
+    let rtt =
+        line.ping(warmup + samples, rounds).unwrap_or_else(|e| panic!("the floor's child: {e}"));
     drop(child);
     let _ = std::fs::remove_file(&path);
     summarize(&rtt[warmup..], rounds).halved()

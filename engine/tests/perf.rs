@@ -419,3 +419,80 @@ fn server_and_client_run_in_two_network_namespaces_on_one_fabric() {
     let both = format!("{}{}", stderr(&out), stderr(&served));
     assert!(both.contains("has GID") && both.contains("another name"), "{both}");
 }
+
+/// The process ids of `parent`'s children whose command line contains `arg`.
+fn children_with_arg(parent: u32, arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // pid (comm) state ppid …: the command name may hold spaces, so after the last ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid != Some(&parent.to_string()) {
+            continue;
+        }
+        // Before its exec, a child still shows its parent's command line.
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
+    let _one = one_run_at_a_time();
+    // Long rows: the floor's first slice (and its helper) lasts seconds.
+    let client = ferrodat()
+        .args(["perf", "--duration", "60", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ferrodat");
+    let shm = private_shm_of(client.id());
+    let floor_line = PathBuf::from(format!("/dev/shm/ferrodat-perf-floor-{}", client.id()));
+    let waited = std::time::Instant::now();
+    let helper = loop {
+        if let Some(&pid) = children_with_arg(client.id(), "--floor-helper").first() {
+            break pid;
+        }
+        assert!(waited.elapsed().as_secs() < 60, "no floor helper process appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // Well inside the slice's 0.4 s warm-up and 3.8 s of measurement: it is answering.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // SAFETY: kill(2) on the pid of a child of our child, found just now.
+    assert_eq!(unsafe { libc::kill(helper as i32, libc::SIGKILL) }, 0);
+    let killed = std::time::Instant::now();
+    // It used to spin forever: give it the stall timeout and more, then stop it.
+    let mut client = client;
+    let status = loop {
+        if let Some(status) = client.try_wait().unwrap() {
+            break Some(status);
+        }
+        if killed.elapsed().as_secs() > 30 {
+            let _ = client.kill();
+            let _ = client.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = client.wait_with_output().unwrap();
+    let left = [shm.exists(), floor_line.exists()];
+    let _ = std::fs::remove_dir_all(&shm);
+    let _ = std::fs::remove_file(&floor_line);
+    let err = stderr(&out);
+    let status =
+        status.unwrap_or_else(|| panic!("still running 30 s after its helper died: {err}"));
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "no report from a failed run");
+    let named =
+        format!("the floor's helper process (pid {helper}, perf --floor-helper) stopped answering");
+    for m in [named.as_str(), "no answer on the shared line for 5.0 s", "it ended: signal: 9"] {
+        assert!(err.contains(m), "missing {m:?} in: {err}");
+    }
+    assert_eq!(left, [false, false], "left {} or {}", shm.display(), floor_line.display());
+}

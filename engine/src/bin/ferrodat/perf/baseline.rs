@@ -4,7 +4,7 @@
 use super::control::Control;
 use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use super::{ChildGuard, RemoveOnDrop};
-use ferrodat_engine::perf::floor::SharedLine;
+use ferrodat_engine::perf::floor::{STALL, SharedLine, Stalled};
 use ferrodat_engine::perf::stats::summarize;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -53,20 +53,35 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
             return Err("the floor's helper process did not start (see its error above)".into());
         }
         let group = sizing.group();
+        // A helper that dies (or is killed) stops answering: the run ends with an error
+        // naming it instead of spinning forever.
+        let stalled = |e: Stalled, helper: &mut ChildGuard| {
+            let pid = helper.0.id();
+            let state = match helper.0.try_wait() {
+                Ok(Some(status)) => format!("it ended: {status}"),
+                _ => "it is still running, but got no CPU time or is stuck".to_string(),
+            };
+            format!(
+                "the floor's helper process (pid {pid}, perf --floor-helper) stopped answering: {e}; {state}"
+            )
+        };
         let mut warm = sizing.warmup().meter();
-        line.ping_while(group, |_| {
+        line.ping_while(group, STALL, |_| {
             let more = warm.more();
             warm.add(u64::from(group));
             more
-        });
+        })
+        .map_err(|e| stalled(e, &mut helper))?;
         let mut meter = sizing.meter();
-        let samples = line.ping_while(group, |_| {
-            let more = meter.more();
-            meter.add(u64::from(group));
-            more
-        });
+        let samples = line
+            .ping_while(group, STALL, |_| {
+                let more = meter.more();
+                meter.add(u64::from(group));
+                more
+            })
+            .map_err(|e| stalled(e, &mut helper))?;
         line.stop();
-        helper.finish()?;
+        helper.finish("the floor's helper process")?;
         Ok(Timed::new((samples, group), true))
     }
 }

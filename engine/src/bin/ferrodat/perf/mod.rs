@@ -223,7 +223,7 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
         let stream = TcpStream::connect(addr)
             .map_err(|e| format!("cannot reach the server process at {addr}: {e}"))?;
         let report = client(stream, device, sizing, true)?;
-        server.finish()?;
+        server.finish("the server process")?;
         Ok(report)
     })();
     // The server child (killed by its guard if still running) is gone before its
@@ -252,10 +252,11 @@ impl Drop for RemoveOnDrop {
 pub struct ChildGuard(pub Child);
 
 impl ChildGuard {
-    fn finish(mut self) -> Result<(), String> {
-        let status = self.0.wait().map_err(|e| format!("waiting for the server process: {e}"))?;
+    /// Waits for the child, `what` in the errors (e.g. "the server process").
+    fn finish(mut self, what: &str) -> Result<(), String> {
+        let status = self.0.wait().map_err(|e| format!("waiting for {what}: {e}"))?;
         if !status.success() {
-            return Err(format!("the server process failed ({status}); its error is above"));
+            return Err(format!("{what} failed ({status}); its error is above"));
         }
         Ok(())
     }
