@@ -496,3 +496,114 @@ fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
     }
     assert_eq!(left, [false, false], "left {} or {}", shm.display(), floor_line.display());
 }
+
+/// Runs `ferrodat perf <args>` with `/etc/hosts` replaced by `hosts` (a private mount
+/// namespace: `unshare -m`, which needs root or a user namespace, as `unshare -rn` gives);
+/// `None`, with the reason printed, where that cannot be done or the resolver does not
+/// give the addresses in `hosts`' order.
+fn ferrodat_with_hosts(
+    hosts: &str,
+    name: &str,
+    envs: &[(&str, &PathBuf)],
+    args: &[&str],
+) -> Option<Output> {
+    let dir = std::env::temp_dir().join(format!("ferrodat-perf-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hosts");
+    std::fs::write(&file, hosts).unwrap();
+    let in_ns = |script: &str, extra: &[&str]| {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-m", "sh", "-c", script, "sh"]).arg(&file).args(extra);
+        cmd.env_remove("FERRODAT_SOFTHCA").env_remove("FERRODAT_SOFTHCA_SHM_DIR");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output()
+    };
+    // The order the resolver gives, there.
+    let probe = in_ns(r#"mount --bind "$1" /etc/hosts && getent ahosts "$2""#, &[name]);
+    let wanted: Vec<&str> = hosts.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let skip = |why: String| {
+        eprintln!("skipped: {why}");
+        let _ = std::fs::remove_dir_all(&dir);
+        None
+    };
+    match probe {
+        Err(e) => return skip(format!("cannot run unshare: {e}")),
+        Ok(out) if !out.status.success() => {
+            return skip(format!("cannot replace /etc/hosts: {}", stderr(&out).trim()));
+        }
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let mut got: Vec<&str> =
+                text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+            got.dedup();
+            if got != wanted {
+                return skip(format!("the resolver gives {got:?} for {wanted:?}"));
+            }
+        }
+    }
+    let script = r#"mount --bind "$1" /etc/hosts && shift && exec "$@""#;
+    let mut extra = vec![env!("CARGO_BIN_EXE_ferrodat"), "perf"];
+    extra.extend_from_slice(args);
+    let out = in_ns(script, &extra).expect("run ferrodat under unshare");
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(out)
+}
+
+#[test]
+fn a_client_tries_every_address_of_the_server_name() {
+    let _one = one_run_at_a_time();
+    // A name whose first address is IPv6, a server on its default --bind 0.0.0.0: the
+    // client used to try [::1] alone and give up.
+    let hosts = "::1 ferrodat-dual\n127.0.0.1 ferrodat-dual\n";
+    let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-dual-{}", std::process::id()));
+    std::fs::create_dir_all(&shm).unwrap();
+    let mut server = ferrodat()
+        .args(["perf", "--server", "--port", "0"])
+        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line
+        .split("0.0.0.0:")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("the server said {line:?}"))
+        .to_string();
+    let envs = [("FERRODAT_SOFTHCA_SHM_DIR", &shm)];
+    let args = ["--client", "ferrodat-dual", "--port", &port, "--iters", "200", "--json"];
+    let Some(out) = ferrodat_with_hosts(hosts, "ferrodat-dual", &envs, &args) else {
+        let _ = server.kill();
+        let _ = server.wait();
+        let _ = std::fs::remove_dir_all(&shm);
+        return;
+    };
+    if !out.status.success() {
+        // It never came: the server would wait for it forever.
+        let _ = server.kill();
+    }
+    let status = server.wait().unwrap();
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&shm);
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(status.success(), "the server serves one run, then exits");
+    check_json(&String::from_utf8(out.stdout).unwrap(), "client");
+
+    // Nothing listens: the error names each address tried.
+    let out = ferrodat_with_hosts(hosts, "ferrodat-dual", &envs, &args).unwrap();
+    let _ = std::fs::remove_dir_all(&shm);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for m in [
+        "cannot reach a ferrodat perf server at ferrodat-dual (tried ".to_string(),
+        format!("[::1]:{port}: "),
+        format!(", 127.0.0.1:{port}: "),
+        format!("ferrodat perf --server --port {port}"),
+    ] {
+        assert!(err.contains(&m), "missing {m:?} in: {err}");
+    }
+}

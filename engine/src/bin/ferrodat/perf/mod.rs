@@ -130,15 +130,14 @@ pub fn run(args: PerfArgs) -> Result<String, String> {
     };
     let report = match &args.client {
         Some(host) => {
-            let addr = resolve(host, args.port)?;
-            let stream =
-                TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(|e| {
-                    format!(
-                        "cannot reach a ferrodat perf server at {addr} ({e}): start \
+            let addrs = resolve(host, args.port)?;
+            let stream = connect_any(&addrs, CONNECT_TIMEOUT).map_err(|tried| {
+                format!(
+                    "cannot reach a ferrodat perf server at {host} (tried {tried}): start \
                      `ferrodat perf --server --port {}` there first",
-                        args.port
-                    )
-                })?;
+                    args.port
+                )
+            })?;
             client(stream, &device, sizing, false)?
         }
         None => local(&device, sizing)?,
@@ -164,12 +163,33 @@ fn default_device() -> Result<String, String> {
         })
 }
 
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
-    (host, port)
+/// How long `--client` waits for each address of the server to answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Every address `host` resolves to, in the resolver's order (a name often has an IPv6 and
+/// an IPv4 one, and the server listens on only one of them by default: 0.0.0.0).
+fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve --client {host:?}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("--client {host:?} resolves to no address"))
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!("--client {host:?} resolves to no address"));
+    }
+    Ok(addrs)
+}
+
+/// Connects to the first of `addrs` that answers, trying each in turn; else says what
+/// was tried: `[::1]:18520: Connection refused (os error 111), 127.0.0.1:18520: …`.
+fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, String> {
+    let mut tried = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => tried.push(format!("{addr}: {e}")),
+        }
+    }
+    Err(tried.join(", "))
 }
 
 /// No arguments: a server child on the loopback, the client here.
@@ -438,6 +458,24 @@ mod tests {
         assert!(unwound.is_err());
         assert!(!dir.exists(), "{}", dir.display());
         assert!(!file.exists(), "{}", file.display());
+    }
+
+    #[test]
+    fn a_client_tries_each_address_of_the_server_in_turn() {
+        // The server's default --bind: IPv4 only. A name's first address is often IPv6.
+        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let v6: SocketAddr = (std::net::Ipv6Addr::LOCALHOST, port).into();
+        let v4: SocketAddr = (Ipv4Addr::LOCALHOST, port).into();
+        let stream = connect_any(&[v6, v4], Duration::from_secs(5)).unwrap();
+        assert_eq!(stream.peer_addr().unwrap(), v4);
+        let (_, from) = listener.accept().unwrap();
+        assert_eq!(from, stream.local_addr().unwrap());
+        // Nothing answers: each address is named with its error.
+        drop((stream, listener));
+        let err = connect_any(&[v6, v4], Duration::from_secs(5)).unwrap_err();
+        assert!(err.starts_with(&format!("[::1]:{port}: ")), "{err}");
+        assert!(err.contains(&format!(", 127.0.0.1:{port}: ")), "{err}");
     }
 
     #[test]
