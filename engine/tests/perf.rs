@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Every row a run has, by its JSON id, in order: the baselines, then each RDMA test at
 /// the driver level and at the DAT level.
@@ -259,26 +259,36 @@ fn a_short_local_run_prints_the_table() {
     assert_eq!(dat_rows, 7, "seven DAT rows in:\n{text}");
 }
 
-#[test]
-fn server_and_client_run_as_separate_commands() {
-    let _one = one_run_at_a_time();
-    let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-test-{}", std::process::id()));
-    std::fs::create_dir_all(&shm).unwrap();
+/// `ferrodat perf --server --port 0 <args>` on the fabric in `shm` (created here), and the
+/// port it says it listens on, after `listening` (its address and a colon) in its first
+/// line.
+fn start_server(shm: &Path, args: &[&str], listening: &str) -> (Child, String) {
+    std::fs::create_dir_all(shm).unwrap();
     let mut server = ferrodat()
-        .args(["perf", "--server", "--bind", "127.0.0.1", "--port", "0"])
-        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
+        .args(["perf", "--server", "--port", "0"])
+        .args(args)
+        .env("FERRODAT_SOFTHCA_SHM_DIR", shm)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let port = line
-        .split("127.0.0.1:")
+        .split(listening)
         .nth(1)
         .and_then(|rest| rest.split(',').next())
-        .unwrap_or_else(|| panic!("the server said {line:?}"));
+        .unwrap_or_else(|| panic!("the server said {line:?}"))
+        .to_string();
+    (server, port)
+}
+
+#[test]
+fn server_and_client_run_as_separate_commands() {
+    let _one = one_run_at_a_time();
+    let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-test-{}", std::process::id()));
+    let (mut server, port) = start_server(&shm, &["--bind", "127.0.0.1"], "127.0.0.1:");
     let out = ferrodat()
-        .args(["perf", "--client", "127.0.0.1", "--port", port, "--iters", "200", "--json"])
+        .args(["perf", "--client", "127.0.0.1", "--port", &port, "--iters", "200", "--json"])
         .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
         .output()
         .unwrap();
@@ -558,21 +568,7 @@ fn a_client_tries_every_address_of_the_server_name() {
     // client used to try [::1] alone and give up.
     let hosts = "::1 ferrodat-dual\n127.0.0.1 ferrodat-dual\n";
     let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-dual-{}", std::process::id()));
-    std::fs::create_dir_all(&shm).unwrap();
-    let mut server = ferrodat()
-        .args(["perf", "--server", "--port", "0"])
-        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line
-        .split("0.0.0.0:")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .unwrap_or_else(|| panic!("the server said {line:?}"))
-        .to_string();
+    let (mut server, port) = start_server(&shm, &[], "0.0.0.0:");
     let envs = [("FERRODAT_SOFTHCA_SHM_DIR", &shm)];
     let args = ["--client", "ferrodat-dual", "--port", &port, "--iters", "200", "--json"];
     let Some(out) = ferrodat_with_hosts(hosts, "ferrodat-dual", &envs, &args) else {
