@@ -117,6 +117,12 @@ impl Cno {
             if let Some(ready) = evds.iter().find(|e| e.triggers_cno() && e.has_events()) {
                 return Ok(Some(ready.clone()));
             }
+            // A channel that keeps waking the sleep with nothing to take (completions that
+            // make no event) must not keep the wait past its timeout: the sleep reports a
+            // timeout only when nothing is ready. (As `dat_evd_wait` does.)
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(timed_out());
+            }
             // The completion channels themselves, not their fd numbers: held until the sleep
             // is over, so an EVD freed meanwhile cannot close an fd under the poll (or have
             // its number reused by another file).
@@ -139,10 +145,7 @@ impl Cno {
             let woken = ticket.sleep_on_all(&fds, deadline);
             drop(channels);
             match woken {
-                Ok(Woken::Timeout) => {
-                    return Err(DatError::timeout_expired()
-                        .with_detail("dat_cno_wait: no attached EVD got an event in time"));
-                }
+                Ok(Woken::Timeout) => return Err(timed_out()),
                 // A release or a free: the loop's checks say which.
                 Ok(Woken::Kicked(_)) => {}
                 Ok(Woken::Ready(_)) => {
@@ -158,6 +161,10 @@ impl Cno {
             }
         }
     }
+}
+
+fn timed_out() -> DatError {
+    DatError::timeout_expired().with_detail("dat_cno_wait: no attached EVD got an event in time")
 }
 
 // ----- the proxy agent, query and free (dat_cno_modify_agent, _query, _free) -----

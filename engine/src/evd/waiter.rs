@@ -417,6 +417,12 @@ impl<T> EvdCore<T> {
             return Err(WaitError::InvalidThreshold { threshold, qlen });
         }
         let _owner = self.own()?;
+        // Again, owned: a resize (refused from now on) may have shrunk the queue between the
+        // first check and taking ownership, leaving a threshold that could never be met.
+        let qlen = self.qlen();
+        if th > qlen {
+            return Err(WaitError::InvalidThreshold { threshold, qlen });
+        }
         let deadline = (timeout_us != DAT_TIMEOUT_INFINITE)
             .then(|| Instant::now() + Duration::from_micros(u64::from(timeout_us)));
         let expired = || deadline.is_some_and(|d| Instant::now() >= d);
