@@ -261,7 +261,10 @@ fn fd_starved_connector() {
     };
     let server = side(&ia);
     cr.accept(Some(&server.ep), b"").unwrap();
-    assert_eq!(number(s.conn_evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    // Both sides: the accepting one is CONNECTED only once the RTU arrived.
+    for evd in [&s.conn_evd, &server.conn_evd] {
+        assert_eq!(number(evd.wait(WAIT_US, 1).unwrap().0), event::CONNECTION_EVENT_ESTABLISHED);
+    }
     server.buf.write(0, b"fd ok").unwrap();
     server.ep.post_send(&[server.buf.triplet(0, 5).unwrap()], 1, 0).unwrap();
     let r = dto(s.recv_evd.wait(WAIT_US, 1).unwrap().0);
