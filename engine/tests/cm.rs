@@ -705,7 +705,12 @@ fn child_poll_fails() {
         let port = listener.conn_qual();
         let mut peers: Vec<TcpStream> =
             (0..3).map(|_| TcpStream::connect((LOCALHOST, port)).unwrap()).collect();
-        std::thread::sleep(Duration::from_millis(50)); // the CM accepts them
+        // The CM accepts them: then it polls 5 fds, more than the limit set below.
+        let deadline = Instant::now() + WAIT;
+        while cm.open_connections() < 3 {
+            assert!(Instant::now() < deadline, "the CM never accepted the connections");
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: reads, then sets, this process's fd limits through a live struct.
         let saved = unsafe {
@@ -715,9 +720,10 @@ fn child_poll_fails() {
             assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
             saved
         };
-        // A byte on a connection wakes the thread; its next poll fails.
+        // A byte on a connection wakes the thread; its next poll fails. (Generous: on a
+        // loaded two-core host the thread may wait for a core.)
         peers[0].write_all(b"x").unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(500));
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             drop(listener);
