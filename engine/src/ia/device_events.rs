@@ -42,7 +42,6 @@ use ferrodat_abi::uverbs::event as device_event;
 use ferrodat_driver::{AsyncEvent, Context};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// What a device event is about.
@@ -93,9 +92,9 @@ pub(super) struct DeviceEvents {
     targets: Mutex<HashMap<u64, Target>>,
     /// The IA's port (`PORT_ERR` names a port).
     port: u8,
-    /// Raised to stop the thread; shared so that it outlives a stop from the thread itself.
+    /// Raised to stop the thread (readable from then on); shared so that it outlives a
+    /// stop from the thread itself.
     stop: EventFd,
-    stopping: AtomicBool,
 }
 
 impl std::fmt::Debug for DeviceEvents {
@@ -190,7 +189,6 @@ impl Watcher {
             targets: Mutex::new(HashMap::new()),
             port,
             stop: EventFd::new()?,
-            stopping: AtomicBool::new(false),
         });
         let ctx = ctx.clone();
         let for_thread = shared.clone();
@@ -208,7 +206,6 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.raise();
         // The IA's last handle can go on the thread itself (an async EVD it just posted to,
         // dropped there, held the IA), or in a forked child: the join lets go then.
@@ -220,11 +217,9 @@ impl Drop for Watcher {
 fn run(ctx: &Context, shared: &DeviceEvents) {
     let async_fd = ctx.async_fd().as_raw_fd();
     loop {
-        if shared.stopping.load(Ordering::Acquire) {
-            return;
-        }
         match wait(async_fd, shared.stop.as_raw_fd()) {
-            Ok(()) => {}
+            Ok(Woke::Stop) => return,
+            Ok(Woke::Events) => {}
             Err(e) => {
                 eprintln!(
                     "ferrodat: waiting for device events failed ({e}); asynchronous errors \
@@ -249,8 +244,16 @@ fn run(ctx: &Context, shared: &DeviceEvents) {
     }
 }
 
-/// Sleeps until `async_fd` or `stop` is readable (EINTR: returns, the caller loops).
-fn wait(async_fd: RawFd, stop: RawFd) -> std::io::Result<()> {
+/// What ended a [`wait`].
+enum Woke {
+    /// The stop eventfd was raised (it stays readable).
+    Stop,
+    /// The device may have events (or EINTR: the caller reads, finds none, and waits again).
+    Events,
+}
+
+/// Sleeps until `async_fd` or `stop` is readable.
+fn wait(async_fd: RawFd, stop: RawFd) -> std::io::Result<Woke> {
     let mut fds = [
         libc::pollfd { fd: async_fd, events: libc::POLLIN, revents: 0 },
         libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
@@ -259,7 +262,10 @@ fn wait(async_fd: RawFd, stop: RawFd) -> std::io::Result<()> {
     let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
     if n < 0 {
         let e = std::io::Error::last_os_error();
-        return if e.kind() == std::io::ErrorKind::Interrupted { Ok(()) } else { Err(e) };
+        return if e.kind() == std::io::ErrorKind::Interrupted { Ok(Woke::Events) } else { Err(e) };
+    }
+    if fds[1].revents != 0 {
+        return Ok(Woke::Stop);
     }
     if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
         && fds[0].revents & libc::POLLIN == 0
@@ -269,7 +275,7 @@ fn wait(async_fd: RawFd, stop: RawFd) -> std::io::Result<()> {
             fds[0].revents
         )));
     }
-    Ok(())
+    Ok(Woke::Events)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
