@@ -8,6 +8,8 @@
 //! Waits are for events with a generous deadline (a loaded 2-core machine), never timed
 //! assertions.
 
+mod support;
+
 #[path = "../../softhca/tests/support/child.rs"]
 #[allow(dead_code)]
 mod child;
@@ -650,18 +652,6 @@ fn two_hundred_connections_leak_no_fds_and_closing_the_cms_frees_everything() {
     child.finish();
 }
 
-/// CPU time this process has used (user + system).
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage fills the zeroed struct we pass.
-    let ru = unsafe {
-        let mut ru = std::mem::zeroed::<libc::rusage>();
-        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// Child (alone in its process, as it exhausts its fds): a listener whose accept fails
 /// for want of file descriptors must not spin the CM thread; once fds are free again the
 /// waiting connection is accepted and its request delivered.
@@ -679,9 +669,9 @@ fn child_emfile() {
         }
         hog.pop();
         let mut peer = TcpStream::connect((LOCALHOST, port)).unwrap();
-        let before = cpu_time();
+        let before = support::cpu_time();
         std::thread::sleep(Duration::from_millis(500));
-        let spent = cpu_time() - before;
+        let spent = support::cpu_time() - before;
         hog.clear();
         // The request goes through once the listener is polled again.
         write_msg(&mut peer, &Msg::Req { info: fake_info(9), private_data: b"late".to_vec() });

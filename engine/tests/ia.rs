@@ -106,21 +106,10 @@ fn a_forked_child_closes_an_inherited_ia() {
 #[test]
 fn an_idle_ia_uses_no_cpu() {
     private_fabric();
-    let cpu = || {
-        // SAFETY: getrusage fills the zeroed struct we pass.
-        let ru = unsafe {
-            let mut ru = std::mem::zeroed::<libc::rusage>();
-            assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
-            ru
-        };
-        let tv =
-            |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    };
     let ia = Ia::open("idle", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
-    let before = cpu();
+    let before = support::cpu_time();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let spent = cpu() - before;
+    let spent = support::cpu_time() - before;
     drop(ia);
     assert!(
         spent < std::time::Duration::from_millis(100),

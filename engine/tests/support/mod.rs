@@ -62,3 +62,16 @@ pub fn side() -> Side {
     let buf = Lmr::alloc(&pz, 8192, MemPriv(mem_priv::ALL | mem_priv::IB_REMOTE_ATOMIC)).unwrap();
     Side { ia, pz, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
 }
+
+/// CPU time this process has used so far (user + system): for checks that a thread sleeps
+/// rather than spins.
+pub fn cpu_time() -> std::time::Duration {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let ru = unsafe {
+        let mut ru = std::mem::zeroed::<libc::rusage>();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
+        ru
+    };
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
