@@ -226,15 +226,15 @@ impl Ep {
         // Everything of one endpoint lives in one IA's device context: another IA's EVD or
         // SRQ numbers an object of another context (the device would take this context's
         // object of the same number), as dat_ep_modify also refuses.
-        for (arg, evd, what) in [
-            (3, Some(recv_evd), "recv_evd"),
-            (4, Some(request_evd), "request_evd"),
-            (5, connect_evd, "connect_evd"),
+        for (bad, evd, what) in [
+            (subtype::INVALID_HANDLE_EVD_RECV, Some(recv_evd), "recv_evd"),
+            (subtype::INVALID_HANDLE_EVD_REQUEST, Some(request_evd), "request_evd"),
+            (subtype::INVALID_HANDLE_EVD_CONN, connect_evd, "connect_evd"),
         ] {
             if let Some(evd) = evd
                 && !evd.ia().same(&ia)
             {
-                return Err(DatError::invalid_handle(evd_subtype(arg)).with_detail(format!(
+                return Err(DatError::invalid_handle(bad).with_detail(format!(
                     "{verb}: {what} belongs to another IA than the PZ; use EVDs of the \
                      endpoint's IA"
                 )));
@@ -1059,16 +1059,6 @@ fn connect_error(verb: &str, e: cm::CmError) -> DatError {
         cm::CmError::Closed => DatError::internal_error()
             .with_detail(format!("{verb}: {e}; the IA's connection manager has stopped")),
         other => DatError::invalid_parameter(2).with_detail(format!("{verb}: {other}")),
-    }
-}
-
-/// The invalid-handle subtype of `dat_ep_create`'s EVD argument `arg` (3 recv, 4
-/// request, 5 connect).
-fn evd_subtype(arg: u32) -> u32 {
-    match arg {
-        3 => subtype::INVALID_HANDLE_EVD_RECV,
-        4 => subtype::INVALID_HANDLE_EVD_REQUEST,
-        _ => subtype::INVALID_HANDLE_EVD_CONN,
     }
 }
 
