@@ -42,14 +42,7 @@ impl Psp {
     /// request comes with an endpoint the provider made (`ep::provider`), which
     /// `dat_cr_query` names.
     pub fn create_with_flags(ia: &Ia, conn_qual: u16, evd: &Evd, flags: u32) -> DatResult<Psp> {
-        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
-            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
-                .with_detail("dat_psp_create: the EVD was created without DAT_EVD_CR_FLAG"));
-        }
-        if !evd.ia().same(ia) {
-            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
-                .with_detail("dat_psp_create: the EVD belongs to another IA"));
-        }
+        check_cr_evd(ia, evd, "dat_psp_create")?;
         let provider = check_psp_flags(ia, flags, "dat_psp_create")?;
         let id = new_object_id();
         let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
@@ -109,9 +102,6 @@ pub struct Rsp {
     id: ObjectId,
     ia: Ia,
     conn_qual: u16,
-    /// Weakly: once its request took the endpoint, the consumer may free it before the
-    /// RSP, and its QP, PZ and EVDs must go then.
-    ep: WeakEp,
     evd: Evd,
     events: Arc<PspEvents>,
     listener: Arc<Mutex<Option<Listener>>>,
@@ -121,14 +111,7 @@ impl Rsp {
     /// `dat_rsp_create(ia, conn_qual, ep, evd)`: `ep` goes RESERVED; the first request on
     /// `conn_qual` becomes a connection-request event on `evd`, for that EP.
     pub fn create(ia: &Ia, conn_qual: u16, ep: &Ep, evd: &Evd) -> DatResult<Rsp> {
-        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
-            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
-                .with_detail("dat_rsp_create: the EVD was created without DAT_EVD_CR_FLAG"));
-        }
-        if !evd.ia().same(ia) {
-            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
-                .with_detail("dat_rsp_create: the EVD belongs to another IA"));
-        }
+        check_cr_evd(ia, evd, "dat_rsp_create")?;
         if !ep.ia().same(ia) {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EP)
                 .with_detail("dat_rsp_create: the endpoint belongs to another IA"));
@@ -153,7 +136,6 @@ impl Rsp {
             id,
             ia: ia.clone(),
             conn_qual,
-            ep: ep.downgrade(),
             evd: evd.clone(),
             events,
             listener: listening_for(ia, listener),
@@ -173,14 +155,14 @@ impl Rsp {
     /// `dat_rsp_query`: the endpoint it holds (None once the consumer freed it, after its
     /// request took it).
     pub fn ep(&self) -> Option<Ep> {
-        self.ep.upgrade()
+        self.events.reserved.as_ref().and_then(WeakEp::upgrade)
     }
 
     /// `dat_rsp_free`: stops listening; a still-reserved EP goes back to UNCONNECTED (a
     /// request already reported keeps its EP).
     pub fn free(self) -> DatResult<()> {
         self.listener.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match self.ep.upgrade() {
+        match self.ep() {
             Some(ep) => ep.rsp_step(Trigger::RspFree),
             None => Ok(()),
         }
@@ -223,7 +205,9 @@ impl ServicePoints {
 struct PspEvents {
     sp: ObjectId,
     evd: Evd,
-    /// An RSP's endpoint: the request is for it (weakly, see [`Rsp`]).
+    /// An RSP's endpoint: the request is for it. Weakly: once its request took the
+    /// endpoint, the consumer may free it before the RSP, and its QP, PZ and EVDs must go
+    /// then.
     reserved: Option<WeakEp>,
     /// A PSP with `DAT_PSP_PROVIDER_FLAG`: what its endpoints start on.
     provider: Option<Arc<Placeholders>>,
@@ -543,7 +527,7 @@ impl Rsp {
             ia: self.ia.clone(),
             conn_qual: u64::from(self.conn_qual),
             evd: self.evd.clone(),
-            ep: self.ep.upgrade(),
+            ep: self.ep(),
         }
     }
 }
@@ -569,6 +553,21 @@ impl crate::ia::IaChild for Mutex<Option<Listener>> {
 
 /// The placeholders a provider-model PSP's endpoints start on, `None` for the consumer
 /// model; unknown flags are `DAT_INVALID_PARAMETER/ARG4`.
+/// A service point's EVD: a CR EVD of the service point's own IA.
+fn check_cr_evd(ia: &Ia, evd: &Evd, verb: &str) -> DatResult<()> {
+    let bad = |why: &str| {
+        Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
+            .with_detail(format!("{verb}: the EVD {why}")))
+    };
+    if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
+        return bad("was created without DAT_EVD_CR_FLAG");
+    }
+    if !evd.ia().same(ia) {
+        return bad("belongs to another IA");
+    }
+    Ok(())
+}
+
 fn check_psp_flags(ia: &Ia, flags: u32, verb: &str) -> DatResult<Option<Arc<Placeholders>>> {
     match flags {
         psp_flags::CONSUMER => Ok(None),
