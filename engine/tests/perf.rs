@@ -603,3 +603,62 @@ fn a_client_tries_every_address_of_the_server_name() {
         assert!(err.contains(&m), "missing {m:?} in: {err}");
     }
 }
+
+/// The children of process `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // "pid (comm) state ppid ...": the command may hold spaces, the last ')' ends it.
+        let after_comm = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let ppid = after_comm.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            children.push(child);
+        }
+    }
+    children
+}
+
+#[test]
+fn an_interrupted_run_removes_its_files_and_processes_and_dies_of_the_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let _one = one_run_at_a_time();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut run = ferrodat()
+            .args(["perf", "--duration", "3", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ferrodat");
+        let pid = run.id();
+        let shm = private_shm_of(pid);
+        let floor = PathBuf::from(format!("/dev/shm/ferrodat-perf-floor-{pid}"));
+        // The first row, the floor, has both scratch paths and both children (the local
+        // server and the floor's helper) at once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let children = loop {
+            let children = children_of(pid);
+            if shm.exists() && floor.exists() && children.len() >= 2 {
+                break children;
+            }
+            assert!(std::time::Instant::now() < deadline, "the floor row never started");
+            assert!(run.try_wait().unwrap().is_none(), "the run ended before the signal");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // SAFETY: kill takes plain integers; `pid` is our unreaped child.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+        let out = run.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.signal(), Some(signal), "{:?}: {err}", out.status);
+        assert!(err.contains("interrupted"), "{err}");
+        assert!(!shm.exists(), "signal {signal} left {}", shm.display());
+        assert!(!floor.exists(), "signal {signal} left {}", floor.display());
+        for child in children {
+            assert!(
+                !Path::new(&format!("/proc/{child}")).exists(),
+                "signal {signal} left child process {child} (of {pid})"
+            );
+        }
+    }
+}

@@ -28,7 +28,7 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
     };
     let path = dir.join(format!("ferrodat-perf-floor-{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let _remove = RemoveOnDrop(path.clone());
+    let _remove = RemoveOnDrop::new(path.clone());
     {
         let line = SharedLine::map(&path)
             .map_err(|e| format!("cannot map the floor's shared line {}: {e}", path.display()))?;
@@ -42,9 +42,9 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start the floor's helper process: {e}"))?;
-        let mut helper = ChildGuard(child);
+        let mut helper = ChildGuard::new(child);
         let mut ready = String::new();
-        if let Some(out) = helper.0.stdout.take() {
+        if let Some(out) = helper.child().stdout.take() {
             BufReader::new(out)
                 .read_line(&mut ready)
                 .map_err(|e| format!("reading the floor helper: {e}"))?;
@@ -56,8 +56,8 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
         // A helper that dies (or is killed) stops answering: the run ends with an error
         // naming it instead of spinning forever.
         let stalled = |e: Stalled, helper: &mut ChildGuard| {
-            let pid = helper.0.id();
-            let state = match helper.0.try_wait() {
+            let pid = helper.child().id();
+            let state = match helper.child().try_wait() {
                 Ok(Some(status)) => format!("it ended: {status}"),
                 _ => "it is still running, but got no CPU time or is stuck".to_string(),
             };

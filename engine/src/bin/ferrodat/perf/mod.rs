@@ -16,6 +16,7 @@
 mod baseline;
 mod control;
 mod dat;
+mod interrupt;
 mod plan;
 mod progress;
 mod rdma;
@@ -130,6 +131,7 @@ pub fn run(args: PerfArgs) -> Result<String, String> {
     };
     let report = match &args.client {
         Some(host) => {
+            interrupt::install()?;
             let addrs = resolve(host, args.port)?;
             let stream = connect_any(&addrs, CONNECT_TIMEOUT).map_err(|tried| {
                 format!(
@@ -206,14 +208,16 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the softhca directory {}: {e}", dir.display()))?;
         // Removed however the run ends: an error, or a panic unwinding through here.
-        let dir = RemoveOnDrop(dir);
+        let dir = RemoveOnDrop::new(dir);
         // SAFETY: `ferrodat perf` calls this from main before it starts any thread, so no
         // other thread reads or writes the environment meanwhile.
-        unsafe { std::env::set_var(ferrodat_softhca::fabric::SHM_DIR_ENV, &dir.0) };
+        unsafe { std::env::set_var(ferrodat_softhca::fabric::SHM_DIR_ENV, dir.path()) };
         Some(dir)
     } else {
         None
     };
+    // After the environment is set (no other thread may run while it is).
+    interrupt::install()?;
     let result = (|| {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
@@ -223,8 +227,8 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start the server process: {e}"))?;
-        let mut server = ChildGuard(child);
-        let stdout = server.0.stdout.take().ok_or("the server process has no stdout")?;
+        let mut server = ChildGuard::new(child);
+        let stdout = server.child().stdout.take().ok_or("the server process has no stdout")?;
         let mut line = String::new();
         BufReader::new(stdout)
             .read_line(&mut line)
@@ -254,11 +258,23 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
 
 /// A scratch file or directory of the run (the private softhca fabric directory, the
 /// floor's shared line): removed when dropped, so on every way out of the run, a panic's
-/// unwinding included.
-pub struct RemoveOnDrop(pub PathBuf);
+/// unwinding included, and by [`interrupt`] on a signal.
+pub struct RemoveOnDrop(PathBuf);
+
+impl RemoveOnDrop {
+    pub fn new(path: PathBuf) -> Self {
+        interrupt::add_path(&path);
+        Self(path)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
+        interrupt::remove_path(&self.0);
         if self.0.is_dir() {
             let _ = std::fs::remove_dir_all(&self.0);
         } else {
@@ -268,12 +284,23 @@ impl Drop for RemoveOnDrop {
 }
 
 /// A child process of the run (the local server, the floor's helper): killed and
-/// reaped if the run ends before it does.
-pub struct ChildGuard(pub Child);
+/// reaped if the run ends before it does, by [`interrupt`] on a signal.
+pub struct ChildGuard(Child);
 
 impl ChildGuard {
+    pub fn new(child: Child) -> Self {
+        interrupt::add_child(child.id());
+        Self(child)
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.0
+    }
+
     /// Waits for the child, `what` in the errors (e.g. "the server process").
     fn finish(mut self, what: &str) -> Result<(), String> {
+        // Deregistered before it is reaped: the interrupt thread never signals a reused pid.
+        interrupt::remove_child(self.0.id());
         let status = self.0.wait().map_err(|e| format!("waiting for {what}: {e}"))?;
         if !status.success() {
             return Err(format!("{what} failed ({status}); its error is above"));
@@ -284,6 +311,7 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        interrupt::remove_child(self.0.id());
         if let Ok(None) = self.0.try_wait() {
             let _ = self.0.kill();
             let _ = self.0.wait();
@@ -451,8 +479,8 @@ mod tests {
         let file = dir.with_extension("file");
         std::fs::write(&file, b"x").unwrap();
         let unwound = std::panic::catch_unwind(|| {
-            let _dir = RemoveOnDrop(dir.clone());
-            let _file = RemoveOnDrop(file.clone());
+            let _dir = RemoveOnDrop::new(dir.clone());
+            let _file = RemoveOnDrop::new(file.clone());
             panic!("a failure in the middle of a run");
         });
         assert!(unwound.is_err());
