@@ -1023,3 +1023,34 @@ fn a_sleeping_progress_thread_is_notified_after_rings_were_polled() {
     assert_eq!(got_a.map(|w| w.syndrome), Some(None), "the send completed");
     p.engine.stop_progress_thread();
 }
+
+/// A device closed while its progress thread sleeps is gone at once (its QPs leave the
+/// fabric), not when the thread's sleep ends, up to a second later.
+#[test]
+fn dropping_the_engine_while_its_progress_thread_sleeps_drops_it_at_once() {
+    let fabric = TestFabric::new("drop-sleeping");
+    // A name of its own: the other tests' progress threads are "softhca-softhca0".
+    let engine = ferrodat_softhca::hca::engine::Engine::open_in(
+        fabric.dir.clone(),
+        "hcadrop",
+        LOCALHOST_GID,
+    )
+    .unwrap();
+    engine.start_progress_thread().unwrap();
+    let name = "softhca-hcadrop";
+    // Past its spinning phase: asleep, with no work, for up to a second.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(thread_cpu_ticks(name).is_some(), "the progress thread is running");
+    let weak = std::sync::Arc::downgrade(&engine);
+    drop(engine);
+    // Only if our drop raced with a pass in progress does the thread drop it, at the
+    // pass's end: well under 100 ms. The sleep it was in had 800 ms left.
+    let deadline = std::time::Instant::now() + Duration::from_millis(100);
+    while (weak.strong_count() > 0 || thread_cpu_ticks(name).is_some())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(weak.strong_count(), 0, "the sleeping progress thread kept the engine alive");
+    assert!(thread_cpu_ticks(name).is_none(), "the progress thread outlived its engine");
+}

@@ -274,6 +274,17 @@ impl InstanceWaker {
         true
     }
 
+    /// [`Instance::wait_for_work`](super::Instance::wait_for_work) through this handle,
+    /// for a thread that must not keep the instance's owner alive while it sleeps (the
+    /// progress thread). Only while the instance is alive: its slot may be reused after.
+    pub fn wait_for_work(
+        &self,
+        timeout: Option<std::time::Duration>,
+        has_work: impl FnOnce() -> bool,
+    ) -> WaitOutcome {
+        self.registry.wake_area(self.index).wait(timeout, has_work)
+    }
+
     /// Threads of the instance currently in (or entering) a futex wait.
     pub fn sleepers(&self) -> u32 {
         self.registry.wake_area(self.index).sleepers_now()

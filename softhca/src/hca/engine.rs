@@ -840,15 +840,15 @@ impl Engine {
     }
 
     /// Starts the progress thread (idempotent). It holds the engine only while it works,
-    /// so dropping the last other reference ends it within a second; the owner normally
-    /// calls [`Engine::stop_progress_thread`] first.
+    /// not while it sleeps, so dropping the last other reference drops the engine at once
+    /// (or after the pass in progress) and ends the thread.
     pub fn start_progress_thread(self: &Arc<Self>) -> std::io::Result<()> {
         let mut slot = self.progress_thread.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_some() {
             return Ok(());
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let engine = Arc::downgrade(self);
+        let engine_weak = Arc::downgrade(self);
         let stop_flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name(format!("softhca-{}", self.registry.name()))
@@ -857,7 +857,7 @@ impl Engine {
                 let mut idle = 0u32;
                 let mut watch_sleep = WATCH_SLEEP_MIN;
                 while !stop_flag.load(Ordering::Acquire) {
-                    let Some(engine) = engine.upgrade() else { break };
+                    let Some(engine) = engine_weak.upgrade() else { break };
                     let watching = engine.watching.load(Ordering::Acquire);
                     let mut worked = engine.progress();
                     if watching {
@@ -909,17 +909,25 @@ impl Engine {
                         timeout = timeout.min(watch_sleep.min(cap));
                         watch_sleep = (watch_sleep * 2).min(cap);
                     }
+                    // Sleep without the engine: an owner that drops it meanwhile has it
+                    // dropped at once (its QPs leave the fabric now, not a second later);
+                    // the drop stops this thread and joins it before the instance goes,
+                    // so the instance stays alive while this waits on it.
+                    let instance = engine.instance.waker();
+                    drop(engine);
+                    if stop_flag.load(Ordering::Acquire) {
+                        // That drop was the last: the engine stopped this thread.
+                        break;
+                    }
                     let stop_flag = &stop_flag;
-                    engine
-                        .instance
-                        .wait_for_work(Some(timeout), || stop_flag.load(Ordering::Acquire));
+                    instance.wait_for_work(Some(timeout), || stop_flag.load(Ordering::Acquire));
+                    let Some(engine) = engine_weak.upgrade() else { break };
                     engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
                     if watching {
                         // Woken by the timeout, most likely: one look, then back to sleep
                         // rather than another round of spinning.
                         idle = WATCH_SPINS - 1;
                     }
-                    drop(engine);
                 }
             })?;
         *slot = Some((stop, handle));
