@@ -390,8 +390,41 @@ fn admit_for_dequeue(
     }
 }
 
+/// The unit tests' stand-in for other threads posting while a harvest runs: called at the
+/// start of every harvest on the thread that set it, once its room was measured.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod test_hook {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static DURING_HARVEST: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` at the start of each harvest on this thread until [`clear`].
+    pub(crate) fn during_harvest(f: impl FnMut() + 'static) {
+        DURING_HARVEST.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    pub(crate) fn clear() {
+        DURING_HARVEST.with(|h| h.borrow_mut().take());
+    }
+
+    pub(super) fn run() {
+        // Taken out while it runs, so that it may do anything, even harvest.
+        let hook = DURING_HARVEST.with(|h| h.borrow_mut().take());
+        if let Some(mut f) = hook {
+            f();
+            DURING_HARVEST.with(|h| {
+                h.borrow_mut().get_or_insert(f);
+            });
+        }
+    }
+}
+
 impl Harvest<Event> for CqSource {
     fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(Event)) -> usize {
+        #[cfg(all(test, not(loom)))]
+        test_hook::run();
         let mut made = 0;
         if self.released.has_pending() {
             // Receives that completed before their ESTABLISHED, which is out now: they

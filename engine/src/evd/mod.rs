@@ -16,8 +16,8 @@
 //!
 //! Left to the EVD object: stream flags and the merging matrix, CNO triggering (on a post
 //! with no waiter, [`EvdCore::has_waiter`]), the threshold-1 rule for consumer-controlled
-//! notification, overflow reporting to the async EVD ([`EvdCore::overflows`], a full
-//! [`EvdCore::post`]), and the one cross-stream order DAT demands (successful in-progress
+//! notification, overflow reporting to the async EVD (a harvest's lost events,
+//! [`EvdCore::take_unreported_overflows`]; a full [`EvdCore::post`]), and the one cross-stream order DAT demands (successful in-progress
 //! DTO completions before DISCONNECTED on a shared EVD: the CM must not post DISCONNECTED
 //! while the QP's completions still sit unharvested in the CQ).
 

@@ -377,7 +377,28 @@ impl Evd {
             None => core.dequeue(&mut NoSource).map_err(wait_error),
         };
         self.inner.failures.tell();
+        self.report_overflows();
         r
+    }
+
+    /// Raises `DAT_ASYNC_ERROR_EVD_OVERFLOW` for this EVD on the async EVD once per event a
+    /// harvest had to drop (other threads filled the queue while it harvested), as a full
+    /// post does ([`Ia::post_or_report`]). Called after each wait and dequeue, with no lock
+    /// held (the async EVD may be this one). One load when nothing was dropped.
+    #[inline]
+    fn report_overflows(&self) {
+        let lost = self.inner.core.take_unreported_overflows();
+        if lost != 0 {
+            self.report_lost(lost);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report_lost(&self, lost: u64) {
+        for _ in 0..lost {
+            self.inner.ia.report_async(event::ASYNC_ERROR_EVD_OVERFLOW, self.inner.id);
+        }
     }
 
     /// A dequeue holding the CQ lock: the queue (without its lock: see [`DtoSide`]), then
@@ -416,6 +437,7 @@ impl Evd {
             cno.rescan();
         }
         self.inner.failures.tell();
+        self.report_overflows();
         r.map_err(|e| {
             let nmore = match e {
                 WaitError::Timeout { nmore } => Some(nmore),
@@ -635,5 +657,58 @@ mod tests {
         assert_eq!(e.return_type(), ret::QUEUE_EMPTY);
         assert_eq!(e.subtype(), subtype::NO_SUBTYPE);
         assert_eq!(e.detail(), Some(WaitError::Empty.to_string().as_str()));
+    }
+
+    /// Another thread filling a DTO EVD while a dequeue or a wait harvests it (played by
+    /// the harvest hook, which posts software events once the harvest measured its room):
+    /// each event the harvest loses is one ASYNC_ERROR_EVD_OVERFLOW for that EVD on the
+    /// async EVD, as for a post that finds the EVD full, and the loss stays counted.
+    #[test]
+    fn events_a_harvest_loses_to_concurrent_posts_are_reported_as_evd_overflow() {
+        use super::super::cq_source::test_hook;
+        use crate::ia::IaSpec;
+        ferrodat_softhca::fabric::use_private_fabric("engine-evd-unit");
+        let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+        let async_evd = Evd::create(&ia, 8, evd_flags::ASYNC).unwrap();
+        ia.set_async_evd(&async_evd);
+        let flags = evd_flags::DTO | evd_flags::CONNECTION | evd_flags::SOFTWARE;
+        let evd = Evd::create(&ia, 2, flags).unwrap();
+        let overflow = Event::Async { number: event::ASYNC_ERROR_EVD_OVERFLOW, object: evd.id() };
+        for (round, how) in ["dequeue", "wait"].into_iter().enumerate() {
+            // Two connection events wait behind the (empty) CQ: the next harvest takes them,
+            // into the two free places the hook fills first.
+            for _ in 0..2 {
+                let disconnected = Event::Connection {
+                    number: event::CONNECTION_EVENT_DISCONNECTED,
+                    ep: 7,
+                    private_data: Vec::new(),
+                };
+                evd.post_event(disconnected).unwrap();
+            }
+            let mut poster = Some(evd.clone());
+            test_hook::during_harvest(move || {
+                if let Some(evd) = poster.take() {
+                    evd.post_se(1).unwrap();
+                    evd.post_se(2).unwrap();
+                }
+            });
+            let first = match how {
+                "dequeue" => evd.dequeue().unwrap(),
+                _ => {
+                    let (ev, nmore) = evd.wait(0, 1).unwrap();
+                    assert_eq!(nmore, 1, "{how}");
+                    ev
+                }
+            };
+            test_hook::clear();
+            assert_eq!(first, Event::Software { pointer: 1 }, "{how}");
+            assert_eq!(evd.dequeue().unwrap(), Event::Software { pointer: 2 }, "{how}");
+            assert!(evd.dequeue().is_err(), "{how}: the connection events were lost");
+            assert_eq!(evd.inner.core.overflows(), 2 * (round as u64 + 1), "{how}: counted");
+            for n in 0..2 {
+                assert_eq!(async_evd.dequeue().unwrap(), overflow, "{how}: report {n}");
+            }
+            assert!(async_evd.dequeue().is_err(), "{how}: one report per lost event");
+        }
     }
 }

@@ -47,7 +47,9 @@
 //! `DAT_QUEUE_FULL` for `post_se`, or raises `ASYNC_ERROR_EVD_OVERFLOW`). A harvest takes
 //! at most the free room from the source, so completions stay in the CQ rather than being
 //! dropped; if producers fill the room during a harvest, the surplus event is dropped and
-//! counted in [`EvdCore::overflows`] for the EVD layer to report.
+//! counted: in [`EvdCore::overflows`] for good, and as not yet reported until the EVD layer
+//! takes it with [`EvdCore::take_unreported_overflows`] (after the wait or dequeue, with no
+//! lock held) and raises one `ASYNC_ERROR_EVD_OVERFLOW` per lost event, as for a full post.
 
 use super::notify::{Notifier, WakeReason, Woken};
 use super::queue::EventQueue;
@@ -174,14 +176,36 @@ impl From<io::Error> for WaitError {
     }
 }
 
+/// Harvested events dropped because producers filled the queue during the harvest.
+struct Overflows {
+    /// Every one since the EVD was made.
+    dropped: AtomicU64,
+    /// Those the EVD layer has not yet reported on the async EVD.
+    unreported: AtomicU64,
+}
+
+impl Overflows {
+    fn new() -> Overflows {
+        Overflows { dropped: AtomicU64::new(0), unreported: AtomicU64::new(0) }
+    }
+
+    /// One harvested event found no room.
+    #[cold]
+    #[inline(never)]
+    fn count(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        self.unreported.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Where a dequeue's harvest puts events it does not hand back itself: the EVD's queue,
-/// behind what is there. An event that finds the queue full is dropped and counted in
-/// [`EvdCore::overflows`], as a harvest's surplus is (a harvest takes at most
-/// [`Backlog::room`], so that happens only when producers fill the room meanwhile).
+/// behind what is there. An event that finds the queue full is dropped and counted (see
+/// [`EvdCore::take_unreported_overflows`]), as a harvest's surplus is (a harvest takes at
+/// most [`Backlog::room`], so that happens only when producers fill the room meanwhile).
 /// Two references, passed in registers.
 pub struct Backlog<'a, T> {
     queue: &'a EventQueue<T>,
-    overflows: &'a AtomicU64,
+    overflows: &'a Overflows,
 }
 
 // Not derived: the derive would want `T: Copy`; only the references are copied.
@@ -202,7 +226,7 @@ impl<T> Backlog<'_, T> {
     /// Queues `event`.
     pub fn push(&self, event: T) {
         if self.queue.push(event).is_err() {
-            self.overflows.fetch_add(1, Ordering::Relaxed);
+            self.overflows.count();
         }
     }
 }
@@ -228,7 +252,7 @@ pub struct EvdCore<T> {
     queue: RwLock<Arc<EventQueue<T>>>,
     notifier: Notifier,
     flags: AtomicU32,
-    overflows: AtomicU64,
+    overflows: Overflows,
     spin: u32,
 }
 
@@ -261,7 +285,7 @@ impl<T> EvdCore<T> {
             queue: RwLock::new(Arc::new(EventQueue::new(qlen))),
             notifier: Notifier::new()?,
             flags: AtomicU32::new(0),
-            overflows: AtomicU64::new(0),
+            overflows: Overflows::new(),
             spin: Self::DEFAULT_SPIN,
         })
     }
@@ -306,9 +330,22 @@ impl<T> EvdCore<T> {
         self.flags.load(Ordering::Acquire) & UNWAITABLE == 0
     }
 
-    /// Harvested events dropped because producers filled the queue during the harvest.
+    /// Harvested events dropped because producers filled the queue during the harvest
+    /// (all of them, reported or not).
     pub fn overflows(&self) -> u64 {
-        self.overflows.load(Ordering::Relaxed)
+        self.overflows.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The harvested events dropped since the last call, for the EVD layer to report as
+    /// `ASYNC_ERROR_EVD_OVERFLOW` (each drop is handed out once, to one caller). The thread
+    /// whose harvest dropped an event calls this after its wait or dequeue, so every drop
+    /// is taken soon. One load when there is none.
+    #[inline]
+    pub fn take_unreported_overflows(&self) -> u64 {
+        if self.overflows.unreported.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.overflows.unreported.swap(0, Ordering::Relaxed)
     }
 
     /// The notifier (for diagnostics; producers go through [`EvdCore::post`]).
@@ -382,7 +419,7 @@ impl<T> EvdCore<T> {
         }
         src.harvest(room, &mut |ev| {
             if q.push(ev).is_err() {
-                self.overflows.fetch_add(1, Ordering::Relaxed);
+                self.overflows.count();
             }
         });
     }
@@ -788,6 +825,70 @@ mod tests {
         assert_eq!(c.wait(&mut cq, 4, 0).unwrap(), (50, 3));
         assert_eq!(shared.lock().unwrap().cqes.len(), 7, "3 harvested into the room left");
         assert_eq!(c.overflows(), 0);
+        assert_eq!(c.take_unreported_overflows(), 0);
+    }
+
+    /// A source whose harvest first lets other producers fill the queue (it posts into the
+    /// core itself, as the CM thread or `post_se` could at that moment), then hands over
+    /// its completions: the race in which a harvest finds less room than it was given.
+    struct PostsWhileHarvesting {
+        core: Arc<EvdCore<u32>>,
+        posts: Vec<u32>,
+        completions: VecDeque<u32>,
+    }
+
+    impl Harvest<u32> for PostsWhileHarvesting {
+        fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(u32)) -> usize {
+            for v in self.posts.drain(..) {
+                self.core.post(v).expect("the queue had room for the other producers' posts");
+            }
+            let n = max.min(self.completions.len());
+            for v in self.completions.drain(..n) {
+                sink(v);
+            }
+            n
+        }
+        fn arm(&mut self) {}
+        fn fds(&self) -> &[RawFd] {
+            &[]
+        }
+        fn acknowledge(&mut self, _index: usize) -> Result<(), SourceError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_wait_whose_harvest_finds_the_queue_filled_counts_each_lost_event_once() {
+        let c = core::<u32>(2);
+        let mut src = PostsWhileHarvesting {
+            core: c.clone(),
+            posts: vec![1, 2],
+            completions: VecDeque::from([10, 11, 12]),
+        };
+        // Room 2 when the harvest starts: two completions taken, both lost to the posts.
+        assert_eq!(c.wait(&mut src, 1, 0).unwrap(), (1, 1));
+        assert_eq!(src.completions, [12], "the completion beyond the room stays in the CQ");
+        assert_eq!(c.overflows(), 2);
+        assert_eq!(c.take_unreported_overflows(), 2);
+        assert_eq!(c.take_unreported_overflows(), 0, "each drop is handed out once");
+        assert_eq!(c.overflows(), 2, "the count is kept after the report");
+        assert_eq!(c.dequeue(&mut NoSource).unwrap(), 2);
+    }
+
+    #[test]
+    fn a_dequeue_whose_harvest_finds_the_queue_filled_counts_the_lost_events() {
+        let c = core::<u32>(2);
+        let mut src = PostsWhileHarvesting {
+            core: c.clone(),
+            posts: vec![1, 2],
+            completions: VecDeque::from([10, 11, 12]),
+        };
+        // The first completion is the dequeue's own; the second finds the queue full.
+        assert_eq!(c.dequeue(&mut src).unwrap(), 10);
+        assert_eq!((c.overflows(), c.take_unreported_overflows()), (1, 1));
+        assert_eq!(c.take_unreported_overflows(), 0);
+        assert_eq!(c.dequeue(&mut NoSource).unwrap(), 1);
+        assert_eq!(c.dequeue(&mut NoSource).unwrap(), 2);
     }
 
     #[test]
