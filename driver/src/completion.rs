@@ -25,7 +25,7 @@ pub struct WorkCompletion {
     /// Success or why not.
     pub status: WcStatus,
     /// [`WorkCompletion::HAS_IMM`], [`WorkCompletion::SOLICITED`],
-    /// [`WorkCompletion::HAS_INV`].
+    /// [`WorkCompletion::HAS_INV`], [`WorkCompletion::SENT_IMM`].
     pub(crate) flags: u8,
     /// For errors: the mlx5 syndrome (0 for success).
     pub(crate) syndrome: u8,
@@ -39,15 +39,28 @@ impl WorkCompletion {
     pub(crate) const HAS_IMM: u8 = 1;
     pub(crate) const SOLICITED: u8 = 2;
     pub(crate) const HAS_INV: u8 = 4;
+    /// A requester's success for a SEND or RDMA WRITE with immediate: verbs'
+    /// `IBV_WC_WITH_IMM` without a value (the request's own).
+    pub(crate) const SENT_IMM: u8 = 8;
 
     /// True if the request succeeded.
     pub fn is_ok(&self) -> bool {
         self.status == WcStatus::Success
     }
 
-    /// Immediate data (host order) of a SEND/RDMA WRITE with immediate.
+    /// Immediate data (host order) a receive got with a SEND or RDMA WRITE with immediate;
+    /// `None` for requester completions (see [`WorkCompletion::carries_imm`]).
     pub fn imm(&self) -> Option<u32> {
         (self.flags & Self::HAS_IMM != 0).then_some(self.imm_data)
+    }
+
+    /// Verbs' `IBV_WC_WITH_IMM`: a receive of a message with immediate data (the value is
+    /// [`WorkCompletion::imm`]), or — as rdma-core's mlx5 provider reports it — the
+    /// successful requester completion of a SEND or RDMA WRITE with immediate, whose value
+    /// is the one the request carried and is not reported again (`imm` is `None` there).
+    /// Error completions carry no flags, as in rdma-core.
+    pub fn carries_imm(&self) -> bool {
+        self.flags & (Self::HAS_IMM | Self::SENT_IMM) != 0
     }
 
     /// The same completion with immediate data `imm` (for tools and tests that rebuild

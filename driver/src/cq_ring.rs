@@ -741,7 +741,8 @@ fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkComple
         return true;
     }
     if op == cqe_opcode::REQ {
-        let (opcode, len) = REQUESTER[(sop_qpn >> 24) as usize & 0x3f];
+        let wqe_opcode = (sop_qpn >> 24) as u8;
+        let (opcode, len) = REQUESTER[usize::from(wqe_opcode) & 0x3f];
         *wc = WorkCompletion {
             wr_id: qp.send.complete(wqe_counter),
             byte_len: match len {
@@ -751,6 +752,7 @@ fn decode_other(qp: &QpCompletions, cqe: DevPtr, op_own: u8, wc: &mut WorkComple
             },
             qpn,
             opcode,
+            flags: if sent_imm(wqe_opcode) { WorkCompletion::SENT_IMM } else { 0 },
             ..WorkCompletion::default()
         };
         return true;
@@ -787,19 +789,29 @@ enum ReqLen {
     ByteCount,
 }
 
-/// [`REQUESTER`]'s opcodes whose completion reports no byte count, indexed by the whole
-/// opcode byte; `None` for the others (decoded out of line).
+/// [`REQUESTER`]'s opcodes whose completion reports no byte count and no flag, indexed by
+/// the whole opcode byte; `None` for the others (decoded out of line): those with a byte
+/// count, and the SEND and RDMA WRITE with immediate, whose completion has
+/// [`WorkCompletion::SENT_IMM`].
 const REQUESTER_NO_BYTE_COUNT: [Option<WcOpcode>; 256] = {
     let mut t = [None; 256];
     let mut i = 0;
     while i < REQUESTER.len() {
-        if let (opcode, ReqLen::Zero) = REQUESTER[i] {
+        if let (opcode, ReqLen::Zero) = REQUESTER[i]
+            && !sent_imm(i as u8)
+        {
             t[i] = Some(opcode);
         }
         i += 1;
     }
     t
 };
+
+/// A requester's WQE opcode that carried immediate data: its completion has verbs'
+/// `IBV_WC_WITH_IMM`, as rdma-core's mlx5 provider sets it (`handle_good_req`).
+const fn sent_imm(wqe_opcode: u8) -> bool {
+    wqe_opcode == opcode::RDMA_WRITE_IMM || wqe_opcode == opcode::SEND_IMM
+}
 
 /// The completion opcode and byte length of a requester CQE, by the mlx5 opcode of its WQE
 /// (the top byte of sop_drop_qpn; the opcodes posted here are all below 0x40).

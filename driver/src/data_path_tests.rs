@@ -594,6 +594,62 @@ fn a_send_with_invalidate_reports_the_rkey_it_invalidated() {
     assert_eq!((out[1].invalidated_rkey(), out[1].imm()), (None, Some(0x0bad_cafe)));
 }
 
+/// A requester's success for a SEND or RDMA WRITE with immediate carries verbs' WITH_IMM
+/// (rdma-core's `handle_good_req`) without a value; plain ones, and errors, carry none.
+/// Through the single poll (which decodes plain requests inline) and the batch.
+#[test]
+fn requester_completions_of_requests_with_immediate_carry_the_with_imm_flag() {
+    let (mut sq, _rq, mut c) = qp_on_cq(16, 0, 0);
+    let model = Recorder::default();
+    let s = [sge(0x1000, 8, 1)];
+    let remote = Remote { addr: 0x9000, rkey: 3 };
+    let ops = [
+        (SendOp::SendImm(0x0102_0304), mlx5::opcode::SEND_IMM, WcOpcode::Send, true),
+        (SendOp::RdmaWriteImm(remote, 5), mlx5::opcode::RDMA_WRITE_IMM, WcOpcode::RdmaWrite, true),
+        (SendOp::Send, mlx5::opcode::SEND, WcOpcode::Send, false),
+        (SendOp::RdmaWrite(remote), mlx5::opcode::RDMA_WRITE, WcOpcode::RdmaWrite, false),
+    ];
+    for round in 0..2u32 {
+        for (i, (op, wqe_opcode, ..)) in ops.iter().enumerate() {
+            let p = round * 4 + i as u32;
+            sq.q.post(&[SendWr::new(u64::from(p), *op, Payload::Sges(&s))], &model).unwrap();
+            // Whatever sits in the CQE's immediate field is not the request's: not reported.
+            let sop_qpn = (u32::from(*wqe_opcode) << 24) | 0x108;
+            write_cqe(&mut c, p, mlx5::cqe_opcode::REQ, 5, sop_qpn, p as u16, 0, 0xdead, 0);
+        }
+        let mut out = [WorkCompletion::default(); 4];
+        if round == 0 {
+            for wc in &mut out {
+                assert!(c.cq.poll_one(wc, &model));
+            }
+        } else {
+            assert_eq!(c.cq.poll(&mut out, &model), 4);
+        }
+        for (i, (wc, (op, _, opcode, with_imm))) in out.iter().zip(&ops).enumerate() {
+            assert_eq!(
+                (wc.wr_id, wc.opcode, wc.status, wc.carries_imm(), wc.imm()),
+                (u64::from(round * 4) + i as u64, *opcode, WcStatus::Success, *with_imm, None),
+                "round {round}: {op:?}"
+            );
+        }
+    }
+    // A failed WRITE with immediate: no flags on an error completion, as in rdma-core.
+    sq.q.post(&[SendWr::new(9, SendOp::RdmaWriteImm(remote, 5), Payload::Sges(&s))], &model)
+        .unwrap();
+    let sop_qpn = (u32::from(mlx5::opcode::RDMA_WRITE_IMM) << 24) | 0x108;
+    let flushed = mlx5::cqe_syndrome::WR_FLUSH_ERR;
+    write_cqe(&mut c, 8, mlx5::cqe_opcode::REQ_ERR, 5, sop_qpn, 8, 0, 0, flushed);
+    let mut wc = WorkCompletion::default();
+    assert!(c.cq.poll_one(&mut wc, &model));
+    assert_eq!((wc.wr_id, wc.status, wc.opcode), (9, WcStatus::Flushed, WcOpcode::RdmaWrite));
+    assert!(!wc.carries_imm());
+    // A receive with immediate carries the flag and its value.
+    let (_sq, _rq, mut c) = qp_on_cq(8, 1, 40);
+    write_cqe(&mut c, 0, mlx5::cqe_opcode::RESP_SEND_IMM, 5, 0x108, 0, 4, 0x0bad_cafe, 0);
+    assert!(c.cq.poll_one(&mut wc, &model));
+    assert_eq!((wc.wr_id, wc.carries_imm(), wc.imm()), (40, true, Some(0x0bad_cafe)));
+}
+
 #[test]
 fn a_detached_qps_leftover_completions_are_skipped() {
     let sq = send_queue(16, 1, 0);

@@ -205,3 +205,61 @@ fn completions_after_a_reset_and_reconnect_are_reported_the_old_ones_dropped() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&path);
 }
+
+/// Requester completions over softhca: a signalled SEND and RDMA WRITE with immediate carry
+/// verbs' WITH_IMM (as rdma-core's mlx5 provider reports them, without a value), a plain
+/// SEND and RDMA WRITE do not; the receiver's completions carry the flag with the values.
+#[test]
+fn requests_with_immediate_complete_with_the_with_imm_flag() {
+    let (ctx, path) = private_softhca("imm");
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = Cq::new(&ctx, &CqOptions { cqe: 64, ..Default::default() }).unwrap();
+    let mut src = vec![0u8; 4096];
+    let mut dst = vec![0u8; 4096];
+    let src_mr = pd.reg_mr(&mut src, Access::ALL).unwrap();
+    let dst_mr = pd.reg_mr(&mut dst, Access::ALL).unwrap();
+    let (mut a, mut b) = loopback::connected_pair(&ctx, &pd, &cq, false);
+    // The SEND with immediate, the WRITE with immediate and the plain SEND each consume one.
+    for wr_id in 100..103 {
+        b.post_recv(&[RecvWr { wr_id, sges: &[dst_mr.sge(0, 64).unwrap()] }]).unwrap();
+    }
+    let remote = Remote { addr: dst_mr.addr() + 256, rkey: dst_mr.rkey() };
+    let requests = [
+        (1, SendOp::SendImm(0x1111), true),
+        (2, SendOp::RdmaWriteImm(remote, 0x2222), true),
+        (3, SendOp::Send, false),
+        (4, SendOp::RdmaWrite(remote), false),
+    ];
+    let payload = [src_mr.sge(0, 16).unwrap()];
+    for (wr_id, op, _) in requests {
+        a.post_send(&[SendWr::new(wr_id, op, Payload::Sges(&payload))]).unwrap();
+    }
+    let mut wc = [WorkCompletion::default(); 8];
+    let n = cq.poll_wait(&mut wc[..7], Duration::from_secs(5));
+    assert_eq!(n, 7, "4 requests and 3 receives: {:?}", &wc[..n]);
+    let of = |qpn: u32, wr_id: u64| {
+        *wc[..n].iter().find(|w| w.qpn == qpn && w.wr_id == wr_id).expect("its completion")
+    };
+    for (wr_id, op, with_imm) in requests {
+        let w = of(a.qpn(), wr_id);
+        assert_eq!(
+            (w.status, w.carries_imm(), w.imm()),
+            (WcStatus::Success, with_imm, None),
+            "{op:?}"
+        );
+    }
+    for (wr_id, opcode, imm) in [
+        (100, WcOpcode::Recv, Some(0x1111)),
+        (101, WcOpcode::RecvRdmaWithImm, Some(0x2222)),
+        (102, WcOpcode::Recv, None),
+    ] {
+        let w = of(b.qpn(), wr_id);
+        assert_eq!(
+            (w.status, w.opcode, w.carries_imm(), w.imm()),
+            (WcStatus::Success, opcode, imm.is_some(), imm),
+            "receive {wr_id}"
+        );
+    }
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&path);
+}

@@ -65,6 +65,18 @@ fn a_memory_window_bound_by_rdma_core_grants_its_range_only() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("mw ok"), "{out:?}");
 }
 
+/// A C program on rdma-core (tests/c/wc_flags.c): rdma-core's mlx5 provider, decoding
+/// softhca's CQEs itself, sets IBV_WC_WITH_IMM on the requester completions of a SEND and an
+/// RDMA WRITE with immediate and not on plain ones (the driver's own completions do the
+/// same: `carries_imm`, driver/tests/loopback_smoke.rs).
+#[test]
+fn rdma_core_flags_requester_completions_of_requests_with_immediate() {
+    let world = World::new("wcflags");
+    let exe = verbs_program(&world, "wc_flags");
+    let out = world.run(exe.to_str().unwrap(), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wc_flags ok"), "{out:?}");
+}
+
 /// A C program on rdma-core (tests/c/fork_and_signals.c): a forked child that closes
 /// every inherited descriptor, the device file included, leaves the parent's QPs alone
 /// (they connect and carry an RDMA WRITE after it), and write(2) from a signal handler

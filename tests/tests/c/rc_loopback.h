@@ -63,7 +63,7 @@ static void rc_connect(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid)
 }
 
 /* A signalled RDMA WRITE of `text` (inline, without its NUL) to `addr`/`rkey`. */
-static void rc_write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rkey, const char *text)
+static inline void rc_write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rkey, const char *text)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)text, .length = strlen(text) };
 	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
