@@ -232,7 +232,8 @@ pub(crate) unsafe extern "C" fn evd_post_se(
     })
 }
 
-/// `evd_free_func(evd)`: refused while endpoints or service points use it.
+/// `evd_free_func(evd)`: refused while endpoints or service points use it; a thread
+/// waiting on the EVD returns DAT_ABORT.
 pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
     call("dat_evd_free", || {
         let me = evd_h as usize;
@@ -255,7 +256,11 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
             Body::Ia(b) => b.async_evd.load(Ordering::Relaxed) == me,
             _ => false,
         });
-        crate::ret::settle(|| {
+        // DAT: a thread waiting on the EVD returns DAT_ABORT when it is freed. Woken, it
+        // returns and lets go of the handle, which `settle` waits for.
+        let was_aborted =
+            evd(evd_h, subtype::NO_SUBTYPE).ok().map(|o| evd_body(&o).evd().abort_waits_for_free());
+        let freed = crate::ret::settle(|| {
             handle::free(evd_h, handle_type::EVD, subtype::NO_SUBTYPE, |o| {
                 let Body::Evd(b) = &mut o.body else { unreachable!("type checked") };
                 let e = b.evd.take().expect("a registered EVD holds its EVD");
@@ -265,7 +270,13 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
                     err
                 })
             })
-        })?;
+        });
+        if freed.is_err()
+            && let (Some(was_aborted), Ok(o)) = (was_aborted, evd(evd_h, subtype::NO_SUBTYPE))
+        {
+            evd_body(&o).evd().resume_waits(was_aborted);
+        }
+        freed?;
         for ia_obj in async_of_ia {
             let _ = ia_body(&ia_obj).async_evd.compare_exchange(
                 evd_h as usize,

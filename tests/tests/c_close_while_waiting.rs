@@ -1,6 +1,8 @@
 //! `tests/c/close_while_waiting.c`, compiled against the installed DAT 2.0 headers and
-//! libdat2, over libferrodat.so: an abrupt `dat_ia_close` wakes a thread waiting in
-//! `dat_evd_wait` (INFINITE) with DAT_ABORT, and the closed IA's handles are then refused
+//! libdat2, over libferrodat.so: `dat_evd_free` of an EVD no endpoint uses wakes a thread
+//! waiting in `dat_evd_wait` (INFINITE) with DAT_ABORT and succeeds, of an endpoint's EVD
+//! is refused and leaves the waiter waiting; an abrupt `dat_ia_close` wakes a thread
+//! waiting in `dat_evd_wait` with DAT_ABORT, and the closed IA's handles are then refused
 //! with DAT_INVALID_HANDLE — after libdat2 has dlclosed the provider, which must stay
 //! mapped for that.
 
@@ -10,7 +12,7 @@ use std::time::Duration;
 use support::dapl::{DatWorld, IA_NAME, Running, build_c_consumer};
 
 #[test]
-fn an_abrupt_close_aborts_a_waiter_and_the_closed_ias_handles_are_refused_not_followed() {
+fn freeing_an_evd_or_closing_its_ia_aborts_its_waiter_and_stale_handles_are_refused() {
     let world = DatWorld::new("c-close-wait");
     let Some(exe) =
         build_c_consumer(&world, "tests/tests/c/close_while_waiting.c", "close_while_waiting")
@@ -26,6 +28,12 @@ fn an_abrupt_close_aborts_a_waiter_and_the_closed_ias_handles_are_refused_not_fo
     assert!(out.contains("close_while_waiting: PASSED"), "{out}");
     for line in [
         "close_while_waiting: provider mapped after the last IA close: yes",
+        "close_while_waiting: dat_evd_free under a waiter: DAT_SUCCESS",
+        "close_while_waiting: the waiter on the freed EVD returned: DAT_ABORT",
+        "close_while_waiting: dat_evd_dequeue of the freed EVD: DAT_INVALID_HANDLE",
+        "close_while_waiting: dat_evd_free of an endpoint's EVD under a waiter: \
+         DAT_INVALID_STATE DAT_INVALID_STATE_EVD_IN_USE",
+        "close_while_waiting: the waiter still waits after the refused free: yes",
         "close_while_waiting: the waiter returned: DAT_ABORT",
         "close_while_waiting: dat_ep_free of the closed IA's endpoint: DAT_INVALID_HANDLE \
          DAT_INVALID_HANDLE_EP",

@@ -532,6 +532,26 @@ impl Evd {
         Ok(())
     }
 
+    /// The first step of a `dat_evd_free` that must not fail for a thread waiting on the
+    /// EVD (DAT: the wait returns DAT_ABORT when the EVD is freed): the waiter, and every
+    /// wait from now on, is woken with DAT_ABORT, so it lets go of the EVD and the free can
+    /// proceed. If the free then fails after all (other users), call
+    /// [`Evd::resume_waits`] with what this returned. Returns whether the EVD was
+    /// aborted already (its IA closed, or a free under way).
+    pub fn abort_waits_for_free(&self) -> bool {
+        let already = self.inner.core.is_aborted();
+        self.inner.core.abort();
+        already
+    }
+
+    /// Undoes [`Evd::abort_waits_for_free`] after a free that failed: waits work again,
+    /// unless the EVD was aborted before (`was_aborted`: what that call returned).
+    pub fn resume_waits(&self, was_aborted: bool) {
+        if !was_aborted {
+            self.inner.core.clear_abort();
+        }
+    }
+
     /// `dat_evd_set_unwaitable`.
     pub fn set_unwaitable(&self) {
         self.inner.core.set_unwaitable();
@@ -710,5 +730,28 @@ mod tests {
             }
             assert!(async_evd.dequeue().is_err(), "{how}: one report per lost event");
         }
+    }
+
+    /// A free's abort wakes waits with DAT_ABORT; a free that fails after all gives the
+    /// EVD its waits back, unless its IA's close had aborted it before.
+    #[test]
+    fn a_failed_free_gives_back_the_waits_it_aborted_but_not_an_ia_closes() {
+        use crate::ia::IaSpec;
+        ferrodat_softhca::fabric::use_private_fabric("engine-evd-unit");
+        let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+        let evd = Evd::create(&ia, 4, evd_flags::SOFTWARE).unwrap();
+        let timed_out =
+            |evd: &Evd| evd.wait(0, 1).unwrap_err().return_type() == ret::TIMEOUT_EXPIRED;
+        assert!(timed_out(&evd), "a fresh EVD waits");
+        let was_aborted = evd.abort_waits_for_free();
+        assert!(!was_aborted);
+        assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT);
+        evd.resume_waits(was_aborted);
+        assert!(timed_out(&evd), "waits work again after the failed free");
+        crate::ia::IaChild::abort_for_ia_close(evd.inner.clone());
+        let was_aborted = evd.abort_waits_for_free();
+        assert!(was_aborted, "the IA's close aborted it first");
+        evd.resume_waits(was_aborted);
+        assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT, "still closed");
     }
 }

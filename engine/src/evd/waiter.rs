@@ -380,6 +380,17 @@ impl<T> EvdCore<T> {
         self.notifier.wake_all(WakeReason::Abort);
     }
 
+    /// Undoes an [`EvdCore::abort`] whose EVD was not freed after all: waits work again.
+    /// Returns whether it was aborted.
+    pub fn clear_abort(&self) -> bool {
+        self.flags.fetch_and(!ABORTED, Ordering::SeqCst) & ABORTED != 0
+    }
+
+    /// Whether [`EvdCore::abort`] was called (and not undone).
+    pub fn is_aborted(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & ABORTED != 0
+    }
+
     fn own(&self) -> Result<Owner<'_>, WaitError> {
         let mut f = self.flags.load(Ordering::Relaxed);
         loop {
