@@ -10,23 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static struct ibv_cq *cq;
 
 static struct ibv_wc poll_one(void)
 {
-	struct ibv_wc wc;
-	time_t start = time(NULL);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			FAIL("ibv_poll_cq failed");
-		if (n == 1)
-			return wc;
-		if (time(NULL) - start > 10)
-			FAIL("no completion within 10 s");
-	}
+	return rc_poll_one(cq);
 }
 
 /* A fresh connected pair (a refused access leaves the old one in the error state). */

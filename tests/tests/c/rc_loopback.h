@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
@@ -72,6 +73,22 @@ static inline void rc_write_inline(struct ibv_qp *qp, uint64_t addr, uint32_t rk
 	struct ibv_send_wr *bad;
 	if (ibv_post_send(qp, &wr, &bad))
 		FAIL("ibv_post_send (RDMA WRITE) failed");
+}
+
+/* The next completion of `cq`, polled for at most 10 s. */
+static inline struct ibv_wc rc_poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	time_t start = time(NULL);
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			FAIL("ibv_poll_cq failed");
+		if (n == 1)
+			return wc;
+		if (time(NULL) - start > 10)
+			FAIL("no completion within 10 s");
+	}
 }
 
 #endif
