@@ -111,7 +111,12 @@ pub(crate) struct LmrBody {
     pub lmr: Option<Lmr>,
     pub pz: usize,
     pub mem_type: abi::MemType,
+    /// The address, or for DAT_MEM_TYPE_LMR the LMR handle, the consumer described the
+    /// region with.
     pub region: u64,
+    /// DAT_MEM_TYPE_SHARED_VIRTUAL: a copy of the consumer's shared memory id, which
+    /// dat_lmr_query points to.
+    pub shared_id: Option<Box<[libc::c_char; abi::LMR_COOKIE_SIZE]>>,
     pub length: u64,
     pub privileges: abi::MemPrivFlags,
     pub va_type: abi::VaType,
@@ -120,6 +125,25 @@ pub(crate) struct LmrBody {
 impl LmrBody {
     pub fn lmr(&self) -> &Lmr {
         self.lmr.as_ref().expect("a registered LMR handle holds its LMR")
+    }
+
+    /// The region as the consumer described it at create, for `dat_lmr_query`.
+    pub fn region_description(&self) -> abi::RegionDescription {
+        match (self.mem_type, &self.shared_id) {
+            (abi::mem_type::LMR, _) => {
+                abi::RegionDescription { for_lmr_handle: self.region as abi::LmrHandle }
+            }
+            (abi::mem_type::SHARED_VIRTUAL, Some(id)) => abi::RegionDescription {
+                for_shared_memory: abi::SharedMemory {
+                    virtual_address: self.region as *mut libc::c_void,
+                    // The consumer may read the id through it, never write: DAT_LMR_PARAM
+                    // is the provider's answer.
+                    shared_memory_id: (&**id as *const [libc::c_char; abi::LMR_COOKIE_SIZE])
+                        .cast_mut(),
+                },
+            },
+            _ => abi::RegionDescription { for_va: self.region as *mut libc::c_void },
+        }
     }
 }
 

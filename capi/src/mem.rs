@@ -97,8 +97,8 @@ pub(crate) unsafe extern "C" fn pz_free(pz_h: abi::PzHandle) -> abi::Return {
 }
 
 /// `lmr_create_func(ia, mem_type, region, length, pz, privileges, va_type, &lmr,
-/// &lmr_context, &rmr_context, &registered_size, &registered_address)`: virtual memory,
-/// virtual addressing.
+/// &lmr_context, &rmr_context, &registered_size, &registered_address)`: every memory type
+/// (virtual memory, another LMR's memory, shared memory), virtual addressing.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe extern "C" fn lmr_create(
     ia_h: abi::IaHandle,
@@ -122,13 +122,6 @@ pub(crate) unsafe extern "C" fn lmr_create(
                 .with_detail("dat_lmr_create: the PZ belongs to another IA"));
         }
         let lmr_out = required(lmr_out, 8, "dat_lmr_create's LMR handle pointer")?;
-        if mem != mem_type::VIRTUAL {
-            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                .with_detail(format!(
-                    "dat_lmr_create: memory type {mem:#x}; ferrodat registers \
-                     DAT_MEM_TYPE_VIRTUAL memory only"
-                )));
-        }
         if va != va_type::VA {
             return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
                 .with_detail(
@@ -136,13 +129,53 @@ pub(crate) unsafe extern "C" fn lmr_create(
                      FALSE); use DAT_VA_TYPE_VA",
                 ));
         }
-        // SAFETY: for DAT_MEM_TYPE_VIRTUAL the union holds `for_va`.
-        let address = unsafe { region.for_va }.cast::<u8>();
-        // SAFETY: DAT's contract: the consumer keeps the memory mapped until dat_lmr_free,
-        // and the provider never makes a Rust reference to it.
-        let lmr = unsafe {
-            Lmr::create_virtual(pz_body(&pz_obj).pz(), address, length, MemPriv(privileges))
-        }?;
+        let pz = pz_body(&pz_obj).pz();
+        let privileges = MemPriv(privileges);
+        // What the region is, for dat_lmr_query: the description the consumer gave.
+        let (lmr, region, length, shared_id) = match mem {
+            mem_type::VIRTUAL => {
+                // SAFETY: for DAT_MEM_TYPE_VIRTUAL the union holds `for_va`.
+                let address = unsafe { region.for_va }.cast::<u8>();
+                // SAFETY: DAT's contract: the consumer keeps the memory mapped until
+                // dat_lmr_free, and the provider never makes a Rust reference to it.
+                let lmr = unsafe { Lmr::create_virtual(pz, address, length, privileges) }?;
+                (lmr, address as u64, length, None)
+            }
+            mem_type::LMR => {
+                // SAFETY: for DAT_MEM_TYPE_LMR the union holds `for_lmr_handle`.
+                let original_h = unsafe { region.for_lmr_handle };
+                let original = lmr(original_h)?;
+                let lmr = Lmr::create_from(lmr_body(&original).lmr(), pz, privileges)?;
+                let size = lmr.registered_size();
+                (lmr, original_h as u64, size, None)
+            }
+            mem_type::SHARED_VIRTUAL => {
+                // SAFETY: for DAT_MEM_TYPE_SHARED_VIRTUAL the union holds
+                // `for_shared_memory`.
+                let shared = unsafe { region.for_shared_memory };
+                if shared.shared_memory_id.is_null() {
+                    return Err(DatError::invalid_parameter(3).with_detail(
+                        "dat_lmr_create(DAT_MEM_TYPE_SHARED_VIRTUAL): a NULL shared_memory_id; \
+                         pass the DAT_LMR_COOKIE naming the shared memory",
+                    ));
+                }
+                // SAFETY: non-null; DAT_LMR_COOKIE points to DAT_LMR_COOKIE_SIZE chars of
+                // the consumer's, copied here (dat_lmr_query hands out the copy).
+                let id = Box::new(unsafe { shared.shared_memory_id.read_unaligned() });
+                let address = shared.virtual_address.cast::<u8>();
+                // SAFETY: as for DAT_MEM_TYPE_VIRTUAL: this process's mapping of the shared
+                // memory stays until dat_lmr_free. The registration is this process's
+                // own; the id only names the memory, as OFA's interface has it.
+                let lmr = unsafe { Lmr::create_virtual(pz, address, length, privileges) }?;
+                (lmr, address as u64, length, Some(id))
+            }
+            other => {
+                return Err(DatError::invalid_parameter(2).with_detail(format!(
+                    "dat_lmr_create: memory type {other:#x}; use DAT_MEM_TYPE_VIRTUAL, \
+                     DAT_MEM_TYPE_LMR or DAT_MEM_TYPE_SHARED_VIRTUAL"
+                )));
+            }
+        };
         // SAFETY (all four): NULL or the consumer's variables.
         unsafe {
             put(lmr_context, lmr.lmr_context());
@@ -154,9 +187,10 @@ pub(crate) unsafe extern "C" fn lmr_create(
             lmr: Some(lmr),
             pz: pz_h as usize,
             mem_type: mem,
-            region: address as u64,
+            region,
+            shared_id,
             length,
-            privileges,
+            privileges: privileges.0,
             va_type: va,
         });
         let (h, _) = handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), None);
@@ -179,7 +213,7 @@ pub(crate) unsafe extern "C" fn lmr_query(
         let p = abi::LmrParam {
             ia_handle: o.ia as abi::IaHandle,
             mem_type: b.mem_type,
-            region_desc: abi::RegionDescription { for_va: b.region as *mut libc::c_void },
+            region_desc: b.region_description(),
             length: b.length,
             pz_handle: b.pz as abi::PzHandle,
             mem_priv: b.privileges,

@@ -351,3 +351,150 @@ fn an_ia_opened_with_an_existing_evd_takes_it_only_if_it_is_an_async_evd() {
         assert_eq!(ia::ia_close(first, abi::close_flags::ABRUPT), ret::SUCCESS);
     }
 }
+
+/// `dat_lmr_create` of `lmr` bytes of memory type `mem` described by `region` in `pz`, all
+/// rights: the return code and the handle.
+///
+/// # Safety
+/// `region` describes memory that stays mapped until the LMR is freed.
+unsafe fn create_lmr(
+    ia_h: abi::IaHandle,
+    mem: abi::MemType,
+    region: abi::RegionDescription,
+    length: u64,
+    pz: abi::PzHandle,
+) -> (abi::Return, abi::LmrHandle) {
+    let mut lmr = null_mut();
+    // SAFETY: forwarded; valid output pointers, the optional ones NULL.
+    let r = unsafe {
+        mem::lmr_create(
+            ia_h,
+            mem,
+            region,
+            length,
+            pz,
+            mem_priv::ALL,
+            va_type::VA,
+            &mut lmr,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+        )
+    };
+    (r, lmr)
+}
+
+/// The three memory types every DAT provider must register (`lmr_mem_types_supported`
+/// says so): virtual memory, another LMR's memory, shared memory named by its id; each
+/// queried back as the consumer described it; what each refuses.
+#[test]
+fn every_memory_type_dat_requires_registers_and_is_queried_as_described() {
+    let (ia_h, _) = open("unit-mem-types");
+    let (other_ia, _) = open("unit-mem-types-other");
+    // SAFETY (every call below): handles of this test or deliberately bad ones, valid
+    // output pointers, and `buf`, which outlives every LMR over it.
+    unsafe {
+        let mut p = std::mem::zeroed::<abi::ProviderAttr>();
+        let all_p = abi::provider_field::ALL;
+        assert_eq!(ia::ia_query(ia_h, null_mut(), 0, null_mut(), all_p, &mut p), ret::SUCCESS);
+        assert_eq!(
+            p.lmr_mem_types_supported,
+            mem_type::VIRTUAL | mem_type::LMR | mem_type::SHARED_VIRTUAL
+        );
+        let (mut pz, mut pz2, mut other_pz) = (null_mut(), null_mut(), null_mut());
+        assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
+        assert_eq!(mem::pz_create(ia_h, &mut pz2), ret::SUCCESS);
+        assert_eq!(mem::pz_create(other_ia, &mut other_pz), ret::SUCCESS);
+        let mut buf = vec![0u8; 8192];
+        let va = buf.as_mut_ptr();
+        let (r, original) = create_lmr(
+            ia_h,
+            mem_type::VIRTUAL,
+            abi::RegionDescription { for_va: va.cast() },
+            8192,
+            pz,
+        );
+        assert_eq!(r, ret::SUCCESS);
+
+        // Another LMR's memory, in another PZ: the length given is the original's.
+        let of_original = abi::RegionDescription { for_lmr_handle: original };
+        let (r, again) = create_lmr(ia_h, mem_type::LMR, of_original, 0, pz2);
+        assert_eq!(r, ret::SUCCESS);
+        let mut q = std::mem::zeroed::<abi::LmrParam>();
+        assert_eq!(mem::lmr_query(again, 0, &mut q), ret::SUCCESS);
+        assert_eq!(q.mem_type, mem_type::LMR);
+        assert_eq!(q.region_desc.for_lmr_handle, original);
+        assert_eq!((q.length, q.registered_size, q.registered_address), (8192, 8192, va as u64));
+        assert_eq!(q.pz_handle, pz2);
+        let mut q0 = std::mem::zeroed::<abi::LmrParam>();
+        assert_eq!(mem::lmr_query(original, 0, &mut q0), ret::SUCCESS);
+        assert_ne!(q.lmr_context, q0.lmr_context, "a registration of its own");
+        // Independent: the original goes first, the new one stays good.
+        assert_eq!(mem::lmr_free(original), ret::SUCCESS);
+        assert_eq!(mem::lmr_query(again, 0, &mut q), ret::SUCCESS);
+        // A freed LMR, another IA's LMR, or not an LMR at all.
+        let (r, _) = create_lmr(ia_h, mem_type::LMR, of_original, 0, pz);
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_LMR));
+        let (r, _) = create_lmr(
+            other_ia,
+            mem_type::LMR,
+            abi::RegionDescription { for_lmr_handle: again },
+            0,
+            other_pz,
+        );
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+        let (r, _) = create_lmr(
+            ia_h,
+            mem_type::LMR,
+            abi::RegionDescription { for_lmr_handle: pz.cast() },
+            0,
+            pz,
+        );
+        assert_eq!(r, err(ret::INVALID_HANDLE, subtype::INVALID_HANDLE_LMR));
+        assert_eq!(mem::lmr_free(again), ret::SUCCESS);
+
+        // Shared memory: registered as this process maps it; the query points to a copy of
+        // the id.
+        let mut id = [0 as std::ffi::c_char; abi::LMR_COOKIE_SIZE];
+        for (d, b) in id.iter_mut().zip(b"ferrodat shared region 7".iter()) {
+            *d = *b as std::ffi::c_char;
+        }
+        let shared =
+            abi::SharedMemory { virtual_address: va.add(4096).cast(), shared_memory_id: &mut id };
+        let (r, lmr) = create_lmr(
+            ia_h,
+            mem_type::SHARED_VIRTUAL,
+            abi::RegionDescription { for_shared_memory: shared },
+            4096,
+            pz,
+        );
+        assert_eq!(r, ret::SUCCESS);
+        id[0] = 0; // the consumer's id may change or go: the LMR keeps its own copy
+        assert_eq!(mem::lmr_query(lmr, 0, &mut q), ret::SUCCESS);
+        assert_eq!(q.mem_type, mem_type::SHARED_VIRTUAL);
+        let got = q.region_desc.for_shared_memory;
+        assert_eq!(got.virtual_address, va.add(4096).cast());
+        assert_ne!(got.shared_memory_id, &mut id as abi::LmrCookie);
+        let copy = got.shared_memory_id.read();
+        assert_eq!(copy[0] as u8, b'f');
+        assert_eq!((q.length, q.registered_address), (4096, va as u64 + 4096));
+        assert_eq!(mem::lmr_free(lmr), ret::SUCCESS);
+        let no_id = abi::SharedMemory { virtual_address: va.cast(), shared_memory_id: null_mut() };
+        let (r, _) = create_lmr(
+            ia_h,
+            mem_type::SHARED_VIRTUAL,
+            abi::RegionDescription { for_shared_memory: no_id },
+            4096,
+            pz,
+        );
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3));
+
+        // No fourth type.
+        let (r, _) = create_lmr(ia_h, 7, abi::RegionDescription { for_va: va.cast() }, 64, pz);
+        assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2));
+        assert_eq!(ia::ia_close(ia_h, abi::close_flags::ABRUPT), ret::SUCCESS);
+        assert_eq!(ia::ia_close(other_ia, abi::close_flags::ABRUPT), ret::SUCCESS);
+        drop(buf);
+    }
+}

@@ -318,7 +318,9 @@ impl Ia {
                 env!("CARGO_PKG_VERSION_MINOR").parse().unwrap_or(0),
             ),
             dapl_version: (2, 0),
-            lmr_mem_types_supported: 1 << mem_type::VIRTUAL,
+            // The union of the DAT_MEM_TYPE values, as udat.h defines it (OFA reports
+            // VIRTUAL | LMR, both of which it then refuses to register but the first).
+            lmr_mem_types_supported: mem_type::VIRTUAL | mem_type::LMR | mem_type::SHARED_VIRTUAL,
             iov_ownership_on_return: iov_ownership::CONSUMER,
             dat_qos_supported: qos::BEST_EFFORT,
             completion_flags_supported: completion_flags::SUPPRESS

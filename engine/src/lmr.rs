@@ -107,16 +107,20 @@ impl Drop for LmrInUse {
 
 #[derive(Debug)]
 enum Region {
-    /// The consumer's memory (`DAT_MEM_TYPE_VIRTUAL`).
+    /// The consumer's memory (`DAT_MEM_TYPE_VIRTUAL`, `_SHARED_VIRTUAL`).
     Consumer(MrRaw),
     /// Memory the LMR owns (Rust consumers' convenience).
     Owned(MrBuf),
+    /// The memory of another LMR registered again (`DAT_MEM_TYPE_LMR`). `_owner` is that
+    /// LMR when it owns the memory, which must outlive this registration: it is dropped
+    /// after `mr` (fields drop in order).
+    Again { mr: MrRaw, _owner: Option<Lmr> },
 }
 
 macro_rules! region {
     ($r:expr, $m:ident) => {
         match $r {
-            Region::Consumer(mr) => mr.$m(),
+            Region::Consumer(mr) | Region::Again { mr, .. } => mr.$m(),
             Region::Owned(mr) => mr.$m(),
         }
     };
@@ -152,6 +156,27 @@ impl Lmr {
         // SAFETY: forwarded from this function's contract.
         let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(register_error)?;
         Ok(Lmr::from_region(pz, Region::Consumer(mr), privileges))
+    }
+
+    /// `dat_lmr_create` of `DAT_MEM_TYPE_LMR`: the memory `original` registered, registered
+    /// again in `pz` (of the same IA) with `privileges`, which may differ from the
+    /// original's. The two are independent registrations: either may be freed first.
+    pub fn create_from(original: &Lmr, pz: &Pz, privileges: MemPriv) -> DatResult<Lmr> {
+        let access = privileges.access()?;
+        if !original.inner.pz.ia().same(pz.ia()) {
+            return Err(DatError::invalid_parameter(3).with_detail(
+                "dat_lmr_create(DAT_MEM_TYPE_LMR): the LMR to register again belongs to another \
+                 IA; register its memory in this IA with DAT_MEM_TYPE_VIRTUAL",
+            ));
+        }
+        let address = original.registered_address() as *mut u8;
+        let len = original.registered_size() as usize;
+        // SAFETY: the memory is registered by `original` already, so it is mapped: the
+        // consumer keeps it mapped until its LMRs are freed (DAT), and memory an LMR owns
+        // is kept here, in `_owner`, for as long as the new registration lives.
+        let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(register_error)?;
+        let owner = matches!(original.inner.region, Region::Owned(_)).then(|| original.clone());
+        Ok(Lmr::from_region(pz, Region::Again { mr, _owner: owner }, privileges))
     }
 
     /// An LMR over `length` bytes of zeroed memory it owns (page-aligned).
@@ -240,7 +265,7 @@ impl Lmr {
     /// Volatile copy out of the region (the device may be writing it).
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> DatResult<()> {
         let r = match &self.inner.region {
-            Region::Consumer(mr) => mr.read(offset, dst),
+            Region::Consumer(mr) | Region::Again { mr, .. } => mr.read(offset, dst),
             Region::Owned(mr) => mr.read(offset, dst),
         };
         r.map_err(|e| DatError::invalid_parameter(2).with_detail(e.to_string()))
@@ -249,7 +274,7 @@ impl Lmr {
     /// Volatile copy into the region.
     pub fn write(&self, offset: usize, src: &[u8]) -> DatResult<()> {
         let r = match &self.inner.region {
-            Region::Consumer(mr) => mr.write(offset, src),
+            Region::Consumer(mr) | Region::Again { mr, .. } => mr.write(offset, src),
             Region::Owned(mr) => mr.write(offset, src),
         };
         r.map_err(|e| DatError::invalid_parameter(2).with_detail(e.to_string()))
@@ -308,6 +333,8 @@ pub struct LmrParam {
 impl Lmr {
     /// `dat_lmr_query`: every field of `DAT_LMR_PARAM`. The device registers exactly the
     /// bytes asked for, so `length` and `registered_size` agree, as do the two addresses.
+    /// The region is described by its address whatever the memory type it was created
+    /// with (the C API reports the type and description the consumer gave).
     pub fn query(&self) -> LmrParam {
         LmrParam {
             ia: self.inner.pz.ia().clone(),

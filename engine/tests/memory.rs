@@ -67,3 +67,59 @@ fn a_pz_in_use_is_not_freed() {
     drop(lmr);
     pz.free().expect("free once nothing uses it");
 }
+
+/// `DAT_MEM_TYPE_LMR`: another LMR's memory registered again, with rights of its own: the
+/// peer reads through the new context but may not write, and the new registration outlives
+/// the original's free (the memory the original owned stays with it). Another IA's LMR is
+/// refused.
+#[test]
+fn a_region_registered_again_has_its_own_rights_and_outlives_the_original() {
+    use ferrodat_abi::dat::{dto_status, event};
+    use ferrodat_engine::event::Event;
+    use ferrodat_engine::lmr::RmrTriplet;
+    let (server, client, _psp) = support::connected(31269);
+    let original = Lmr::alloc(&server.pz, 4096, MemPriv(mem_priv::ALL)).unwrap();
+    original.write(100, b"registered twice").unwrap();
+    let read_only = Lmr::create_from(
+        &original,
+        &server.pz,
+        MemPriv(mem_priv::REMOTE_READ | mem_priv::LOCAL_READ),
+    )
+    .unwrap();
+    assert_eq!(
+        (read_only.registered_address(), read_only.registered_size()),
+        (original.registered_address(), original.registered_size()),
+        "the same memory"
+    );
+    assert_ne!(read_only.lmr_context(), original.lmr_context());
+    assert_ne!(read_only.rmr_context(), original.rmr_context());
+    original.free().unwrap();
+
+    let status = |client: &support::Side| match client.req_evd.wait(support::WAIT_US, 1).unwrap().0
+    {
+        Event::Dto { completion, .. } => completion.status,
+        other => panic!("expected a DTO completion, got {other:?}"),
+    };
+    let remote = RmrTriplet {
+        rmr_context: read_only.rmr_context(),
+        virtual_address: read_only.registered_address() + 100,
+        segment_length: 16,
+    };
+    let into = client.buf.triplet(0, 16).unwrap();
+    client.ep.post_rdma_read(&[into], 1, &remote, 0).unwrap();
+    assert_eq!(status(&client), dto_status::SUCCESS, "read through the new context");
+    let mut got = [0u8; 16];
+    client.buf.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"registered twice", "after the original's free");
+    client.ep.post_rdma_write(&[into], 2, &remote, 0).unwrap();
+    assert_eq!(status(&client), dto_status::ERR_REMOTE_ACCESS, "no REMOTE_WRITE right");
+    match client.conn_evd.wait(support::WAIT_US, 1).unwrap().0 {
+        Event::Connection { number: event::CONNECTION_EVENT_BROKEN, .. } => {}
+        other => panic!("a failed RDMA WRITE breaks the connection, got {other:?}"),
+    }
+
+    let elsewhere = Pz::create(&support::ia()).unwrap();
+    let e = Lmr::create_from(&read_only, &elsewhere, MemPriv(mem_priv::ALL)).unwrap_err();
+    assert_eq!(e.code(), ferrodat_engine::error::DatError::invalid_parameter(3).code());
+    assert!(e.to_string().contains("another IA"), "{e}");
+}

@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::{Side, WAIT_US, side};
+use support::{Side, WAIT_US, connected, side};
 
 use ferrodat_abi::dat::{
     Return, ReturnSubtype, dto_status, evd_flags, event, mem_priv, ret, subtype,
@@ -19,28 +19,8 @@ use ferrodat_engine::event::Event;
 use ferrodat_engine::lmr::{Lmr, LmrTriplet, MemPriv, RmrTriplet};
 use ferrodat_engine::pz::Pz;
 use ferrodat_engine::rmr::Rmr;
-use ferrodat_engine::sp::Psp;
 
 const RW: MemPriv = MemPriv(mem_priv::REMOTE_READ | mem_priv::REMOTE_WRITE);
-
-/// A server and a client, connected through a PSP on `port` (each test its own port).
-fn connected(port: u16) -> (Side, Side, Psp) {
-    let server = side();
-    let client = side();
-    let psp = Psp::create(&server.ia, port, &server.cr_evd).unwrap();
-    client.ep.connect(server.ia.attr().address, port, None, b"").unwrap();
-    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
-        panic!("expected a connection request")
-    };
-    cr.accept(Some(&server.ep), b"").unwrap();
-    for s in [&client, &server] {
-        match s.conn_evd.wait(WAIT_US, 1).unwrap().0 {
-            Event::Connection { number: event::CONNECTION_EVENT_ESTABLISHED, .. } => {}
-            other => panic!("expected ESTABLISHED, got {other:?}"),
-        }
-    }
-    (server, client, psp)
-}
 
 /// The bind completion on `side`'s request EVD: (rmr id, ep id, cookie, status).
 fn bind_event(side: &Side) -> (u64, u64, u64, u32) {

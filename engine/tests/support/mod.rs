@@ -63,6 +63,28 @@ pub fn side() -> Side {
     Side { ia, pz, ep, cr_evd, conn_evd, req_evd, recv_evd, buf }
 }
 
+/// A server and a client, the client's endpoint connected to the server's through a PSP
+/// on `port` (each test its own port); both saw ESTABLISHED.
+pub fn connected(port: u16) -> (Side, Side, ferrodat_engine::sp::Psp) {
+    use ferrodat_abi::dat::event;
+    use ferrodat_engine::event::Event;
+    let server = side();
+    let client = side();
+    let psp = ferrodat_engine::sp::Psp::create(&server.ia, port, &server.cr_evd).unwrap();
+    client.ep.connect(server.ia.attr().address, port, None, b"").unwrap();
+    let Event::ConnectionRequest { cr, .. } = server.cr_evd.wait(WAIT_US, 1).unwrap().0 else {
+        panic!("expected a connection request")
+    };
+    cr.accept(Some(&server.ep), b"").unwrap();
+    for s in [&client, &server] {
+        match s.conn_evd.wait(WAIT_US, 1).unwrap().0 {
+            Event::Connection { number: event::CONNECTION_EVENT_ESTABLISHED, .. } => {}
+            other => panic!("expected ESTABLISHED, got {other:?}"),
+        }
+    }
+    (server, client, psp)
+}
+
 /// CPU time this process has used so far (user + system): for checks that a thread sleeps
 /// rather than spins.
 pub fn cpu_time() -> std::time::Duration {
