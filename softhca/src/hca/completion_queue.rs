@@ -225,6 +225,91 @@ mod tests {
         u64::from_be_bytes(buf[at..at + 8].try_into().unwrap())
     }
 
+    /// Counts the completion events a CQ delivers.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicU32);
+
+    impl Counted {
+        fn events(&self) -> u32 {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    impl EventSink for Counted {
+        fn completion_event(&self, _user_handle: u64) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        fn async_event(&self, _element: u64, _event_type: u32) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_solicited_arm_fires_for_a_solicited_receive_or_an_error_only() {
+        use crate::hca::cqe::{ErrorCompletion, error_cqe};
+        use ferrodat_abi::mlx5::{CQ_DB_REQ_NOT, cq_arm_word, cqe_syndrome};
+        let (mut buf, mut db) = (vec![0u8; 16 * 64], [0u8; 8]);
+        // SAFETY: both buffers outlive the CQ (dropped after it, at the end of the test).
+        let (b, d) = unsafe {
+            (
+                AppSpan::new(buf.as_mut_ptr() as usize, buf.len()),
+                AppSpan::new(db.as_mut_ptr() as usize, 8),
+            )
+        };
+        let events = Arc::new(Counted::default());
+        let sink: Arc<dyn EventSink> = events.clone();
+        let mut cq = CompletionQueue::new(1, 7, CqProducer::new(b, d, 16, 64), Some(sink), None);
+        let receive = |solicited| {
+            success_cqe(&Completion {
+                cqe_opcode: cqe_opcode::RESP_SEND,
+                qpn: 0x108,
+                solicited,
+                ..Default::default()
+            })
+        };
+        let flushed = |requester| {
+            error_cqe(&ErrorCompletion {
+                requester,
+                syndrome: cqe_syndrome::WR_FLUSH_ERR,
+                qpn: 0x108,
+                ..Default::default()
+            })
+        };
+        // Armed with the consumer caught up on everything pushed so far, under the next
+        // sequence number.
+        let arm = |cq: &mut CompletionQueue, sn: u32, cmd: u32| {
+            let ci = cq.producer.producer_index();
+            cq.arm(cq_arm_word(sn, cmd, ci));
+        };
+
+        // Successful sends and unsolicited receives leave a solicited arm armed.
+        arm(&mut cq, 0, CQ_DB_REQ_NOT_SOL);
+        cq.push(&completion()).unwrap();
+        cq.push(&receive(false)).unwrap();
+        assert_eq!(events.events(), 0, "no solicited or failed completion yet");
+        // A receive of a SEND with the solicited bit fires it, once.
+        cq.push(&receive(true)).unwrap();
+        cq.push(&receive(true)).unwrap();
+        assert_eq!(events.events(), 1, "one event per arm");
+        // A flushed receive fires the next one, and a failed request the one after.
+        arm(&mut cq, 1, CQ_DB_REQ_NOT_SOL);
+        cq.push(&receive(false)).unwrap();
+        assert_eq!(events.events(), 1);
+        cq.push(&flushed(false)).unwrap();
+        assert_eq!(events.events(), 2, "a flushed receive is a solicited completion");
+        arm(&mut cq, 2, CQ_DB_REQ_NOT_SOL);
+        cq.push(&completion()).unwrap();
+        assert_eq!(events.events(), 2);
+        cq.push(&flushed(true)).unwrap();
+        assert_eq!(events.events(), 3, "so is a failed request");
+        // A plain arm takes any completion.
+        arm(&mut cq, 3, CQ_DB_REQ_NOT);
+        cq.push(&completion()).unwrap();
+        assert_eq!(events.events(), 4);
+        assert_eq!(cq.events_reported(), 4);
+    }
+
     #[test]
     fn cqes_carry_the_core_clock_only_when_the_cq_asked_for_timestamps() {
         let (mut buf, mut db) = (vec![0xf0u8; 4 * 64], [0u8; 8]);
