@@ -6,6 +6,9 @@
 //! Events posted to an EVD (connection, async, software) poke the CNO's notifier; DTO
 //! completions wake it through the completion channels of the EVDs' CQs, which the wait
 //! arms before it sleeps — the same spin-free arm/re-check/sleep order as `dat_evd_wait`.
+//! An EVD fed only by SOLICITED_WAIT receives triggers it for notification events only
+//! (solicited or failed receives, posted events: [`crate::evd::notification`]): its CQ is
+//! armed solicited-only, and the wait harvests it into the EVD's queue to look.
 
 use crate::error::{DatError, DatResult};
 use crate::evd::{Evd, Notifier, WakeReason, Woken};

@@ -14,6 +14,7 @@ use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
 use crate::evd::cq_source::{DtoFailures, EpCompletions};
 use crate::evd::early_completions::EarlyCompletions;
+use crate::evd::notification::Stream;
 use crate::event::{Event, ObjectId, new_object_id};
 use crate::ia::Ia;
 use crate::lmr::{LmrTriplet, RmrTriplet};
@@ -294,8 +295,8 @@ impl Ep {
             r.set_limit(attr.max_recv_dtos);
         }
         let qpn = qp.qpn();
-        request_evd.attach(qpn, completions.clone())?;
-        recv_evd.attach(qpn, completions.clone())?;
+        request_evd.attach(qpn, completions.clone(), Stream::Requests)?;
+        recv_evd.attach(qpn, completions.clone(), receive_stream(&attr))?;
         let ep = Ep {
             inner: Arc::new(EpInner {
                 id,
@@ -1060,6 +1061,17 @@ fn connect_error(verb: &str, e: cm::CmError) -> DatError {
             .with_detail(format!("{verb}: {e}; the IA's connection manager has stopped")),
         other => DatError::invalid_parameter(2).with_detail(format!("{verb}: {other}")),
     }
+}
+
+/// How an endpoint with `attr` feeds its receive EVD: with SOLICITED_WAIT in its
+/// `recv_completion_flags`, its receives wake a waiter only when solicited or failed.
+fn receive_stream(attr: &EpAttr) -> Stream {
+    Stream::Receives { solicited_wait: solicited_wait(attr) }
+}
+
+/// Whether `attr` has SOLICITED_WAIT in its `recv_completion_flags`.
+fn solicited_wait(attr: &EpAttr) -> bool {
+    attr.recv_completion_flags & completion_flags::SOLICITED_WAIT != 0
 }
 
 /// A QP in `pz` whose completions go to the CQs of `request_evd` and `recv_evd`.

@@ -23,11 +23,12 @@
 //! ([`checked_attr`]), against the IA only (their QP is built from the attributes); a bad
 //! value is their attribute argument, `ARG6` and `ARG7`.
 
-use super::{Ep, EpAttr, Wiring, lock};
+use super::{Ep, EpAttr, Wiring, lock, receive_stream, solicited_wait};
 use crate::dto::CookieRing;
 use crate::ep_state::{EpState, Trigger, transition};
 use crate::error::{DatError, DatResult};
 use crate::evd::Evd;
+use crate::evd::notification::Stream;
 use crate::ia::{Ia, IaAttr};
 use crate::pz::Pz;
 use crate::srq::Srq;
@@ -304,7 +305,13 @@ impl Ep {
             || !new_wiring.recv_evd.same(&old_wiring.recv_evd)
             || !new_wiring.request_evd.same(&old_wiring.request_evd);
         if rewire {
-            self.replace_qp(*state, &old_wiring, &new_wiring, &caps)?;
+            let receives = receive_stream(&new_attr);
+            self.replace_qp(*state, &old_wiring, &new_wiring, &caps, receives)?;
+        } else if new_attr.recv_completion_flags != self.attr().recv_completion_flags {
+            // Only before receives are posted (checked above): the receive EVD's waiter
+            // wakes as the new flags say from the first receive on.
+            let qpn = self.inner.qp.lock().qpn();
+            new_wiring.recv_evd.set_solicited_wait(qpn, solicited_wait(&new_attr));
         }
         self.inner.recv_iov_limit.store(new_attr.max_recv_iov, Ordering::Relaxed);
         self.inner.request_iov_limit.store(new_attr.max_request_iov, Ordering::Relaxed);
@@ -443,6 +450,7 @@ impl Ep {
         old: &Wiring,
         new: &Wiring,
         caps: &QpCaps,
+        receives: Stream,
     ) -> DatResult<()> {
         let c = &self.inner.completions;
         let busy = |posted: u32| {
@@ -473,8 +481,8 @@ impl Ep {
             let _ = new.request_evd.with_cq(|s| s.detach(qpn));
             let _ = new.recv_evd.with_cq(|s| s.detach(qpn));
         };
-        new.request_evd.attach(qpn, c.clone())?;
-        if let Err(e) = new.recv_evd.attach(qpn, c.clone()) {
+        new.request_evd.attach(qpn, c.clone(), Stream::Requests)?;
+        if let Err(e) = new.recv_evd.attach(qpn, c.clone(), receives) {
             detach_new();
             return Err(e);
         }

@@ -3,6 +3,7 @@
 //! events through each endpoint's cookie rings ([`crate::dto`]).
 
 use super::early_completions::{Admitted, EarlyCompletions};
+use super::notification::{Feeds, Notices, Stream};
 use super::queue::EventQueue;
 use super::waiter::{Backlog, Harvest, Harvested, SourceError};
 use crate::dto::{Cookie, CookieRing, DtoCompletion};
@@ -133,7 +134,12 @@ pub struct CqSource {
     wcs: [WorkCompletion; 16],
     /// The endpoint of the last completion (most come from the same QP in a row).
     last: Option<(u32, Arc<EpCompletions>)>,
-    /// Arm for solicited completions only (an EVD fed by SOLICITED_WAIT receives).
+    /// The streams feeding the CQ, which decide how its EVD notifies.
+    feeds: Feeds,
+    /// The EVD's notification mode and count ([`super::notification`]).
+    notices: Arc<Notices>,
+    /// Solicited-only (as `notices` says; kept here for the harvest and the arm): arm for
+    /// solicited completions only, and count the notification events harvested.
     solicited_only: bool,
     /// Connection events that must follow the completions already in the CQ (DAT: on a
     /// shared EVD, successful in-progress DTO completions precede DISCONNECTED). Pushed by
@@ -159,6 +165,7 @@ impl CqSource {
         deferred: Arc<EventQueue<Event>>,
         released: Arc<Released>,
         failures: Arc<Failures>,
+        notices: Arc<Notices>,
     ) -> CqSource {
         let fds = [channel.as_raw_fd()];
         CqSource {
@@ -168,6 +175,8 @@ impl CqSource {
             eps: HashMap::default(),
             wcs: [WorkCompletion::default(); 16],
             last: None,
+            feeds: Feeds::default(),
+            notices,
             solicited_only: false,
             deferred,
             released,
@@ -196,10 +205,18 @@ impl CqSource {
         self.cq.has_completion()
     }
 
-    /// Completions of QP `qpn` belong to this endpoint from now on.
-    pub fn attach(&mut self, qpn: u32, ep: Arc<EpCompletions>) {
+    /// Completions of QP `qpn` belong to this endpoint from now on: its `stream` (the
+    /// endpoint's requests and receives may both complete here, each attached once).
+    pub fn attach(&mut self, qpn: u32, ep: Arc<EpCompletions>, stream: Stream) {
         self.last = None;
         self.eps.insert(qpn, ep);
+        self.solicited_only = self.feeds.add(qpn, stream, &self.notices);
+    }
+
+    /// The receives of QP `qpn`, if they complete here, now wake a waiter only when
+    /// solicited (`dat_ep_modify` of `recv_completion_flags`), or no longer.
+    pub fn set_solicited_wait(&mut self, qpn: u32, solicited_wait: bool) {
+        self.solicited_only = self.feeds.update_receives(qpn, solicited_wait, &self.notices);
     }
 
     /// Makes the CQ take in QPs attached or reset since its last poll, dropping the
@@ -213,6 +230,7 @@ impl CqSource {
     pub fn detach(&mut self, qpn: u32) {
         self.last = None;
         self.eps.remove(&qpn);
+        self.solicited_only = self.feeds.remove(qpn, &self.notices);
     }
 
     /// The DTO event of `wc`, and whether it is a receive (which may have to park).
@@ -290,7 +308,8 @@ impl CqSource {
         }
         // (The completion is made again there from its inputs: handing it over would keep
         // it in memory on the fast path too.)
-        let delivered = admit_for_dequeue(ep, &wc, cookie, &self.released, backlog);
+        let notices = self.solicited_only.then_some(&*self.notices);
+        let delivered = admit_for_dequeue(ep, &wc, cookie, &self.released, notices, backlog);
         queued(usize::from(delivered) + if delivered { 0 } else { self.harvest_into(backlog) })
     }
 
@@ -365,7 +384,7 @@ fn queue_bind_event(
 
 /// A receive of an endpoint whose gate is not known to be open ([`EarlyCompletions`]),
 /// met by a dequeue: parked (false), or delivered into the EVD's queue behind what was
-/// parked before it (true).
+/// parked before it (true), counted as notification events on a solicited-only EVD.
 #[cold]
 #[inline(never)]
 fn admit_for_dequeue(
@@ -373,6 +392,7 @@ fn admit_for_dequeue(
     wc: &WorkCompletion,
     cookie: Cookie,
     released: &Released,
+    notices: Option<&Notices>,
     backlog: Backlog<'_, Event>,
 ) -> bool {
     let Some(completion) = DtoCompletion::from_work_completion(wc, &cookie) else {
@@ -380,7 +400,10 @@ fn admit_for_dequeue(
     };
     let ev = Event::Dto { ep: ep.ep, completion };
     match ep.early.admit(ev, backlog.room(), &mut |ev| backlog.push(ev)) {
-        Admitted::Delivered(_) => {
+        Admitted::Delivered(n) => {
+            if let Some(notices) = notices {
+                notices.add(n as u64);
+            }
             if !ep.early.is_open() {
                 released.push(ep.clone());
             }
@@ -426,10 +449,14 @@ impl Harvest<Event> for CqSource {
         #[cfg(all(test, not(loom)))]
         test_hook::run();
         let mut made = 0;
+        // Notification events among them, counted on a solicited-only EVD: receives held
+        // back until their ESTABLISHED, failed and solicited completions, deferred events.
+        let mut noticed = 0;
         if self.released.has_pending() {
             // Receives that completed before their ESTABLISHED, which is out now: they
             // precede every completion still in the CQ.
             made += self.released.deliver(max, sink);
+            noticed = made;
         }
         while made < max {
             let want = (max - made).min(self.wcs.len());
@@ -444,6 +471,8 @@ impl Harvest<Event> for CqSource {
                 if !received || ep.early.is_open() {
                     sink(ev);
                     made += 1;
+                    // (IB's solicited completion: the solicited bit is a receive's.)
+                    noticed += usize::from(!wc.is_ok() || wc.solicited());
                     continue;
                 }
                 // Keep room for the rest of this poll's completions.
@@ -451,6 +480,7 @@ impl Harvest<Event> for CqSource {
                 match ep.early.admit(ev, room, sink) {
                     Admitted::Delivered(k) => {
                         made += k;
+                        noticed += k;
                         if !ep.early.is_open() {
                             self.released.push(ep.clone());
                         }
@@ -464,15 +494,23 @@ impl Harvest<Event> for CqSource {
                     let Some(ev) = self.deferred.pop() else { break };
                     sink(ev);
                     made += 1;
+                    noticed += 1;
                 }
                 break;
             }
+        }
+        if self.solicited_only && noticed > 0 {
+            self.notices.add(noticed as u64);
         }
         made
     }
 
     fn arm(&mut self) {
         self.cq.arm(self.solicited_only);
+    }
+
+    fn notices(&self) -> Option<u64> {
+        self.solicited_only.then(|| self.notices.count())
     }
 
     fn fds(&self) -> &[RawFd] {

@@ -10,19 +10,23 @@
 //! - [`early_completions`]: where a passive endpoint's receives that complete before its
 //!   ESTABLISHED is reported wait, so the consumer sees the connection first and loses
 //!   nothing.
+//! - [`notification`]: which events end a wait and trigger the CNO — all of them, or on an
+//!   EVD fed by SOLICITED_WAIT receives only the solicited, failed and posted ones.
 //!
 //! The lock-free protocols (queue, notifier) are model-checked in `loom-tests/`
 //! (`evd_queue`, `evd_notify`), built from this very source with `--cfg loom`.
 //!
 //! Left to the EVD object: stream flags and the merging matrix, CNO triggering (on a post
 //! with no waiter, [`EvdCore::has_waiter`]), the threshold-1 rule for consumer-controlled
-//! notification, overflow reporting to the async EVD (a harvest's lost events,
-//! [`EvdCore::take_unreported_overflows`]; a full [`EvdCore::post`]), and the one cross-stream order DAT demands (successful in-progress
+//! notification (SOLICITED_WAIT receives: [`notification`]), overflow reporting to the
+//! async EVD (a harvest's lost events, [`EvdCore::take_unreported_overflows`]; a full
+//! [`EvdCore::post`]), and the one cross-stream order DAT demands (successful in-progress
 //! DTO completions before DISCONNECTED on a shared EVD: the CM must not post DISCONNECTED
 //! while the QP's completions still sit unharvested in the CQ).
 
 pub mod cq_source;
 pub mod early_completions;
+pub mod notification;
 pub mod notify;
 mod object;
 pub mod queue;

@@ -2,6 +2,7 @@
 //! DTO EVD — its CQ, harvested by whoever waits or dequeues.
 
 use super::cq_source::{CqSource, EpCompletions, Failures, Released};
+use super::notification::{Notices, Stream};
 use super::queue::EventQueue;
 use super::waiter::{EvdCore, Harvest, NoSource, SourceError, WaitError};
 use crate::cno::Cno;
@@ -43,6 +44,9 @@ pub(crate) struct EvdShared {
     released: Arc<Released>,
     /// Endpoints whose DTOs failed in a harvest, told after it (see [`Failures`]).
     failures: Arc<Failures>,
+    /// Which events notify ([`super::notification`]): set by the CQ side from the streams
+    /// feeding it, read by waits and the CNO.
+    notices: Arc<Notices>,
     /// The CQ of a DTO EVD (behind a mutex: one harvester at a time; a dequeuer that finds
     /// it busy harvests nothing and looks at the queue only). A mutex without poisoning:
     /// every dequeue takes it (see [`PlainMutex`]).
@@ -68,13 +72,15 @@ enum Source<'a> {
         side: &'a PlainMutex<DtoSide>,
         /// The completion channel's fd, fixed for the EVD's life.
         fds: [RawFd; 1],
+        /// The EVD's notification mode and count, read without the CQ's lock.
+        notices: &'a Notices,
     },
 }
 
 impl<'a> Source<'a> {
-    fn cq(side: &'a PlainMutex<DtoSide>) -> Source<'a> {
+    fn cq(side: &'a PlainMutex<DtoSide>, notices: &'a Notices) -> Source<'a> {
         let fds = [side.lock().source.fds()[0]];
-        Source::Cq { side, fds }
+        Source::Cq { side, fds, notices }
     }
 }
 
@@ -101,6 +107,12 @@ impl Harvest<Event> for Source<'_> {
         match self {
             Source::None(s) => Harvest::<Event>::acknowledge(s, index),
             Source::Cq { side, .. } => side.lock().source.acknowledge(index),
+        }
+    }
+    fn notices(&self) -> Option<u64> {
+        match self {
+            Source::None(_) => None,
+            Source::Cq { notices, .. } => notices.solicited_only().then(|| notices.count()),
         }
     }
 }
@@ -151,6 +163,7 @@ impl Evd {
         let deferred = Arc::new(EventQueue::new(qlen_nz));
         let released = Arc::new(Released::default());
         let failures = Arc::new(Failures::default());
+        let notices = Arc::new(Notices::default());
         let dto = if flags & (evd_flags::DTO | evd_flags::RMR_BIND) != 0 {
             let resource = |e: ferrodat_driver::Error| {
                 DatError::insufficient_resources(subtype::RESOURCE_TEVD)
@@ -163,8 +176,14 @@ impl Evd {
             )
             .map_err(resource)?;
             let cq_handle = cq.user_handle();
-            let source =
-                CqSource::new(cq, channel, deferred.clone(), released.clone(), failures.clone());
+            let source = CqSource::new(
+                cq,
+                channel,
+                deferred.clone(),
+                released.clone(),
+                failures.clone(),
+                notices.clone(),
+            );
             Some((PlainMutex::new(DtoSide { source, queue: core.current_queue() }), cq_handle))
         } else {
             None
@@ -181,6 +200,7 @@ impl Evd {
                 deferred: RwLock::new(deferred),
                 released,
                 failures,
+                notices,
                 dto,
             }),
         };
@@ -228,7 +248,7 @@ impl Evd {
             return Err(DatError::invalid_parameter(1)
                 .with_detail("dat_evd_post_se on an EVD created without DAT_EVD_SOFTWARE_FLAG"));
         }
-        self.inner.core.post(Event::Software { pointer }).map_err(|_| {
+        self.post_core(Event::Software { pointer }).map_err(|_| {
             DatError::new(ret::QUEUE_FULL, subtype::NO_SUBTYPE)
                 .with_detail(format!("the EVD's {} entries are all in use", self.qlen()))
         })
@@ -255,9 +275,19 @@ impl Evd {
             self.trigger_cno();
             return Ok(());
         }
-        self.inner.core.post(event)?;
+        self.post_core(event)?;
         self.trigger_cno();
         Ok(())
+    }
+
+    /// Queues `event` and wakes a waiter; on a DTO EVD it counts as a notification event
+    /// (a solicited-only EVD's waiter returns for it: [`super::notification`]).
+    fn post_core(&self, event: Event) -> Result<(), Event> {
+        if self.inner.dto.is_some() {
+            self.inner.core.post_then(event, || self.inner.notices.add(1))
+        } else {
+            self.inner.core.post(event)
+        }
     }
 
     /// Wakes the CNO for an event no waiter of this EVD takes (DAT: the CNO is triggered
@@ -303,8 +333,18 @@ impl Evd {
         self.inner.enabled.load(Ordering::Acquire)
     }
 
-    /// An event waits: queued, or a completion in the CQ not yet harvested.
+    /// An event waits: queued, or a completion in the CQ not yet harvested. On a
+    /// solicited-only EVD: a notification event is queued, once the CQ is harvested
+    /// ([`super::notification`]).
     pub(crate) fn has_events(&self) -> bool {
+        if let Some(m) = &self.inner.dto
+            && self.inner.notices.solicited_only()
+        {
+            let pending = self.inner.core.notification_pending(&mut m.lock().source);
+            // The harvest may have met failed DTOs: their endpoints learn it now, unlocked.
+            self.inner.failures.tell();
+            return pending;
+        }
         !self.inner.core.is_empty()
             || !read(&self.inner.deferred).is_empty()
             || self.inner.released.has_pending()
@@ -427,8 +467,21 @@ impl Evd {
         timeout_us: u32,
         threshold: u32,
     ) -> Result<(Event, usize), (DatError, Option<usize>)> {
+        if threshold > 1 && self.inner.notices.threshold_one() && threshold as usize <= self.qlen()
+        {
+            let e = DatError::invalid_state(subtype::INVALID_STATE_EVD_CONFIG_SOLICITED)
+                .with_detail(format!(
+                    "dat_evd_wait: threshold {threshold}, but an endpoint's receives with \
+                     DAT_COMPLETION_SOLICITED_WAIT_FLAG feed this EVD; their sender decides \
+                     when a waiter wakes, so wait with threshold 1"
+                ));
+            return Err((e, None));
+        }
         let r = match &self.inner.dto {
-            Some(m) => self.inner.core.wait(&mut Source::cq(m), threshold, timeout_us),
+            Some(m) => {
+                let mut source = Source::cq(m, &self.inner.notices);
+                self.inner.core.wait(&mut source, threshold, timeout_us)
+            }
             None => self.inner.core.wait(&mut Source::None(NoSource), threshold, timeout_us),
         };
         // A CNO sleeping meanwhile left this EVD's channel out (see `arm_for_cno`): now that
@@ -579,9 +632,15 @@ impl Evd {
         self.trigger_cno();
     }
 
-    /// Completions of QP `qpn` go to `ep` (its cookie rings) on this EVD.
-    pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>) -> DatResult<()> {
-        self.with_cq(|s| s.attach(qpn, ep))
+    /// Completions of QP `qpn`'s `stream` go to `ep` (its cookie rings) on this EVD.
+    pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>, stream: Stream) -> DatResult<()> {
+        self.with_cq(|s| s.attach(qpn, ep, stream))
+    }
+
+    /// QP `qpn`'s receives, if they complete on this EVD, wake its waiter only when
+    /// solicited from now on, or no longer (`dat_ep_modify` of `recv_completion_flags`).
+    pub(crate) fn set_solicited_wait(&self, qpn: u32, solicited_wait: bool) {
+        let _ = self.with_cq(|s| s.set_solicited_wait(qpn, solicited_wait));
     }
 }
 

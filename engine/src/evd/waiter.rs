@@ -11,7 +11,10 @@
 //!    fail with `Busy` while a waiter owns the EVD. Ownership ends when `wait` returns.
 //! 3. Check: if fewer than `threshold` events are queued, harvest the source into the
 //!    queue (at most the free room). If `threshold` are there, dequeue one and return it
-//!    with `nmore` = the events left.
+//!    with `nmore` = the events left. For a source that notifies for some events only
+//!    ([`Harvest::notices`]; threshold 1): harvest, and return the oldest event only if a
+//!    notification event was queued since a waiter last found the queue empty (or the queue
+//!    is full).
 //! 4. Spin: repeat 3 for [`EvdCore::with_spin`] rounds (the deadline is checked on every
 //!    round, so a zero timeout checks once and returns).
 //! 5. Arm the source ([`Harvest::arm`]), announce to the notifier, check the flags
@@ -92,6 +95,13 @@ pub trait Harvest<T> {
     fn fds(&self) -> &[RawFd];
     /// `fds()[index]` was readable: consume what made it so.
     fn acknowledge(&mut self, index: usize) -> Result<(), SourceError>;
+    /// `None` (the default): every event ends a wait. `Some(n)`: only notification events
+    /// do, and `n` of them have been queued so far (wrapping; counted once queued, by the
+    /// source for what it harvests and by the EVD for what is posted): see
+    /// [`super::notification`]. Such a source is waited on with threshold 1.
+    fn notices(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// An error from an event source (e.g. a failing completion channel).
@@ -254,6 +264,10 @@ pub struct EvdCore<T> {
     flags: AtomicU32,
     overflows: Overflows,
     spin: u32,
+    /// [`Harvest::notices`] when a waiter last found the queue empty: a count beyond it
+    /// means a notification event was queued since (only the waiter owning the EVD, or a
+    /// CNO holding its source, writes it).
+    notices_seen: AtomicU64,
 }
 
 impl<T> fmt::Debug for EvdCore<T> {
@@ -287,6 +301,7 @@ impl<T> EvdCore<T> {
             flags: AtomicU32::new(0),
             overflows: Overflows::new(),
             spin: Self::DEFAULT_SPIN,
+            notices_seen: AtomicU64::new(0),
         })
     }
 
@@ -357,6 +372,15 @@ impl<T> EvdCore<T> {
     /// back if the queue is full.
     pub fn post(&self, event: T) -> Result<(), T> {
         self.q().push(event)?;
+        self.notifier.notify();
+        Ok(())
+    }
+
+    /// [`EvdCore::post`], running `queued` once the event is queued and before a waiter is
+    /// woken (to count it as a notification event: see [`Harvest::notices`]).
+    pub fn post_then(&self, event: T, queued: impl FnOnce()) -> Result<(), T> {
+        self.q().push(event)?;
+        queued();
         self.notifier.notify();
         Ok(())
     }
@@ -438,6 +462,14 @@ impl<T> EvdCore<T> {
     /// Step 3 of the algorithm: `Some((event, nmore))` if `threshold` events are there.
     fn take(&self, src: &mut dyn Harvest<T>, threshold: usize) -> Option<(T, usize)> {
         let q = self.q();
+        if let Some(before) = src.notices() {
+            // Threshold 1 (the EVD layer refuses more for such a source).
+            return if self.notice_pending(&q, src, before) {
+                q.pop().map(|ev| (ev, q.len()))
+            } else {
+                None
+            };
+        }
         if q.len() < threshold {
             self.harvest(&q, src);
         }
@@ -449,6 +481,34 @@ impl<T> EvdCore<T> {
             }
         }
         None
+    }
+
+    /// For a source that notifies for some events only ([`Harvest::notices`] is `before`):
+    /// harvests, then tells whether the queue holds an event to return — a notification
+    /// event was queued since a waiter last found the queue empty (or the queue is full, and
+    /// the source cannot queue the one that may be waiting).
+    fn notice_pending(&self, q: &EventQueue<T>, src: &mut dyn Harvest<T>, before: u64) -> bool {
+        // `before` was read first: a notification event queued after this emptiness check
+        // counts beyond it, and stays owed.
+        if q.is_empty() {
+            self.notices_seen.store(before, Ordering::Relaxed);
+        }
+        self.harvest(q, src);
+        let seen = self.notices_seen.load(Ordering::Relaxed);
+        let noticed = src.notices().is_none_or(|now| now != seen);
+        let len = q.len();
+        len > 0 && (noticed || len >= q.capacity())
+    }
+
+    /// For a CNO holding `src` while no waiter owns the EVD: whether a notification event
+    /// is queued, harvesting `src` to find out if it notifies for some events only (any
+    /// queued event is one otherwise).
+    pub fn notification_pending(&self, src: &mut dyn Harvest<T>) -> bool {
+        let q = self.q();
+        match src.notices() {
+            Some(before) => self.notice_pending(&q, src, before),
+            None => !q.is_empty(),
+        }
     }
 
     /// `dat_evd_wait(timeout_us, threshold)`: see the module docs. On success, the
@@ -687,12 +747,17 @@ mod tests {
         armed: bool,
         arms: usize,
         tx: OwnedFd,
+        /// Armed for solicited completions only: those of [`SOLICITED`] and up.
+        solicited_only: bool,
     }
+
+    /// In a solicited-only [`FakeCq`], completions from this value up are solicited.
+    const SOLICITED: u32 = 100;
 
     impl CqState {
         fn complete(&mut self, v: u32) {
             self.cqes.push_back(v);
-            if std::mem::take(&mut self.armed) {
+            if (!self.solicited_only || v >= SOLICITED) && std::mem::take(&mut self.armed) {
                 use std::io::Write;
                 std::fs::File::from(self.tx.try_clone().unwrap()).write_all(b"e").unwrap();
             }
@@ -704,8 +769,13 @@ mod tests {
             let (rx, tx) = crate::evd::test_pipe();
             // acknowledge must not block
             assert!(set_nonblock(&rx));
-            let shared =
-                Arc::new(Mutex::new(CqState { cqes: VecDeque::new(), armed: false, arms: 0, tx }));
+            let shared = Arc::new(Mutex::new(CqState {
+                cqes: VecDeque::new(),
+                armed: false,
+                arms: 0,
+                tx,
+                solicited_only: false,
+            }));
             let fds = [rx.as_raw_fd()];
             (FakeCq { shared: shared.clone(), fds, rx }, shared)
         }
@@ -804,6 +874,101 @@ mod tests {
         assert_eq!(c.dequeue(&mut cq).unwrap(), 1);
         assert_eq!(c.dequeue(&mut cq).unwrap(), 2);
         assert!(matches!(c.dequeue(&mut cq), Err(WaitError::Empty)));
+    }
+
+    /// A [`FakeCq`] armed solicited-only, whose harvests count the solicited completions
+    /// they queue as notification events, and whose EVD counts its posts too.
+    struct SolicitedCq {
+        cq: FakeCq,
+        noticed: Arc<AtomicU64>,
+    }
+
+    impl SolicitedCq {
+        fn new() -> (SolicitedCq, Arc<Mutex<CqState>>, Arc<AtomicU64>) {
+            let (cq, shared) = FakeCq::new();
+            shared.lock().unwrap().solicited_only = true;
+            let noticed = Arc::new(AtomicU64::new(0));
+            (SolicitedCq { cq, noticed: noticed.clone() }, shared, noticed)
+        }
+    }
+
+    impl Harvest<u32> for SolicitedCq {
+        fn harvest(&mut self, max: usize, sink: &mut dyn FnMut(u32)) -> usize {
+            let mut solicited = 0;
+            let n = self.cq.harvest(max, &mut |v| {
+                solicited += u64::from(v >= SOLICITED);
+                sink(v);
+            });
+            self.noticed.fetch_add(solicited, Ordering::Release);
+            n
+        }
+        fn arm(&mut self) {
+            self.cq.arm();
+        }
+        fn fds(&self) -> &[RawFd] {
+            self.cq.fds()
+        }
+        fn acknowledge(&mut self, index: usize) -> Result<(), SourceError> {
+            self.cq.acknowledge(index)
+        }
+        fn notices(&self) -> Option<u64> {
+            Some(self.noticed.load(Ordering::Acquire))
+        }
+    }
+
+    #[test]
+    fn a_solicited_only_source_ends_a_wait_only_for_a_notification_event() {
+        let c = Arc::new(EvdCore::new(NonZeroUsize::new(4).unwrap()).unwrap().with_spin(0));
+        let (mut cq, shared, noticed) = SolicitedCq::new();
+        // Unsolicited completions, one before the wait and one while it sleeps: it times
+        // out, and they are queued, not lost.
+        shared.lock().unwrap().complete(1);
+        let feeder = thread::spawn({
+            let shared = shared.clone();
+            move || {
+                eventually("the waiter armed the CQ", || shared.lock().unwrap().arms > 0);
+                shared.lock().unwrap().complete(2);
+            }
+        });
+        match c.wait(&mut cq, 1, 200_000) {
+            Err(WaitError::Timeout { nmore: 2 }) => {}
+            r => panic!("{r:?}"),
+        }
+        feeder.join().unwrap();
+        assert_eq!(c.dequeue(&mut cq).unwrap(), 1, "the unsolicited events can be dequeued");
+        // A waiter sleeps through another unsolicited one; a solicited one wakes it, and it
+        // returns the oldest event.
+        let waiter = thread::spawn({
+            let c = c.clone();
+            move || c.wait(&mut cq, 1, HANG).map(|r| (r, cq))
+        });
+        eventually("the waiter sleeps", || c.notifier().sleepers() == 1);
+        shared.lock().unwrap().complete(3);
+        thread::sleep(Duration::from_millis(30));
+        assert!(!waiter.is_finished(), "an unsolicited completion woke the waiter");
+        shared.lock().unwrap().complete(SOLICITED);
+        let ((ev, nmore), mut cq) = waiter.join().unwrap().unwrap();
+        assert_eq!((ev, nmore), (2, 2));
+        // The waits that follow return the rest, then find the EVD empty and time out.
+        assert_eq!(c.wait(&mut cq, 1, 0).unwrap(), (3, 1));
+        assert_eq!(c.wait(&mut cq, 1, 0).unwrap(), (SOLICITED, 0));
+        shared.lock().unwrap().complete(4);
+        assert!(matches!(c.wait(&mut cq, 1, 0), Err(WaitError::Timeout { nmore: 1 })));
+        // A post counted as a notification event ends the wait, behind what was queued.
+        c.post_then(50, || {
+            noticed.fetch_add(1, Ordering::Release);
+        })
+        .unwrap();
+        assert_eq!(c.wait(&mut cq, 1, 0).unwrap(), (4, 1));
+        assert_eq!(c.wait(&mut cq, 1, 0).unwrap(), (50, 0));
+        // Three unsolicited events leave room and time out; a fourth fills the queue, and
+        // the wait returns rather than sleep on a CQ it could not take a solicited one from.
+        for v in 5..8 {
+            shared.lock().unwrap().complete(v);
+        }
+        assert!(matches!(c.wait(&mut cq, 1, 0), Err(WaitError::Timeout { nmore: 3 })));
+        shared.lock().unwrap().complete(8);
+        assert_eq!(c.wait(&mut cq, 1, 0).unwrap(), (5, 3), "full: the oldest comes back");
     }
 
     #[test]
