@@ -44,7 +44,7 @@ fn model(room: usize) {
         // The harvester finds two receives in the CQ, one poll each.
         for n in 0..2 {
             if !gate.is_open() {
-                if let Admitted::Delivered(_) = gate.admit(receive(n), room, &mut sink) {
+                if let Admitted::Delivered(_) = gate.admit(receive(n), false, room, &mut sink) {
                     if !gate.is_open() {
                         listed.store(true, Ordering::SeqCst); // the harvest lists it itself
                     }

@@ -2,7 +2,7 @@
 //! endpoints whose completions arrive there. Harvesting turns work completions into DTO
 //! events through each endpoint's cookie rings ([`crate::dto`]).
 
-use super::early_completions::{Admitted, EarlyCompletions};
+use super::early_completions::{Admitted, Delivered, EarlyCompletions};
 use super::notification::{Feeds, Notices, Stream};
 use super::queue::EventQueue;
 use super::waiter::{Backlog, Harvest, Harvested, SourceError};
@@ -104,12 +104,13 @@ impl Released {
     }
 
     /// Delivers up to `room` released receives; the endpoints not done stay listed.
-    fn deliver(&self, room: usize, sink: &mut dyn FnMut(Event)) -> usize {
+    fn deliver(&self, room: usize, sink: &mut dyn FnMut(Event)) -> Delivered {
         let mut eps = lock(&self.eps);
-        let mut made = 0;
+        let mut made = Delivered::default();
         eps.retain(|ep| {
-            let (n, more) = ep.early.deliver_released(room - made, sink);
-            made += n;
+            let (d, more) = ep.early.deliver_released(room - made.events, sink);
+            made.events += d.events;
+            made.notices += d.notices;
             more
         });
         if eps.is_empty() {
@@ -327,6 +328,14 @@ fn queued<R>(n: usize) -> Harvested<R> {
     if n == 0 { Harvested::Nothing } else { Harvested::Queued }
 }
 
+/// Whether `wc` is a notification event on a solicited-only EVD: IB's solicited completion,
+/// one that failed (flushes included) or a receive with the solicited-event bit (which
+/// only receives carry).
+#[inline(always)]
+fn is_notice(wc: &WorkCompletion) -> bool {
+    !wc.is_ok() || wc.solicited()
+}
+
 /// Whether `wc` is a receive's. (The driver reports a failed receive — flushed, too long —
 /// as a receive too.)
 #[inline(always)]
@@ -399,10 +408,11 @@ fn admit_for_dequeue(
         return false;
     };
     let ev = Event::Dto { ep: ep.ep, completion };
-    match ep.early.admit(ev, backlog.room(), &mut |ev| backlog.push(ev)) {
-        Admitted::Delivered(n) => {
+    let notice = is_notice(wc);
+    match ep.early.admit(ev, notice, backlog.room(), &mut |ev| backlog.push(ev)) {
+        Admitted::Delivered(d) => {
             if let Some(notices) = notices {
-                notices.add(n as u64);
+                notices.add(d.notices as u64);
             }
             if !ep.early.is_open() {
                 released.push(ep.clone());
@@ -449,14 +459,16 @@ impl Harvest<Event> for CqSource {
         #[cfg(all(test, not(loom)))]
         test_hook::run();
         let mut made = 0;
-        // Notification events among them, counted on a solicited-only EVD: receives held
-        // back until their ESTABLISHED, failed and solicited completions, deferred events.
+        // Notification events among them, counted on a solicited-only EVD: failed and
+        // solicited completions (also those held back until their ESTABLISHED), deferred
+        // events.
         let mut noticed = 0;
         if self.released.has_pending() {
             // Receives that completed before their ESTABLISHED, which is out now: they
             // precede every completion still in the CQ.
-            made += self.released.deliver(max, sink);
-            noticed = made;
+            let d = self.released.deliver(max, sink);
+            made += d.events;
+            noticed = d.notices;
         }
         while made < max {
             let want = (max - made).min(self.wcs.len());
@@ -471,16 +483,15 @@ impl Harvest<Event> for CqSource {
                 if !received || ep.early.is_open() {
                     sink(ev);
                     made += 1;
-                    // (IB's solicited completion: the solicited bit is a receive's.)
-                    noticed += usize::from(!wc.is_ok() || wc.solicited());
+                    noticed += usize::from(is_notice(&wc));
                     continue;
                 }
                 // Keep room for the rest of this poll's completions.
                 let room = max - made - (n - i - 1);
-                match ep.early.admit(ev, room, sink) {
-                    Admitted::Delivered(k) => {
-                        made += k;
-                        noticed += k;
+                match ep.early.admit(ev, is_notice(&wc), room, sink) {
+                    Admitted::Delivered(d) => {
+                        made += d.events;
+                        noticed += d.notices;
                         if !ep.early.is_open() {
                             self.released.push(ep.clone());
                         }

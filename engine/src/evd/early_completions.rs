@@ -29,7 +29,9 @@ pub struct EarlyCompletions {
 #[derive(Debug)]
 struct Parked {
     gate: Gate,
-    events: std::collections::VecDeque<Event>,
+    /// Each with whether it is a notification event ([`super::notification`]), which a
+    /// parked event no longer tells by itself (a receive's solicited bit is not in it).
+    events: std::collections::VecDeque<(Event, bool)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,10 +53,20 @@ impl Default for EarlyCompletions {
 /// What [`EarlyCompletions::admit`] did with a completion.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Admitted {
-    /// Delivered (after whatever was parked before it): this many events went to the sink.
-    Delivered(usize),
+    /// Delivered (after whatever was parked before it): these went to the sink.
+    Delivered(Delivered),
     /// Parked until the connection's outcome is reported.
     Parked,
+}
+
+/// What went to a sink: how many events, and how many of them were admitted as
+/// notification events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Events delivered.
+    pub events: usize,
+    /// Those of them admitted with `notice`.
+    pub notices: usize,
 }
 
 impl EarlyCompletions {
@@ -91,20 +103,27 @@ impl EarlyCompletions {
 
     /// A completion the harvester found while the gate was not known to be open: parked,
     /// or delivered after the parked ones (at most `room` events go to `sink`; what does
-    /// not fit stays parked, in order, and `Delivered` counts what went).
-    pub fn admit(&self, event: Event, room: usize, sink: &mut dyn FnMut(Event)) -> Admitted {
+    /// not fit stays parked, in order, and `Delivered` counts what went). `notice`: it is a
+    /// notification event, counted as one whenever it is delivered.
+    pub fn admit(
+        &self,
+        event: Event,
+        notice: bool,
+        room: usize,
+        sink: &mut dyn FnMut(Event),
+    ) -> Admitted {
         let mut p = self.lock();
         match p.gate {
             Gate::Closed => {
-                p.events.push_back(event);
+                p.events.push_back((event, notice));
                 Admitted::Parked
             }
             Gate::Open if room > 0 => {
                 sink(event);
-                Admitted::Delivered(1)
+                Admitted::Delivered(Delivered { events: 1, notices: usize::from(notice) })
             }
             Gate::Open | Gate::Released => {
-                p.events.push_back(event);
+                p.events.push_back((event, notice));
                 if p.gate == Gate::Open {
                     // No room at all: keep it, in order, for the next harvest.
                     p.gate = Gate::Released;
@@ -116,27 +135,28 @@ impl EarlyCompletions {
     }
 
     /// Delivers up to `room` released completions; true when some are still parked.
-    pub fn deliver_released(&self, room: usize, sink: &mut dyn FnMut(Event)) -> (usize, bool) {
+    pub fn deliver_released(&self, room: usize, sink: &mut dyn FnMut(Event)) -> (Delivered, bool) {
         let mut p = self.lock();
         if p.gate != Gate::Released {
-            return (0, false);
+            return (Delivered::default(), false);
         }
         let n = self.drain(&mut p, room, sink);
         (n, p.gate == Gate::Released)
     }
 
-    fn drain(&self, p: &mut Parked, room: usize, sink: &mut dyn FnMut(Event)) -> usize {
-        let mut n = 0;
-        while n < room {
-            let Some(ev) = p.events.pop_front() else { break };
+    fn drain(&self, p: &mut Parked, room: usize, sink: &mut dyn FnMut(Event)) -> Delivered {
+        let mut d = Delivered::default();
+        while d.events < room {
+            let Some((ev, notice)) = p.events.pop_front() else { break };
             sink(ev);
-            n += 1;
+            d.events += 1;
+            d.notices += usize::from(notice);
         }
         if p.events.is_empty() {
             p.gate = Gate::Open;
             self.open.store(true, Ordering::Release);
         }
-        n
+        d
     }
 
     fn lock(&self) -> MutexGuard<'_, Parked> {
@@ -152,6 +172,14 @@ mod tests {
         Event::Software { pointer }
     }
 
+    fn counts(events: usize, notices: usize) -> Delivered {
+        Delivered { events, notices }
+    }
+
+    fn delivered(events: usize, notices: usize) -> Admitted {
+        Admitted::Delivered(counts(events, notices))
+    }
+
     fn collect(f: impl FnOnce(&mut dyn FnMut(Event))) -> Vec<Event> {
         let mut got = Vec::new();
         f(&mut |e| got.push(e));
@@ -162,7 +190,7 @@ mod tests {
     fn an_open_gate_delivers_at_once() {
         let e = EarlyCompletions::default();
         assert!(e.is_open());
-        let got = collect(|s| assert_eq!(e.admit(sw(1), 4, s), Admitted::Delivered(1)));
+        let got = collect(|s| assert_eq!(e.admit(sw(1), true, 4, s), delivered(1, 1)));
         assert_eq!(got, [sw(1)]);
     }
 
@@ -172,14 +200,15 @@ mod tests {
         e.close();
         assert!(!e.is_open());
         let got = collect(|s| {
-            assert_eq!(e.admit(sw(1), 4, s), Admitted::Parked);
-            assert_eq!(e.admit(sw(2), 4, s), Admitted::Parked);
+            assert_eq!(e.admit(sw(1), false, 4, s), Admitted::Parked);
+            assert_eq!(e.admit(sw(2), true, 4, s), Admitted::Parked);
         });
         assert!(got.is_empty());
         assert!(e.release());
         assert!(!e.is_open(), "the parked ones go first");
-        // A later completion found before the released ones were collected follows them.
-        let got = collect(|s| assert_eq!(e.admit(sw(3), 4, s), Admitted::Delivered(3)));
+        // A later completion found before the released ones were collected follows them;
+        // each keeps whether it notifies.
+        let got = collect(|s| assert_eq!(e.admit(sw(3), false, 4, s), delivered(3, 1)));
         assert_eq!(got, [sw(1), sw(2), sw(3)]);
         assert!(e.is_open());
         assert!(!e.release(), "nothing to release twice");
@@ -191,13 +220,13 @@ mod tests {
         e.close();
         collect(|s| {
             for i in 0..5 {
-                e.admit(sw(i), 0, s);
+                e.admit(sw(i), i % 2 == 1, 0, s);
             }
         });
         assert!(e.release());
-        let got = collect(|s| assert_eq!(e.deliver_released(2, s), (2, true)));
+        let got = collect(|s| assert_eq!(e.deliver_released(2, s), (counts(2, 1), true)));
         assert_eq!(got, [sw(0), sw(1)]);
-        let got = collect(|s| assert_eq!(e.deliver_released(8, s), (3, false)));
+        let got = collect(|s| assert_eq!(e.deliver_released(8, s), (counts(3, 1), false)));
         assert_eq!(got, [sw(2), sw(3), sw(4)]);
         assert!(e.is_open());
     }
@@ -213,10 +242,10 @@ mod tests {
     #[test]
     fn no_room_on_an_open_gate_keeps_the_completion_for_later() {
         let e = EarlyCompletions::default();
-        let got = collect(|s| assert_eq!(e.admit(sw(9), 0, s), Admitted::Delivered(0)));
+        let got = collect(|s| assert_eq!(e.admit(sw(9), true, 0, s), delivered(0, 0)));
         assert!(got.is_empty());
         assert!(!e.is_open());
-        let got = collect(|s| assert_eq!(e.deliver_released(1, s), (1, false)));
+        let got = collect(|s| assert_eq!(e.deliver_released(1, s), (counts(1, 1), false)));
         assert_eq!(got, [sw(9)]);
     }
 }

@@ -16,8 +16,9 @@
 //!   harvests them into the EVD's queue, where `dat_evd_dequeue` takes them and a wait
 //!   returns them, oldest first, once a notification event is queued behind them (a wait
 //!   whose timeout passes first returns `DAT_TIMEOUT_EXPIRED`, nothing taken). Events
-//!   posted to the EVD (connection, software), connection events and flushes that follow the
-//!   CQ's completions, and receives held back until their ESTABLISHED was reported, notify.
+//!   posted to the EVD (connection, software) and connection events and flushes that follow
+//!   the CQ's completions notify too; receives held back until their ESTABLISHED was
+//!   reported notify as they would have (solicited or failed ones).
 //!   A notification lets waits return queued events until a wait finds the EVD empty: a
 //!   consumer that dequeued the solicited event itself may get the unsolicited ones queued
 //!   behind it from its next wait at once.
