@@ -1,0 +1,920 @@
+//! Hostile peers on the shared-memory fabric: deterministic fuzzing of everything softhca
+//! reads from files another process writes.
+//!
+//! A peer process can write anything into its outbound ring (records, the header words,
+//! the tail, epoch and head words) and into the HCA's registry file. What these tests
+//! guarantee, for a few thousand fixed-seed random and mutated-valid inputs each:
+//!
+//! - **Ring consumer** ([`RingConsumer`] on a ring file the test scribbles into): every
+//!   call returns, quickly, with a record inside the ring's limits, "nothing", or
+//!   [`RingError::Corrupt`] naming the producing QP — never a panic; a ring file with a
+//!   mangled header is refused at open with a reason; and another ring of the same
+//!   process keeps delivering every record, in order.
+//! - **HCA** (a real softhca QP connected to a fake peer that pushes crafted packets
+//!   through the real fabric): the QP answers, drops, or moves to ERR; it writes only
+//!   into memory it registered for that; every completion it reports is well formed;
+//!   and a healthy QP pair of the same engine still passes data afterwards.
+//! - **Registry** (the `.hca` file scribbled while an engine uses it): lookups, notifies,
+//!   sweeps and allocation never panic, and the live QPs of the engine keep working.
+//!
+//! A hang counts as a failure: each test runs under a watchdog that aborts the process,
+//! naming the case, if it does not finish in time. Failures print the seed and case
+//! number, so `HOSTILE_SEED=<seed>` reproduces one.
+
+mod support;
+
+use ferrodat_abi::mlx5::{cqe_opcode, opcode};
+use ferrodat_abi::uverbs::qp_state;
+use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
+use ferrodat_softhca::fabric::{FabricError, RingConsumer, RingError, SmallRecord};
+use ferrodat_softhca::hca::app_memory::AppSpan;
+use ferrodat_softhca::hca::engine::Engine;
+use ferrodat_softhca::hca::mr::MemoryRegion;
+use ferrodat_softhca::hca::wire::{self, COMPACT_RECORD, CompactHeader, PacketHeader, flag, kind};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use support::*;
+use zerocopy::IntoBytes;
+
+// ============================================================================ helpers
+
+/// xorshift64*: a fixed-seed generator, so every run feeds the same inputs.
+struct Rng(u64);
+
+impl Rng {
+    /// The seed from `HOSTILE_SEED` (decimal or 0x-hex) if set, else `default`.
+    fn seeded(default: u64) -> Rng {
+        let seed = std::env::var("HOSTILE_SEED")
+            .ok()
+            .and_then(|s| match s.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            })
+            .unwrap_or(default);
+        eprintln!("seed {seed:#x} (HOSTILE_SEED overrides)");
+        Rng(seed.max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// True with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+
+    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        from[self.below(from.len() as u64) as usize]
+    }
+}
+
+/// Aborts the whole test process, naming the case being run, if the test has not
+/// finished within `limit`: a hang is reported as a failure instead of stalling the run.
+struct Watchdog {
+    done: std::sync::mpsc::Sender<()>,
+    case: Arc<AtomicU64>,
+}
+
+impl Watchdog {
+    fn new(test: &'static str, limit: Duration) -> Watchdog {
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let case = Arc::new(AtomicU64::new(0));
+        let seen = case.clone();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(limit) {
+                eprintln!(
+                    "{test}: no progress within {limit:?}, stuck in case {}: a hang",
+                    seen.load(Ordering::Relaxed)
+                );
+                std::process::abort();
+            }
+        });
+        Watchdog { done, case }
+    }
+
+    fn case(&self, n: u64) {
+        self.case.store(n, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.done.send(());
+    }
+}
+
+fn open_rw(path: &Path) -> File {
+    OpenOptions::new().read(true).write(true).open(path).expect("open a shared file to scribble")
+}
+
+fn read_u64(file: &File, offset: usize) -> u64 {
+    let mut word = [0; 8];
+    file.read_exact_at(&mut word, offset as u64).expect("read a shared word");
+    u64::from_ne_bytes(word)
+}
+
+fn write_at(file: &File, offset: usize, bytes: &[u8]) {
+    file.write_all_at(bytes, offset as u64).expect("scribble into a shared file");
+}
+
+/// The largest record (header + payload) a ring of `capacity` bytes carries.
+fn max_record(capacity: usize) -> usize {
+    capacity / 2 - ring_layout::RECORD_HEADER_BYTES
+}
+
+/// A [`RingError`] as a hostile producer must cause it: `Corrupt`, naming the producer,
+/// with a message that says what to do.
+fn assert_clear_corrupt(e: &RingError, src_qpn: u32, case: u64) {
+    match e {
+        RingError::Corrupt { src_qpn: got, .. } => assert_eq!(*got, src_qpn, "case {case}"),
+        other => panic!("case {case}: a ring read failed with {other:?}, not Corrupt"),
+    }
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("{src_qpn:#x}")) && text.contains("protocol error"),
+        "case {case}: unclear error: {text}"
+    );
+}
+
+// ============================================================================ ring
+
+/// Random and plausible-but-wrong values in every word of a ring file the consumer reads
+/// (tail, epoch start, head, destination, polling word, record headers and payload), mixed
+/// with valid records and producer resets; the consumer is driven through every read
+/// call. A second ring of the same process carries a numbered record per case and must
+/// deliver all of them in order.
+#[test]
+fn a_ring_consumer_survives_whatever_its_producer_writes() {
+    const CASES: u64 = 6000;
+    const CAPACITY: usize = 4096;
+    let watchdog = Watchdog::new("ring fuzz", Duration::from_secs(120));
+    let mut rng = Rng::seeded(0x5eed_0001);
+    let fabric = TestFabric::new("hostile-ring");
+    let hca = fabric.dir.open_hca("hca0", LOCALHOST_GID).expect("open the HCA");
+    let me = hca.register_instance().expect("join");
+    let qpn = |_| me.alloc_qpn().expect("QPN").qpn;
+    let (evil, victim_qpn, good, bystander_qpn) = (qpn(0), qpn(1), qpn(2), qpn(3));
+    let mut producer = me.create_ring(evil, victim_qpn, Some(CAPACITY)).expect("ring");
+    let mut victim = hca.open_ring(evil, victim_qpn).expect("consumer");
+    let mut honest = me.create_ring(good, bystander_qpn, Some(CAPACITY)).expect("ring");
+    let mut bystander = hca.open_ring(good, bystander_qpn).expect("consumer");
+    let file = open_rw(producer.path());
+    let data = ring_layout::DATA_OFFSET;
+    let (mut sent, mut delivered) = (0u64, 0u64);
+    let (mut records, mut errors, mut larger) = (0u64, 0u64, 0u64);
+    let mut slowest = Duration::ZERO;
+
+    for case in 0..CASES {
+        watchdog.case(case);
+        // The hostile side: valid pushes, resets, and scribbles.
+        for _ in 0..1 + rng.below(3) {
+            match rng.below(10) {
+                0..=3 => {
+                    let len = match rng.below(4) {
+                        0 => rng.below(16) as usize,
+                        1 => max_record(CAPACITY) - rng.below(16) as usize,
+                        _ => rng.below(max_record(CAPACITY) as u64 + 1) as usize,
+                    };
+                    let record_kind = rng.below(0xffff) as u16;
+                    let _ = producer.try_push(record_kind, &rng.bytes(len), &[]);
+                }
+                4 => {
+                    let dest = if rng.chance(80) { victim_qpn } else { rng.next() as u32 };
+                    producer.reset(dest);
+                }
+                _ => {
+                    let tail = read_u64(&file, ring_layout::OFF_TAIL);
+                    let head = read_u64(&file, ring_layout::OFF_HEAD);
+                    let epoch = tail >> 32;
+                    let near = |rng: &mut Rng, base: u64| {
+                        (epoch << 32) | (base as u32).wrapping_add(8 * rng.below(600) as u32) as u64
+                    };
+                    let value = match rng.below(5) {
+                        0 => rng.next(),
+                        1 => rng.below(2 * CAPACITY as u64),
+                        2 => near(&mut rng, head),
+                        3 => near(&mut rng, tail) ^ rng.below(8),
+                        // A record header with this epoch's tag and any length and kind.
+                        _ => {
+                            (epoch & 0xffff) << 48
+                                | (rng.below(0x1_0000)) << 32
+                                | rng.below(3 * CAPACITY as u64)
+                        }
+                    };
+                    let header_at = |pos: u64| data + (pos as usize & (CAPACITY - 1)) / 8 * 8;
+                    let (offset, width) = match rng.below(8) {
+                        0 => (ring_layout::OFF_TAIL, 8),
+                        1 => (ring_layout::OFF_EPOCH_START, 8),
+                        2 => (ring_layout::OFF_HEAD, 8),
+                        3 => (ring_layout::OFF_DEST_QPN, 4),
+                        4 => (ring_layout::OFF_POLLED_BY, 4),
+                        5 => (header_at(head), 8),
+                        6 => (header_at(tail.wrapping_sub(8 * rng.below(8))), 8),
+                        _ => (data + rng.below(CAPACITY as u64 / 8) as usize * 8, 8),
+                    };
+                    write_at(&file, offset, &value.to_ne_bytes()[..width]);
+                }
+            }
+        }
+        // The victim: one of its read calls, a few times.
+        for _ in 0..1 + rng.below(4) {
+            let started = Instant::now();
+            let outcome: Result<(), RingError> = match rng.below(9) {
+                0 | 1 => {
+                    let mut out = vec![0u64; rng.below(300) as usize];
+                    victim.pop_small(&mut out).map(|found| match found {
+                        SmallRecord::Record { kind, len } => {
+                            assert!(len <= 8 * out.len() && len <= max_record(CAPACITY));
+                            assert_ne!(kind, ring_layout::KIND_PAD, "case {case}: padding");
+                            records += 1;
+                        }
+                        SmallRecord::Larger => larger += 1,
+                        SmallRecord::None => {}
+                    })
+                }
+                2 => victim.pop().map(|found| {
+                    if let Some(record) = found {
+                        assert!(record.bytes.len() <= max_record(CAPACITY), "case {case}");
+                        assert_ne!(record.kind, ring_layout::KIND_PAD, "case {case}: padding");
+                        records += 1;
+                    }
+                }),
+                3 | 4 => {
+                    let (offset, len) = (rng.below(2100) as usize, rng.below(2100) as usize);
+                    let consume = rng.chance(50);
+                    let check = |view: &ferrodat_softhca::fabric::RecordView<'_>| {
+                        let mut buf = vec![0u8; len];
+                        let inside = offset + len <= view.len();
+                        assert_eq!(view.read(offset, &mut buf).is_ok(), inside);
+                        // SAFETY: `buf` is writable for `len` bytes.
+                        let raw = unsafe { view.copy_out_raw(offset, buf.as_mut_ptr(), len) };
+                        assert_eq!(raw.is_ok(), inside);
+                        assert!(view.len() <= max_record(CAPACITY));
+                    };
+                    let found = if consume { victim.consume(check) } else { victim.peek(check) };
+                    found.map(|f| records += u64::from(f.is_some() && consume))
+                }
+                5 => victim.skip().map(|_| ()),
+                6 => {
+                    let _ = victim.may_have_records();
+                    let _ = victim.set_polling(rng.chance(50));
+                    Ok(())
+                }
+                _ => victim.discard_all(),
+            };
+            slowest = slowest.max(started.elapsed());
+            if let Err(e) = outcome {
+                assert_clear_corrupt(&e, evil, case);
+                errors += 1;
+                if rng.chance(50) {
+                    let _ = victim.discard_all();
+                }
+            }
+        }
+        // The bystander ring: one numbered record per case, all delivered in order.
+        if honest
+            .try_push(
+                1,
+                &sent.to_ne_bytes(),
+                &[&{
+                    let n = rng.below(64) as usize;
+                    rng.bytes(n)
+                }],
+            )
+            .is_ok()
+        {
+            sent += 1;
+        }
+        while let Some(record) = bystander.pop().expect("an honest ring never reads as corrupt") {
+            let n = u64::from_ne_bytes(record.bytes[..8].try_into().expect("8 bytes"));
+            assert_eq!(n, delivered, "case {case}: the bystander ring lost or reordered");
+            delivered += 1;
+        }
+    }
+    assert_eq!((sent, delivered), (CASES, CASES), "every bystander record delivered");
+    eprintln!(
+        "{CASES} cases: {records} records read, {larger} larger than the buffer, {errors} \
+         Corrupt errors, {} resyncs; slowest call {slowest:?}",
+        victim.resyncs()
+    );
+    assert!(records > 100 && errors > 100, "the fuzz reached both valid and corrupt states");
+    assert!(slowest < Duration::from_secs(1), "a single call took {slowest:?}");
+}
+
+/// Ring files with mangled headers (random bytes over the first line, odd sizes) are
+/// either refused at open with a reason naming the file, or open to a consumer that
+/// reads nothing from them without panicking.
+#[test]
+fn ring_files_with_mangled_headers_are_refused_at_open_with_a_reason() {
+    const CASES: u64 = 3000;
+    let watchdog = Watchdog::new("ring header fuzz", Duration::from_secs(120));
+    let mut rng = Rng::seeded(0x5eed_0002);
+    let fabric = TestFabric::new("hostile-ring-header");
+    let hca = fabric.dir.open_hca("hca0", LOCALHOST_GID).expect("open the HCA");
+    let me = hca.register_instance().expect("join");
+    let (src, dst) = (me.alloc_qpn().expect("QPN").qpn, me.alloc_qpn().expect("QPN").qpn);
+    let template = {
+        let mut producer = me.create_ring(src, dst, Some(4096)).expect("ring");
+        producer.try_push(7, b"a valid record", &[]).expect("push");
+        std::fs::read(producer.path()).expect("read the ring file")
+    };
+    let path = hca.ring_path(src);
+    let (mut refused, mut opened) = (0, 0);
+    for case in 0..CASES {
+        watchdog.case(case);
+        let mut bytes = template.clone();
+        match rng.below(4) {
+            0 => bytes[..64].copy_from_slice(&rng.bytes(64)),
+            1 => {
+                for _ in 0..1 + rng.below(4) {
+                    let at = rng.below(64) as usize;
+                    bytes[at] = rng.next() as u8;
+                }
+            }
+            2 => bytes.truncate(rng.below(template.len() as u64 + 1) as usize),
+            _ => {
+                // A plausible capacity the file is too short for, or a huge one.
+                let capacity = rng.pick(&[4096u64, 8192, 1 << 20, 1 << 30, 1 << 31, u64::MAX]);
+                bytes[ring_layout::OFF_CAPACITY..][..8].copy_from_slice(&capacity.to_ne_bytes());
+            }
+        }
+        std::fs::write(&path, &bytes).expect("write the mangled ring file");
+        match hca.open_ring(src, dst) {
+            Ok(mut consumer) => {
+                opened += 1;
+                for _ in 0..4 {
+                    match consumer.pop() {
+                        Ok(Some(record)) => assert!(record.bytes.len() <= max_record(4096)),
+                        Ok(None) => break,
+                        Err(e) => {
+                            assert_clear_corrupt(&e, src, case);
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(
+                    matches!(e, FabricError::BadFile { .. } | FabricError::Os { .. }),
+                    "case {case}: {e:?}"
+                );
+                let text = e.to_string();
+                assert!(text.contains(&path.display().to_string()), "case {case}: {text}");
+            }
+        }
+    }
+    eprintln!("{CASES} mangled headers: {refused} refused, {opened} opened");
+    assert!(refused > CASES / 2 && opened > 0);
+    // The sweep copes with what is left, and with stray files of any content and name.
+    for i in 0..64u32 {
+        let name = hca.ring_path(0x70_0000 + i);
+        std::fs::write(&name, {
+            let n = rng.below(200) as usize;
+            rng.bytes(n)
+        })
+        .expect("stray file");
+    }
+    hca.sweep().expect("sweep over garbage ring files");
+}
+
+// ============================================================================ HCA
+
+/// Memory the victim QP registers: the middle third of a buffer whose outer thirds are
+/// never registered and must never change.
+struct GuardedRegion {
+    buf: Buffer,
+    key: u32,
+}
+
+const THIRD: usize = 16 * 1024;
+const GUARD_BYTE: u8 = 0xa5;
+
+impl GuardedRegion {
+    fn new(engine: &Engine, pdn: u32) -> GuardedRegion {
+        let buf = Buffer::new(3 * THIRD);
+        buf.fill(GUARD_BYTE);
+        buf.write(THIRD, &[0; THIRD]);
+        let key = engine.registry().alloc_mkey();
+        engine.add_memory_region(MemoryRegion {
+            key,
+            pdn,
+            iova: buf.addr() + THIRD as u64,
+            // SAFETY: the middle third of `buf`, which outlives the engine's use of it
+            // (the engine is dropped first at the end of the test).
+            memory: unsafe { AppSpan::new(buf.addr() as usize + THIRD, THIRD) },
+            access: ALL_ACCESS,
+        });
+        GuardedRegion { buf, key }
+    }
+
+    fn addr(&self) -> u64 {
+        self.buf.addr() + THIRD as u64
+    }
+
+    fn guards_intact(&self) -> bool {
+        let outer = [self.buf.read(0, THIRD), self.buf.read(2 * THIRD, THIRD)];
+        outer.iter().all(|third| third.iter().all(|&b| b == GUARD_BYTE))
+    }
+}
+
+/// The packet headers of the victim's outbound records (its requests and responses).
+fn packet_of(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<PacketHeader> {
+    use zerocopy::FromBytes;
+    if kind & 0xff00 == COMPACT_RECORD {
+        let c = CompactHeader::read_from_bytes(bytes.get(..16)?).ok()?;
+        return c.expand(kind as u8, src_qpn, bytes.len() - 16);
+    }
+    PacketHeader::read_from_bytes(bytes.get(..size_of::<PacketHeader>())?).ok()
+}
+
+/// A real softhca QP (the victim) connected to a fake peer QP of another fabric instance
+/// that pushes crafted packets into its ring: requests of every kind with right, nearly
+/// right and random PSNs, keys, addresses, lengths, offsets and flags; responses to the
+/// victim's own requests; compact records; records of unknown kinds; and now and then
+/// scribbles over the ring's words. After each case the victim has run its progress: it
+/// is in RTS or ERR, it wrote nothing outside its registered memory, its completions are
+/// well formed, and (every so often) a healthy pair on the same engine passes a SEND and
+/// an RDMA WRITE, checked byte for byte.
+#[test]
+fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
+    const CASES: u64 = 3000;
+    let watchdog = Watchdog::new("HCA fuzz", Duration::from_secs(300));
+    let mut rng = Rng::seeded(0x5eed_0003);
+    let fabric = TestFabric::new("hostile-hca");
+    let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).expect("engine");
+    let pdn = engine.registry().alloc_pdn();
+    let region = GuardedRegion::new(&engine, pdn);
+    let mut cq = Cq::new(&engine, 4096);
+    let spec = |cq: &Cq| QpSpec {
+        pdn,
+        send_cqn: cq.cqn,
+        recv_cqn: cq.cqn,
+        srqn: None,
+        sq_wqebbs: 256,
+        rq_wqe_count: 64,
+        max_recv_sge: 2,
+        sq_sig_all: true,
+    };
+    let mut victim = Qp::new(&engine, spec(&cq));
+
+    // The fake peer: its own instance on the same HCA, like another process.
+    let peer_hca = fabric.dir.open_hca("softhca0", LOCALHOST_GID).expect("peer's registry");
+    let peer = peer_hca.register_instance().expect("peer instance");
+    let evil = peer.alloc_qpn().expect("peer QPN").qpn;
+    let mut out = peer.create_ring(evil, victim.qpn, None).expect("peer ring");
+    let ring_file = open_rw(out.path());
+    let attrs = rc_attrs();
+    victim.connect(&engine, LOCALHOST_GID, evil, attrs);
+    let notifier = peer_hca.notifier_for_qp(victim.qpn).expect("victim is live");
+    let mut back: RingConsumer = peer_hca.open_ring(victim.qpn, evil).expect("victim's ring");
+
+    let mut healthy = HealthyPair::new(&engine);
+
+    let recv_len = 2048u32;
+    let mut posted = 0usize; // receives of the victim not yet completed
+    let mut expected_psn = attrs.rq_psn; // the victim's next expected request PSN, as we track it
+    let mut request_psns: Vec<u32> = Vec::new(); // PSNs of the victim's requests seen
+    let mut stats = [0u64; 8]; // resets, cqes ok, cqes err, records pushed, scribbles, responses seen, healthy checks, remote writes
+    let valid_kinds = [kind::SEND, kind::WRITE, kind::READ, kind::ATOMIC_CS, kind::ATOMIC_FA];
+    let response_kinds =
+        [kind::ACK, kind::NAK, kind::READ_RESPONSE, kind::ATOMIC_RESPONSE, kind::RNR_NAK];
+
+    for case in 0..CASES {
+        watchdog.case(case);
+        // Back to a fresh connection when the victim is in ERR, and now and then anyway.
+        let state = engine.qp_state(victim.qpn).expect("victim exists");
+        if state == qp_state::ERR || rng.chance(3) {
+            engine.modify_qp(victim.qpn, qp_state::RESET, attrs);
+            while cq.poll_one().is_some() {}
+            victim.sq_pi = 0;
+            victim.rq_pi = 0;
+            victim.dbrec.write(0, &[0; 8]);
+            posted = 0;
+            out.reset(victim.qpn);
+            // An honest producer's head again, in case a scribble broke it.
+            let tail = read_u64(&ring_file, ring_layout::OFF_TAIL);
+            write_at(&ring_file, ring_layout::OFF_HEAD, &tail.to_ne_bytes());
+            victim.connect(&engine, LOCALHOST_GID, evil, attrs);
+            expected_psn = attrs.rq_psn;
+            request_psns.clear();
+            stats[0] += 1;
+        }
+        while posted < 8 {
+            let at = region.addr() + rng.below((THIRD as u32 - recv_len) as u64 / 8) * 8;
+            let sges = if rng.chance(80) {
+                vec![(at, recv_len, region.key)]
+            } else {
+                vec![(at, 16, region.key), (at + 1024, 1024, region.key)]
+            };
+            victim.post_recv(&sges);
+            posted += 1;
+        }
+        // Sometimes the victim has requests of its own in flight, so responses matter.
+        if rng.chance(30) {
+            let local = region.addr() + rng.below(THIRD as u64 / 2 / 8) * 8;
+            let remote = Some((rng.next(), rng.next() as u32));
+            let wr = match rng.below(4) {
+                0 => send(vec![(local, rng.below(300) as u32, region.key)]),
+                1 => SendWr {
+                    opcode: opcode::RDMA_READ,
+                    sges: vec![(local, 1 + rng.below(4000) as u32, region.key)],
+                    remote,
+                    signaled: true,
+                    ..Default::default()
+                },
+                2 => SendWr {
+                    opcode: opcode::ATOMIC_FA,
+                    sges: vec![(local, 8, region.key)],
+                    remote,
+                    atomic: Some((rng.next(), rng.next())),
+                    signaled: true,
+                    ..Default::default()
+                },
+                _ => SendWr {
+                    opcode: opcode::RDMA_WRITE,
+                    sges: vec![(local, rng.below(300) as u32, region.key)],
+                    remote,
+                    signaled: true,
+                    ..Default::default()
+                },
+            };
+            victim.post_send(&engine, &wr);
+        }
+
+        // The hostile packets.
+        for _ in 0..1 + rng.below(4) {
+            let payload_len = match rng.below(10) {
+                0 => rng.below(70_000) as usize,
+                1..=3 => 0,
+                _ => rng.below(600) as usize,
+            };
+            let payload = rng.bytes(payload_len);
+            let plen = payload.len() as u64;
+            let is_response = rng.chance(25);
+            let mut h = PacketHeader {
+                kind: if is_response {
+                    rng.pick(&response_kinds)
+                } else if rng.chance(90) {
+                    rng.pick(&valid_kinds)
+                } else {
+                    rng.next() as u8
+                },
+                flags: if rng.chance(80) {
+                    flag::FIRST | flag::LAST | (rng.next() as u8 & !(flag::FIRST | flag::LAST))
+                } else {
+                    rng.next() as u8
+                },
+                syndrome: rng.below(8) as u8,
+                rnr_retry: rng.below(8) as u8,
+                imm: (rng.next() as u32).to_be_bytes(),
+                src_qpn: if rng.chance(95) { evil } else { rng.next() as u32 },
+                psn: match rng.below(6) {
+                    0 => rng.next() as u32 & wire::PSN_MASK,
+                    1 => expected_psn.wrapping_sub(1) & wire::PSN_MASK,
+                    _ if is_response && !request_psns.is_empty() => rng.pick(&request_psns),
+                    _ => expected_psn,
+                },
+                rkey: if rng.chance(85) { region.key } else { rng.next() as u32 },
+                payload_len: if rng.chance(95) { plen as u32 } else { rng.next() as u32 },
+                remote_addr: match rng.below(6) {
+                    0 => rng.next(),
+                    1 => region.addr() + THIRD as u64 - rng.below(64),
+                    2 => region.addr().wrapping_sub(rng.below(64)),
+                    _ => region.addr() + rng.below(THIRD as u64),
+                },
+                length: match rng.below(6) {
+                    0 => rng.next(),
+                    1 => rng.below(THIRD as u64 * 2),
+                    2 => plen + rng.below(100),
+                    3 => plen.saturating_sub(rng.below(100)),
+                    _ => plen,
+                },
+                offset: if rng.chance(85) {
+                    0
+                } else {
+                    {
+                        let any = [rng.next(), rng.below(5000)];
+                        rng.pick(&any)
+                    }
+                },
+                operand: rng.next(),
+                compare: rng.next(),
+                ack_psn: rng.next() as u32 & wire::PSN_MASK,
+                reserved: if rng.chance(95) { 0 } else { rng.next() as u32 },
+            };
+            if matches!(h.kind, kind::ATOMIC_CS | kind::ATOMIC_FA) && rng.chance(70) {
+                h.remote_addr &= !7;
+            }
+            let pushed = match rng.below(10) {
+                // A compact record: a one-segment SEND or an ACK, or anything with the bit.
+                0 | 1 => {
+                    let c = CompactHeader {
+                        flags: h.flags,
+                        rnr_retry: h.rnr_retry,
+                        reserved: if rng.chance(95) { 0 } else { rng.next() as u16 },
+                        imm: h.imm,
+                        psn: h.psn,
+                        ack_psn: h.ack_psn,
+                    };
+                    let kinds = [kind::SEND, kind::SEND, kind::ACK, rng.next() as u8];
+                    let record_kind = COMPACT_RECORD | u16::from(rng.pick(&kinds));
+                    let body = if record_kind as u8 == kind::ACK { &[][..] } else { &payload[..] };
+                    out.try_push(record_kind, c.as_bytes(), &[body])
+                }
+                // Not a packet at all.
+                2 => {
+                    let record_kind = rng.below(0xffff) as u16;
+                    out.try_push(
+                        record_kind,
+                        &{
+                            let n = rng.below(200) as usize;
+                            rng.bytes(n)
+                        },
+                        &[],
+                    )
+                }
+                // A header cut short.
+                3 => out.try_push(u16::from(h.kind), &h.as_bytes()[..rng.below(72) as usize], &[]),
+                _ => out.try_push(u16::from(h.kind), h.as_bytes(), &[&payload]),
+            };
+            if pushed.is_ok() {
+                stats[3] += 1;
+                if !is_response
+                    && h.kind != kind::READ
+                    && h.psn == expected_psn
+                    && h.flags & flag::LAST != 0
+                {
+                    expected_psn = wire::next_psn(expected_psn);
+                }
+            }
+        }
+        if rng.chance(4) {
+            // Scribble over the ring: its words or a record near the tail.
+            let tail = read_u64(&ring_file, ring_layout::OFF_TAIL);
+            let offset = match rng.below(4) {
+                0 => ring_layout::OFF_TAIL,
+                1 => ring_layout::OFF_EPOCH_START,
+                _ => {
+                    let back_by = 8 * rng.below(64) as u32;
+                    ring_layout::DATA_OFFSET
+                        + ((tail as u32).wrapping_sub(back_by) as usize & (out.capacity() - 1))
+                }
+            };
+            let value = if rng.chance(50) { rng.next() } else { tail ^ (1 << rng.below(64)) };
+            write_at(&ring_file, offset, &value.to_ne_bytes());
+            stats[4] += 1;
+        }
+        notifier.notify();
+        let started = Instant::now();
+        for _ in 0..6 {
+            engine.progress();
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "case {case}: progress took long");
+
+        // What the victim did about it.
+        let state = engine.qp_state(victim.qpn).expect("victim exists");
+        assert!(state == qp_state::RTS || state == qp_state::ERR, "case {case}: state {state}");
+        assert!(region.guards_intact(), "case {case}: memory outside the region changed");
+        while let Some(wc) = cq.poll_one() {
+            let responder = matches!(
+                wc.opcode,
+                cqe_opcode::RESP_SEND | cqe_opcode::RESP_SEND_IMM | cqe_opcode::RESP_WR_IMM
+            );
+            match wc.opcode {
+                cqe_opcode::REQ => stats[1] += 1,
+                _ if responder => {
+                    posted -= 1;
+                    stats[1] += 1;
+                    if wc.opcode != cqe_opcode::RESP_WR_IMM {
+                        assert!(wc.byte_cnt <= recv_len, "case {case}: {wc:?}");
+                    }
+                    assert_eq!(wc.qpn, victim.qpn, "case {case}");
+                }
+                cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR => {
+                    stats[2] += 1;
+                    if wc.opcode == cqe_opcode::RESP_ERR {
+                        posted = posted.saturating_sub(1);
+                    }
+                    assert!(wc.syndrome.is_some(), "case {case}: an error CQE without syndrome");
+                }
+                other => panic!("case {case}: unexpected CQE opcode {other:#x}: {wc:?}"),
+            }
+        }
+        // What the victim sent: its requests (PSNs for responses) and its answers.
+        loop {
+            match back.pop() {
+                Ok(Some(record)) => {
+                    let h =
+                        packet_of(record.kind, &record.bytes, victim.qpn).unwrap_or_else(|| {
+                            panic!("case {case}: the victim sent a malformed record")
+                        });
+                    if h.kind < kind::ACK && h.flags & flag::FIRST != 0 {
+                        request_psns.push(h.psn);
+                        if request_psns.len() > 16 {
+                            request_psns.remove(0);
+                        }
+                    } else {
+                        stats[5] += 1;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => panic!("case {case}: the victim's own ring is corrupt: {e}"),
+            }
+        }
+
+        if case % 300 == 299 {
+            healthy.passes_data(&engine, case);
+            stats[6] += 1;
+        }
+    }
+    healthy.passes_data(&engine, CASES);
+    eprintln!(
+        "{CASES} cases: {} victim resets, {} good and {} error completions, {} records \
+         pushed, {} ring scribbles, {} responses from the victim, {} healthy checks",
+        stats[0], stats[1], stats[2], stats[3], stats[4], stats[5], stats[6]
+    );
+    assert!(stats[1] > 50 && stats[2] > 50, "the fuzz reached both success and errors");
+    drop(watchdog);
+}
+
+/// Two connected QPs of the engine under attack, sharing one CQ, that must keep working.
+struct HealthyPair {
+    a: Qp,
+    b: Qp,
+    cq: Cq,
+    src: Mr,
+    dst: Mr,
+}
+
+impl HealthyPair {
+    fn new(engine: &Engine) -> HealthyPair {
+        let pdn = engine.registry().alloc_pdn();
+        let cq = Cq::new(engine, 256);
+        let spec = || QpSpec {
+            pdn,
+            send_cqn: cq.cqn,
+            recv_cqn: cq.cqn,
+            srqn: None,
+            sq_wqebbs: 64,
+            rq_wqe_count: 16,
+            max_recv_sge: 1,
+            sq_sig_all: true,
+        };
+        let (a, b) = (Qp::new(engine, spec()), Qp::new(engine, spec()));
+        a.connect(engine, LOCALHOST_GID, b.qpn, rc_attrs());
+        b.connect(engine, LOCALHOST_GID, a.qpn, rc_attrs());
+        let (src, dst) =
+            (Mr::new(engine, pdn, 4096, ALL_ACCESS), Mr::new(engine, pdn, 4096, ALL_ACCESS));
+        HealthyPair { a, b, cq, src, dst }
+    }
+
+    /// A SEND and an RDMA WRITE from A to B, each checked byte for byte.
+    fn passes_data(&mut self, engine: &Engine, case: u64) {
+        let message: Vec<u8> = (0..1000).map(|i| (i as u64 * 7 + case) as u8).collect();
+        self.src.buf.write(0, &message);
+        self.b.post_recv(&[(self.dst.addr(), 4096, self.dst.key)]);
+        self.a.post_send(engine, &send(vec![(self.src.addr(), 1000, self.src.key)]));
+        let wcs = self.cq.wait(engine, 2, Duration::from_secs(10));
+        assert_eq!(wcs.len(), 2, "case {case}: the healthy pair's SEND did not complete: {wcs:?}");
+        assert!(wcs.iter().all(|wc| wc.syndrome.is_none()), "case {case}: {wcs:?}");
+        assert_eq!(self.dst.buf.read(0, 1000), message, "case {case}: SEND data");
+        let reversed: Vec<u8> = message.iter().rev().copied().collect();
+        self.src.buf.write(0, &reversed);
+        let write = SendWr {
+            opcode: opcode::RDMA_WRITE,
+            sges: vec![(self.src.addr(), 1000, self.src.key)],
+            remote: Some((self.dst.addr() + 2048, self.dst.key)),
+            signaled: true,
+            ..Default::default()
+        };
+        self.a.post_send(engine, &write);
+        let wcs = self.cq.wait(engine, 1, Duration::from_secs(10));
+        assert_eq!(wcs.len(), 1, "case {case}: the healthy pair's WRITE did not complete");
+        assert!(wcs[0].syndrome.is_none(), "case {case}: {wcs:?}");
+        assert_eq!(self.dst.buf.read(2048, 1000), reversed, "case {case}: WRITE data");
+    }
+}
+
+// ============================================================================ registry
+
+/// Random words written all over the registry file (QP table entries, instance slots,
+/// pending bitmaps, wake words, allocators) while an engine uses it, except the entries
+/// of the engine's own QPs and instance, interleaved with every reader of that file:
+/// lookups, notifiers, sweeps, allocation, joining, opening by GID. Nothing panics and the
+/// engine's connected pair still passes data.
+#[test]
+fn registry_garbage_never_panics_and_spares_the_live_qps() {
+    const CASES: u64 = 3000;
+    let watchdog = Watchdog::new("registry fuzz", Duration::from_secs(300));
+    let mut rng = Rng::seeded(0x5eed_0004);
+    let fabric = TestFabric::new("hostile-registry");
+    let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).expect("engine");
+    let mut healthy = HealthyPair::new(&engine);
+    let registry = engine.registry().clone();
+    let file = open_rw(registry.path());
+    let ours = registry.owner_of(healthy.a.qpn).expect("live QP").instance_index;
+    let table_index = |qpn: u32| qpn as usize & (reg_layout::QP_CAPACITY - 1);
+    let spared = [table_index(healthy.a.qpn), table_index(healthy.b.qpn)];
+    let fabric_dir =
+        ferrodat_softhca::fabric::FabricDir::new(registry.path().parent().expect("dir"));
+    for case in 0..CASES {
+        watchdog.case(case);
+        for _ in 0..1 + rng.below(8) {
+            let value = match rng.below(4) {
+                0 => rng.next(),
+                1 => rng.below(8) << 56 | (rng.below(0x100_0000) << 32) | rng.below(1 << 22),
+                2 => rng.below(1 << 16) << 16 | rng.below(1 << 13),
+                _ => 0,
+            };
+            let offset = match rng.below(3) {
+                0 => {
+                    let mut index = rng.below(reg_layout::QP_CAPACITY as u64) as usize;
+                    if rng.chance(50) {
+                        index = spared[0] ^ (1 + rng.below(8) as usize);
+                    }
+                    if spared.contains(&index) {
+                        continue;
+                    }
+                    reg_layout::QP_TABLE_OFFSET
+                        + index * reg_layout::QP_ENTRY_BYTES
+                        + 8 * rng.below(4) as usize
+                }
+                1 => {
+                    let index = rng.below(reg_layout::INSTANCE_CAPACITY as u64) as u16;
+                    let field = rng.below(reg_layout::INSTANCE_STRIDE as u64 / 8) as usize * 8;
+                    let ours_but_harmless = field >= reg_layout::INST_OFF_WAKE_SEQ;
+                    if index == ours && !ours_but_harmless {
+                        continue;
+                    }
+                    reg_layout::INSTANCES_OFFSET
+                        + usize::from(index) * reg_layout::INSTANCE_STRIDE
+                        + field
+                }
+                _ => reg_layout::OFF_NEXT_QPN + 8 * rng.below(5) as usize,
+            };
+            write_at(&file, offset, &value.to_ne_bytes());
+        }
+        let qpn = match rng.below(3) {
+            0 => rng.next() as u32,
+            1 => rng.below(0x100_0000) as u32,
+            _ => healthy.a.qpn ^ (1 + rng.below(16) as u32),
+        };
+        match rng.below(8) {
+            0 | 1 => {
+                if let Some(owner) = registry.owner_of(qpn) {
+                    assert_eq!(owner.qpn, qpn);
+                    assert!(usize::from(owner.instance_index) < reg_layout::INSTANCE_CAPACITY);
+                }
+            }
+            2 => {
+                if let Some(n) = registry.notifier_for_qp(qpn) {
+                    n.notify();
+                    n.instance().wake();
+                }
+            }
+            3 => {
+                registry.sweep().expect("a sweep over garbage succeeds");
+            }
+            4 => {
+                if let Ok(allocation) = engine.alloc_qpn() {
+                    engine.free_qpn(allocation.qpn);
+                }
+            }
+            5 => {
+                let _ = fabric_dir.find_hca_by_gid(LOCALHOST_GID);
+                let _ = fabric_dir.find_hca_by_gid([rng.next() as u8; 16]);
+            }
+            6 => {
+                if let Ok(instance) = registry.register_instance() {
+                    let _ = instance.alloc_qpn();
+                }
+            }
+            _ => {
+                let _ = registry.open_ring(qpn, healthy.a.qpn);
+            }
+        }
+        engine.progress();
+        assert!(registry.owner_of(healthy.a.qpn).is_some(), "case {case}: our QP was swept");
+        if case % 500 == 499 {
+            healthy.passes_data(&engine, case);
+        }
+    }
+    drop(watchdog);
+}
