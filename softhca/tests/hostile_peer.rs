@@ -918,3 +918,143 @@ fn registry_garbage_never_panics_and_spares_the_live_qps() {
     }
     drop(watchdog);
 }
+
+// ============================================================================ found bugs
+
+/// A real QP (the victim) connected to a fake peer QP whose packets the test writes by
+/// hand, as [`an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working`] does.
+struct Victim {
+    engine: Arc<Engine>,
+    qp: Qp,
+    cq: Cq,
+    region: GuardedRegion,
+    /// The fake peer's ring, read by the victim.
+    out: ferrodat_softhca::fabric::RingProducer,
+    /// The victim's ring, read by the fake peer.
+    back: RingConsumer,
+    notifier: ferrodat_softhca::fabric::QpNotifier,
+    evil: u32,
+    _peer: ferrodat_softhca::fabric::Instance,
+    _fabric: TestFabric,
+}
+
+impl Victim {
+    fn new(tag: &str) -> Victim {
+        let fabric = TestFabric::new(tag);
+        let engine =
+            Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).expect("engine");
+        let pdn = engine.registry().alloc_pdn();
+        let region = GuardedRegion::new(&engine, pdn);
+        let cq = Cq::new(&engine, 256);
+        let qp = Qp::new(
+            &engine,
+            QpSpec {
+                pdn,
+                send_cqn: cq.cqn,
+                recv_cqn: cq.cqn,
+                srqn: None,
+                sq_wqebbs: 64,
+                rq_wqe_count: 16,
+                max_recv_sge: 1,
+                sq_sig_all: true,
+            },
+        );
+        let peer_hca = fabric.dir.open_hca("softhca0", LOCALHOST_GID).expect("peer registry");
+        let peer = peer_hca.register_instance().expect("peer instance");
+        let evil = peer.alloc_qpn().expect("peer QPN").qpn;
+        let out = peer.create_ring(evil, qp.qpn, None).expect("peer ring");
+        qp.connect(&engine, LOCALHOST_GID, evil, rc_attrs());
+        let notifier = peer_hca.notifier_for_qp(qp.qpn).expect("victim is live");
+        let back = peer_hca.open_ring(qp.qpn, evil).expect("victim's ring");
+        Victim { engine, qp, cq, region, out, back, notifier, evil, _peer: peer, _fabric: fabric }
+    }
+
+    /// A request or response header from the fake peer, with the usual fields filled.
+    fn header(&self, kind: u8, flags: u8, psn: u32, payload_len: usize) -> PacketHeader {
+        PacketHeader {
+            kind,
+            flags,
+            src_qpn: self.evil,
+            psn,
+            payload_len: payload_len as u32,
+            length: payload_len as u64,
+            rkey: self.region.key,
+            remote_addr: self.region.addr(),
+            ..Default::default()
+        }
+    }
+
+    /// Pushes one packet with a full header and lets the victim run.
+    fn push(&mut self, h: &PacketHeader, payload: &[u8]) {
+        self.out.try_push(u16::from(h.kind), h.as_bytes(), &[payload]).expect("room in the ring");
+        self.run();
+    }
+
+    fn run(&mut self) {
+        self.notifier.notify();
+        for _ in 0..4 {
+            self.engine.progress();
+        }
+    }
+
+    /// The packets the victim sent since the last call.
+    fn sent(&mut self) -> Vec<PacketHeader> {
+        let mut packets = Vec::new();
+        while let Some(record) = self.back.pop().expect("the victim's ring is well formed") {
+            packets.push(packet_of(record.kind, &record.bytes, self.qp.qpn).expect("a packet"));
+        }
+        packets
+    }
+
+    fn state(&self) -> u8 {
+        self.engine.qp_state(self.qp.qpn).expect("the victim exists")
+    }
+}
+
+/// A request message whose segments carry more or fewer bytes than the length its first
+/// segment announced used to complete: a SEND with `length` 100 and 10 bytes of payload
+/// reported 100 bytes received (90 of them whatever the buffer held), one with `length`
+/// 10 and 100 bytes wrote all 100 into the receive buffer and reported 10, and a WRITE
+/// with immediate data likewise. The responder now answers NAK (invalid request), fails
+/// the receive with a length error and moves to ERR, writing nothing past the length.
+#[test]
+fn a_request_whose_payload_disagrees_with_its_length_is_an_invalid_request() {
+    let whole = flag::FIRST | flag::LAST | flag::ACK_REQUEST;
+    // (kind, segments as (flags, offset, payload bytes), announced length)
+    type Segment = (u8, u64, usize);
+    let cases: [(u8, &[Segment], u64); 6] = [
+        (kind::SEND, &[(whole, 0, 10)], 100),
+        (kind::SEND, &[(whole, 0, 100)], 10),
+        (kind::SEND, &[(whole, 0, 5)], 0),
+        (kind::SEND, &[(flag::FIRST, 0, 60), (flag::LAST, 60, 20)], 100),
+        (kind::SEND, &[(flag::FIRST, 0, 60), (flag::LAST, 60, 60)], 100),
+        (kind::WRITE, &[(whole | flag::IMMEDIATE, 0, 10)], 100),
+    ];
+    for (i, (packet_kind, segments, length)) in cases.into_iter().enumerate() {
+        let mut v = Victim::new("length-mismatch");
+        v.qp.post_recv(&[(v.region.addr() + 4096, 2048, v.region.key)]);
+        let psn = rc_attrs().rq_psn;
+        for &(flags, offset, len) in segments {
+            let mut h = v.header(packet_kind, flags, psn, len);
+            h.length = length;
+            h.offset = offset;
+            h.remote_addr = v.region.addr() + offset;
+            v.push(&h, &vec![0x77; len]);
+        }
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {i}: one receive completion");
+        assert_eq!(
+            (wcs[0].opcode, wcs[0].syndrome),
+            (cqe_opcode::RESP_ERR, Some(ferrodat_abi::mlx5::cqe_syndrome::LOCAL_LENGTH_ERR)),
+            "case {i}: {wcs:?}"
+        );
+        assert_eq!(v.state(), qp_state::ERR, "case {i}");
+        let naks: Vec<_> = v.sent().into_iter().filter(|p| p.kind == kind::NAK).collect();
+        assert_eq!(naks.len(), 1, "case {i}: one NAK");
+        assert_eq!((naks[0].psn, naks[0].syndrome), (psn, wire::nak::INVALID_REQUEST));
+        // Nothing beyond the announced length was written.
+        let landed = if packet_kind == kind::SEND { 4096 } else { 0 };
+        let beyond = v.region.buf.read(THIRD + landed + length as usize, 200);
+        assert!(beyond.iter().all(|&b| b == 0), "case {i}: bytes past the length written");
+    }
+}

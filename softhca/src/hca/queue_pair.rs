@@ -1856,7 +1856,14 @@ impl QueuePair {
             }
         }
         let Some(msg) = self.inbound.as_mut() else { return };
-        if scatter(&msg.targets, h.offset, payload).is_err() {
+        // A message carries exactly the length its first segment announced: a segment
+        // beyond it, or a last one short of it, is a requester breaking the protocol (a
+        // receive would otherwise report bytes that never came, or get more than it was
+        // told), as a length error is on the wire.
+        let received = msg.received + payload.len() as u64;
+        let last = h.flags & flag::LAST != 0;
+        let length_ok = received <= msg.length && (!last || received == msg.length);
+        if !length_ok || scatter(&msg.targets, h.offset, payload).is_err() {
             let entry = msg.entry;
             let psn = msg.psn;
             self.inbound = None;
@@ -1866,8 +1873,8 @@ impl QueuePair {
             self.responder_fatal(psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
             return;
         }
-        msg.received += payload.len() as u64;
-        if h.flags & flag::LAST == 0 {
+        msg.received = received;
+        if !last {
             return;
         }
         msg.ack_request = h.flags & flag::ACK_REQUEST != 0;
