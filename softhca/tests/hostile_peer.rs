@@ -1058,3 +1058,51 @@ fn a_request_whose_payload_disagrees_with_its_length_is_an_invalid_request() {
         assert!(beyond.iter().all(|&b| b == 0), "case {i}: bytes past the length written");
     }
 }
+
+/// READ responses that do not add up to the READ (short, too long, out of order, a
+/// segment repeated) used to complete the READ successfully with stale bytes in its
+/// buffer (or, too long, as a local length error blaming the requester). The requester
+/// now fails the READ with BAD_RESP_ERR, as hardware reports a bad response, and the QP
+/// moves to ERR.
+#[test]
+fn read_responses_that_do_not_add_up_to_the_read_are_a_bad_response() {
+    let (first, last) = (flag::FIRST, flag::LAST);
+    // Response segments as (flags, offset, payload bytes) for a 100-byte READ.
+    type Segment = (u8, u64, usize);
+    let cases: [&[Segment]; 5] = [
+        &[(first | last, 0, 10)],
+        &[(first | last, 0, 200)],
+        &[(first | last, 50, 50)],
+        &[(first, 0, 60), (last, 0, 40)],
+        &[(first, 0, 60), (last, 60, 20)],
+    ];
+    for (i, segments) in cases.into_iter().enumerate() {
+        let mut v = Victim::new("read-response");
+        let target = v.region.addr() + 8192;
+        let read = SendWr {
+            opcode: opcode::RDMA_READ,
+            sges: vec![(target, 100, v.region.key)],
+            remote: Some((0x1000, 0x1234)),
+            signaled: true,
+            ..Default::default()
+        };
+        v.qp.post_send(&v.engine, &read);
+        let requests = v.sent();
+        assert_eq!(requests.len(), 1, "case {i}: the READ request");
+        for &(flags, offset, len) in segments {
+            let mut h = v.header(kind::READ_RESPONSE, flags, requests[0].psn, len);
+            h.offset = offset;
+            v.push(&h, &vec![0x77; len]);
+        }
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {i}: the READ completes");
+        assert_eq!(
+            (wcs[0].opcode, wcs[0].syndrome),
+            (cqe_opcode::REQ_ERR, Some(ferrodat_abi::mlx5::cqe_syndrome::BAD_RESP_ERR)),
+            "case {i}: {wcs:?}"
+        );
+        assert_eq!(v.state(), qp_state::ERR, "case {i}");
+        let beyond = v.region.buf.read(THIRD + 8192 + 100, 200);
+        assert!(beyond.iter().all(|&b| b == 0), "case {i}: bytes past the READ written");
+    }
+}

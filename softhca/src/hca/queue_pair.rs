@@ -161,8 +161,9 @@ enum Operation {
     Local,
     /// SEND or RDMA WRITE (data goes out; done at ACK).
     Transfer,
-    /// RDMA READ into these buffers.
-    Read { targets: Vec<AppSpan>, length: u64 },
+    /// RDMA READ of `length` bytes into these buffers; `received` of them arrived (the
+    /// responses come in order, each at the offset where the last one ended).
+    Read { targets: Vec<AppSpan>, length: u64, received: u64 },
     /// Atomic; the original value lands in `target`.
     Atomic { target: AppSpan },
 }
@@ -1083,7 +1084,7 @@ impl QueuePair {
                     regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), access::LOCAL_WRITE)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map(|targets| Operation::Read { targets, length: wqe.local_length() })
+                .map(|targets| Operation::Read { targets, length: wqe.local_length(), received: 0 })
                 .map_err(local_key_syndrome),
             _ => match wqe.sges().next() {
                 Some(s) => regions
@@ -1576,11 +1577,20 @@ impl QueuePair {
         match h.kind {
             kind::READ_RESPONSE => {
                 let o = &mut self.outstanding[pos];
-                if let Operation::Read { targets, length } = &o.operation {
-                    if scatter(targets, h.offset, payload).is_err() {
+                if let Operation::Read { targets, length, received } = &mut o.operation {
+                    // The responses must cover the READ exactly, in order: anything else
+                    // (short, too long, out of order, repeated) would complete it with
+                    // stale bytes in its buffer. Hardware calls that a bad response.
+                    let end = *received + payload.len() as u64;
+                    let last = h.flags & flag::LAST != 0;
+                    if h.offset != *received || end > *length || (last && end != *length) {
+                        o.outcome = Some(Err(cqe_syndrome::BAD_RESP_ERR));
+                    } else if scatter(targets, h.offset, payload).is_err() {
                         o.outcome = Some(Err(cqe_syndrome::LOCAL_LENGTH_ERR));
-                    } else if h.flags & flag::LAST != 0 {
+                    } else if last {
                         o.outcome = Some(Ok(*length as u32));
+                    } else {
+                        *received = end;
                     }
                 }
                 self.ack_before(pos);
