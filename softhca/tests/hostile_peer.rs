@@ -1106,3 +1106,38 @@ fn read_responses_that_do_not_add_up_to_the_read_are_a_bad_response() {
         assert!(beyond.iter().all(|&b| b == 0), "case {i}: bytes past the READ written");
     }
 }
+
+/// A peer whose ring turns corrupt (here: its tail word beyond the capacity, a record
+/// header with an impossible length) used to be ignored: the QP discarded what it could
+/// and stayed in RTS, silently deaf to that peer for good, and re-read the broken ring on
+/// every progress pass. Now the QP moves to ERR (its receives are flushed, the peer gets
+/// a NAK) and stops reading the ring, so progress finds no more work.
+#[test]
+fn a_corrupt_inbound_ring_moves_the_qp_to_err_and_is_read_no_more() {
+    for (i, corruption) in ["tail", "record"].into_iter().enumerate() {
+        let mut v = Victim::new("corrupt-ring");
+        v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
+        let file = open_rw(v.out.path());
+        match corruption {
+            "tail" => {
+                let tail = read_u64(&file, ring_layout::OFF_TAIL);
+                write_at(&file, ring_layout::OFF_TAIL, &(tail + (1 << 20)).to_ne_bytes());
+            }
+            _ => {
+                let h = v.header(kind::SEND, flag::FIRST | flag::LAST, rc_attrs().rq_psn, 8);
+                v.out.try_push(u16::from(h.kind), h.as_bytes(), &[&[1; 8]]).expect("push");
+                let header = read_u64(&file, ring_layout::DATA_OFFSET);
+                write_at(&file, ring_layout::DATA_OFFSET, &(header | 0xff_ffff).to_ne_bytes());
+            }
+        }
+        v.run();
+        assert_eq!(v.state(), qp_state::ERR, "case {i} ({corruption})");
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {i}: the receive is flushed");
+        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
+        assert!(v.sent().iter().any(|p| p.kind == kind::NAK), "case {i}: the peer is told");
+        v.notifier.notify();
+        v.engine.progress();
+        assert!(!v.engine.progress(), "case {i}: the corrupt ring is still being read");
+    }
+}

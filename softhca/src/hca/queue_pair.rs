@@ -1493,7 +1493,7 @@ impl QueuePair {
             }
             Ok(SmallRecord::Larger) => self.inbound_record_in_ring(src_qpn, hw),
             Err(_) => {
-                self.discard_inbound();
+                self.inbound_corrupt(hw);
                 false
             }
         }
@@ -1514,26 +1514,31 @@ impl QueuePair {
                 self.accept_packet(&header, Payload::InRing { record, offset: at, len }, hw);
             }
         });
-        let go_on = match handled {
-            Ok(found) => found.is_some(),
-            Err(_) => {
-                // A corrupt ring: nothing more can be trusted from this peer.
-                let _ = ring.discard_all();
-                false
-            }
+        let Ok(found) = handled else {
+            self.inbound_corrupt(hw);
+            return false;
         };
         if let Some(peer) = self.link.peer.as_mut()
             && peer.inbound.is_none()
         {
             peer.inbound = Some(ring);
         }
-        go_on
+        found.is_some()
     }
 
-    /// A corrupt ring: nothing more can be trusted from this peer.
-    fn discard_inbound(&mut self) {
-        if let Some(inbound) = self.link.peer.as_mut().and_then(|p| p.inbound.as_mut()) {
-            let _ = inbound.discard_all();
+    /// The peer's ring broke the ring protocol ([`RingError::Corrupt`]: garbage, or a
+    /// hostile producer): nothing more from this peer can be trusted, and the ring
+    /// cannot resynchronise before the peer resets it. The connection ends as at any
+    /// protocol violation of the requester — NAK invalid request, async event, ERR —
+    /// and the ring is closed, so no later pass reads it again (it used to be re-read,
+    /// and to fail, on every pass: a progress thread spun on it, the QP stayed in RTS).
+    #[cold]
+    fn inbound_corrupt(&mut self, hw: &mut Hardware<'_>) {
+        if let Some(peer) = self.link.peer.as_mut() {
+            peer.inbound = None;
+        }
+        if self.state != qp_state::ERR {
+            self.responder_fatal(self.expected_psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
         }
     }
 
