@@ -1141,3 +1141,25 @@ fn a_corrupt_inbound_ring_moves_the_qp_to_err_and_is_read_no_more() {
         assert!(!v.engine.progress(), "case {i}: the corrupt ring is still being read");
     }
 }
+
+/// A request of a kind softhca does not know (6..=15: neither SEND, WRITE, READ nor an
+/// atomic) used to be dropped without a word: the responder kept waiting for that PSN, so
+/// every later request was dropped as out of sequence and the connection wedged until the
+/// requester's timer gave up. As an IB responder must for an unsupported opcode, it now
+/// answers NAK invalid request and moves to ERR.
+#[test]
+fn a_request_of_an_unknown_kind_is_an_invalid_request() {
+    for unknown in [6u8, 9, 15] {
+        let mut v = Victim::new("unknown-kind");
+        v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
+        let psn = rc_attrs().rq_psn;
+        v.push(&v.header(unknown, flag::FIRST | flag::LAST | flag::ACK_REQUEST, psn, 0), &[]);
+        assert_eq!(v.state(), qp_state::ERR, "kind {unknown}");
+        let naks: Vec<_> = v.sent().into_iter().filter(|p| p.kind == kind::NAK).collect();
+        assert_eq!(naks.len(), 1, "kind {unknown}: one NAK");
+        assert_eq!((naks[0].psn, naks[0].syndrome), (psn, wire::nak::INVALID_REQUEST));
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "kind {unknown}: the receive is flushed");
+        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
+    }
+}

@@ -2184,7 +2184,12 @@ impl QueuePair {
                 self.respond(kind::ATOMIC_RESPONSE, h.psn, 0, original);
                 false
             }
-            _ => false,
+            // An opcode this responder does not support: IB answers NAK invalid request
+            // (dropping it would leave the PSN unanswered and wedge the connection).
+            _ => {
+                self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                false
+            }
         }
     }
 
