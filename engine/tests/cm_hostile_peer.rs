@@ -545,3 +545,80 @@ fn an_active_connect_survives_random_and_mutated_answers() {
     );
     assert!(counts.iter().all(|&n| n > 0), "every outcome was reached: {counts:?}");
 }
+
+// ============================================================================ flooding
+
+/// A peer keeps writing as fast as it can into a connection the CM is closing (its last
+/// message sent, waiting for the peer to close), from three threads. The CM used to read
+/// and discard in a loop until the socket ran dry, which a fast peer hardly lets happen:
+/// meanwhile its thread served nothing else, and a well-behaved connection often took
+/// 100-350 ms to set up instead of about one. Now each poll round reads a bounded amount
+/// per socket: ten set-ups during the flood take under 200 ms in all (5-15 ms measured,
+/// 0.3-1.2 s before), and the flooded socket is still closed at its linger timeout.
+#[test]
+fn a_peer_flooding_a_closing_connection_does_not_stall_the_cm() {
+    const FLOODERS: usize = 3;
+    let config = CmConfig { linger_timeout: Duration::from_secs(2), ..quick_config() };
+    let cm_b = Cm::with_config(LOCALHOST, config).expect("passive CM");
+    let cm_a = Cm::new(LOCALHOST).expect("healthy active CM");
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(4, lsink).expect("listen");
+    let port = listener.conn_qual();
+    let mut rng = Rng(7);
+
+    // The flooder connects properly, then the CM side hangs up on it.
+    let mut sock = TcpStream::connect((LOCALHOST, port)).expect("connect");
+    let info = rng.conn_info();
+    sock.write_all(&Msg::Req { info, private_data: vec![] }.encode().expect("REQ")).expect("REQ");
+    let mut req = requests.request(0);
+    let (sb, eb) = sink();
+    let conn = req.accept(&rng.conn_info(), &[], sb).expect("accept");
+    assert!(matches!(read_frame(&mut sock, 0), Some(Msg::Rep { .. })));
+    sock.write_all(&rng_rtu()).expect("RTU");
+    assert!(matches!(eb.next(0), CmEvent::Established { .. }));
+    conn.disconnect(false).expect("disconnect");
+    assert!(matches!(eb.next(0), CmEvent::Disconnected { .. }));
+    assert!(matches!(read_frame(&mut sock, 0), Some(Msg::Dreq)));
+
+    // Now the flood, until the CM closes the socket (or 20 s).
+    let flood_budget = Duration::from_secs(20);
+    let flood_started = Instant::now();
+    let flooders: Vec<_> = (0..FLOODERS)
+        .map(|_| {
+            let mut writer = sock.try_clone().expect("clone the socket");
+            std::thread::spawn(move || {
+                let junk = vec![0x5a_u8; 256 * 1024];
+                while flood_started.elapsed() < flood_budget {
+                    if writer.write_all(&junk).is_err() {
+                        return Some(flood_started.elapsed()); // closed by the CM
+                    }
+                }
+                None
+            })
+        })
+        .collect();
+    // Meanwhile well-behaved connections must get through promptly.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut took = Vec::new();
+    for i in 1..=10 {
+        let started = Instant::now();
+        healthy_connection(&cm_a, port, &requests, i);
+        took.push(started.elapsed());
+    }
+    let during = flood_started.elapsed();
+    let closed_after =
+        flooders.into_iter().map(|f| f.join().expect("flooder thread")).max().flatten();
+    eprintln!(
+        "healthy connections during the flood: {took:?}; flood closed after {closed_after:?}"
+    );
+    assert!(during < config.linger_timeout, "the set-ups ran past the flood ({during:?})");
+    let total: Duration = took.iter().sum();
+    assert!(total < Duration::from_millis(200), "10 connections took {total:?} in all");
+    let linger = config.linger_timeout;
+    match closed_after {
+        Some(after) => assert!(after < linger + Duration::from_secs(3), "closed after {after:?}"),
+        None => panic!("the CM never closed the flooded connection ({linger:?} linger)"),
+    }
+    drop((conn, listener));
+    all_closed(&cm_b, "passive CM");
+}

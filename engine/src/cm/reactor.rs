@@ -131,6 +131,10 @@ impl Conn {
     }
 }
 
+/// Reads of one connection's socket per poll round (4 KiB each): enough for any CM
+/// message exchange, small enough that a flooding peer cannot starve the others.
+const MAX_READS_PER_ROUND: usize = 16;
+
 pub(super) struct Reactor {
     pub(super) shared: Arc<Shared>,
     pub(super) config: CmConfig,
@@ -406,7 +410,10 @@ impl Reactor {
 
     fn read_ready(&mut self, id: ConnId) {
         let mut buf = [0u8; 4096];
-        loop {
+        // A bounded amount per poll round (poll is level-triggered: the rest is read in the
+        // next round): a peer writing faster than this thread reads would otherwise keep
+        // it here, serving no other connection and running no timer.
+        for _ in 0..MAX_READS_PER_ROUND {
             let Some(c) = self.conns.get_mut(&id) else { return };
             if !c.polled() {
                 return;
