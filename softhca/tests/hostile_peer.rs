@@ -1163,3 +1163,41 @@ fn a_request_of_an_unknown_kind_is_an_invalid_request() {
         assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
     }
 }
+
+/// A peer that leaves the ring's hint words saying "maybe" without publishing a record —
+/// a word where the next record header goes (its tail stays put, the word's epoch tag is
+/// not the ring's), or an epoch-start word of an epoch its tail never reaches — used to
+/// make every progress call find work (10000 of 10000): the ring stayed polled and a
+/// progress thread would spin on it for good. Now the consumer checks the tail once a
+/// pop found nothing there, so progress goes idle; the QP stays usable.
+#[test]
+fn hint_words_that_promise_records_never_published_are_not_work_forever() {
+    for (i, word) in ["header", "epoch start"].into_iter().enumerate() {
+        let mut v = Victim::new("unpublished-word");
+        v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
+        v.qp.post_recv(&[(v.region.addr() + 2048, 2048, v.region.key)]);
+        let psn = rc_attrs().rq_psn;
+        v.push(&v.header(kind::SEND, flag::FIRST | flag::LAST, psn, 8), &[3; 8]);
+        assert_eq!(v.cq.wait(&v.engine, 1, Duration::from_secs(5)).len(), 1, "case {i}");
+        let file = open_rw(v.out.path());
+        let tail = read_u64(&file, ring_layout::OFF_TAIL);
+        let (at, value) = match word {
+            "header" => {
+                let at = ring_layout::DATA_OFFSET + (tail as u32 as usize & (v.out.capacity() - 1));
+                (at, 0x0bad_0000_0000_0040_u64)
+            }
+            _ => (ring_layout::OFF_EPOCH_START, (tail & !(0xffff_ffff << 32)) | (0x77 << 32)),
+        };
+        let honest = read_u64(&file, at);
+        write_at(&file, at, &value.to_ne_bytes());
+        let busy = (0..10_000).filter(|_| v.engine.progress()).count();
+        assert!(busy < 100, "case {i} ({word}): progress found work in {busy} of 10000 calls");
+        assert_eq!(v.state(), qp_state::RTS, "case {i}");
+        // The producer mends its word and goes on: the next SEND arrives.
+        write_at(&file, at, &honest.to_ne_bytes());
+        v.push(&v.header(kind::SEND, flag::FIRST | flag::LAST, wire::next_psn(psn), 8), &[4; 8]);
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {i}: the next SEND");
+        assert_eq!((wcs[0].opcode, wcs[0].byte_cnt), (cqe_opcode::RESP_SEND, 8), "case {i}");
+    }
+}

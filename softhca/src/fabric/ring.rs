@@ -47,6 +47,12 @@
 //! or the producer resets. The producer trusts nothing either: a `head` that does not lie
 //! within the last `capacity` bytes before `tail` reads as "full".
 //!
+//! [`RingConsumer::may_have_records`] is a hint read from the header word at the head and
+//! the epoch-start word, and a producer can make it say "maybe" for ever without
+//! publishing anything (a word where the next header goes, an epoch start that never
+//! reaches the tail). So once a pop has found no record, the hint checks the tail as
+//! long as those words stay as they were: a poller does not spin on such a ring.
+//!
 //! # Polling
 //!
 //! The consumer may announce that it polls the ring ([`RingConsumer::set_polling`]); the
@@ -673,6 +679,10 @@ pub struct RingConsumer {
     resyncs: u64,
     /// We announced in the ring that we poll it (producers skip notifications).
     polling: bool,
+    /// What the words [`Self::may_have_records`] reads held (head position, header word
+    /// at the head, epoch-start word) when a pop last found no record although they said
+    /// there might be one (see "Trust").
+    no_record_at: Option<(u32, u64, u64)>,
 }
 
 impl std::fmt::Debug for RingConsumer {
@@ -823,6 +833,7 @@ impl RingConsumer {
             attached: false,
             resyncs: 0,
             polling: false,
+            no_record_at: None,
         })
     }
 
@@ -1074,6 +1085,7 @@ impl RingConsumer {
     #[cold]
     fn pop_small_slow(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
         let Some(at) = self.locate()? else {
+            self.no_record_at = Some(self.hint_words());
             return Ok(SmallRecord::None);
         };
         let Some(dst) = out.get_mut(..round_up_8(at.len) / 8) else {
@@ -1104,13 +1116,32 @@ impl RingConsumer {
         match self.epoch {
             // The header at the head, as `pop_small` reads it: not the tail's line.
             Some(epoch) => {
-                let words = self.map.words();
-                let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
-                (words[EPOCH_START_WORD].load(Ordering::Acquire) >> 32) as u32 != epoch
-                    || words[at].load(Ordering::Acquire) != 0
+                let hint = self.hint_words();
+                let (_, header, epoch_start) = hint;
+                let maybe = (epoch_start >> 32) as u32 != epoch || header != 0;
+                if maybe && self.no_record_at == Some(hint) {
+                    // Nothing changed since a pop found no record here: only the tail can
+                    // tell (a producer between its header and tail stores, or one that
+                    // wrote where it must not).
+                    return self.unread_behind_tail();
+                }
+                maybe
             }
             None => self.unread_behind_tail(),
         }
+    }
+
+    /// The words [`Self::may_have_records`] decides on: the head position, the header
+    /// word at the head and the epoch-start word.
+    #[inline(always)]
+    fn hint_words(&self) -> (u32, u64, u64) {
+        let words = self.map.words();
+        let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
+        (
+            self.head,
+            words[at].load(Ordering::Acquire),
+            words[EPOCH_START_WORD].load(Ordering::Acquire),
+        )
     }
 
     /// True if the tail shows something not consumed yet (records or a new epoch).
