@@ -238,7 +238,17 @@ fn a_ring_consumer_survives_whatever_its_producer_writes() {
             let outcome: Result<(), RingError> = match rng.below(9) {
                 0 | 1 => {
                     let mut out = vec![0u64; rng.below(300) as usize];
-                    victim.pop_small(&mut out).map(|found| match found {
+                    let found = victim.pop_small(&mut out);
+                    if let Ok(SmallRecord::None) = found {
+                        // Nothing was written since a second look found nothing either
+                        // (the first may have moved the head): the polling hint must say
+                        // so too, or a poller would spin on this ring.
+                        let again = victim.pop_small(&mut out);
+                        if let Ok(SmallRecord::None) = again {
+                            assert!(!victim.may_have_records(), "case {case}: a hint for nothing");
+                        }
+                    }
+                    found.map(|found| match found {
                         SmallRecord::Record { kind, len } => {
                             assert!(len <= 8 * out.len() && len <= max_record(CAPACITY));
                             assert_ne!(kind, ring_layout::KIND_PAD, "case {case}: padding");
@@ -1166,13 +1176,14 @@ fn a_request_of_an_unknown_kind_is_an_invalid_request() {
 
 /// A peer that leaves the ring's hint words saying "maybe" without publishing a record —
 /// a word where the next record header goes (its tail stays put, the word's epoch tag is
-/// not the ring's), or an epoch-start word of an epoch its tail never reaches — used to
+/// not the ring's), an epoch-start word of an epoch its tail never reaches, or a reset
+/// that never completes (tail and epoch start in two other epochs) — used to
 /// make every progress call find work (10000 of 10000): the ring stayed polled and a
 /// progress thread would spin on it for good. Now the consumer checks the tail once a
 /// pop found nothing there, so progress goes idle; the QP stays usable.
 #[test]
 fn hint_words_that_promise_records_never_published_are_not_work_forever() {
-    for (i, word) in ["header", "epoch start"].into_iter().enumerate() {
+    for (i, word) in ["header", "epoch start", "tail and epoch start"].into_iter().enumerate() {
         let mut v = Victim::new("unpublished-word");
         v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
         v.qp.post_recv(&[(v.region.addr() + 2048, 2048, v.region.key)]);
@@ -1181,20 +1192,31 @@ fn hint_words_that_promise_records_never_published_are_not_work_forever() {
         assert_eq!(v.cq.wait(&v.engine, 1, Duration::from_secs(5)).len(), 1, "case {i}");
         let file = open_rw(v.out.path());
         let tail = read_u64(&file, ring_layout::OFF_TAIL);
-        let (at, value) = match word {
+        let position = tail & 0xffff_ffff;
+        let mut scribbles = match word {
             "header" => {
-                let at = ring_layout::DATA_OFFSET + (tail as u32 as usize & (v.out.capacity() - 1));
-                (at, 0x0bad_0000_0000_0040_u64)
+                let at = ring_layout::DATA_OFFSET + (position as usize & (v.out.capacity() - 1));
+                vec![(at, 0x0bad_0000_0000_0040_u64)]
             }
-            _ => (ring_layout::OFF_EPOCH_START, (tail & !(0xffff_ffff << 32)) | (0x77 << 32)),
+            "epoch start" => vec![(ring_layout::OFF_EPOCH_START, position | 0x77 << 32)],
+            // A reset that never completes: the tail in one new epoch, its start in another.
+            _ => vec![
+                (ring_layout::OFF_EPOCH_START, position | 0x77 << 32),
+                (ring_layout::OFF_TAIL, position | 0x76 << 32),
+            ],
         };
-        let honest = read_u64(&file, at);
-        write_at(&file, at, &value.to_ne_bytes());
+        for (at, value) in &mut scribbles {
+            let honest = read_u64(&file, *at);
+            write_at(&file, *at, &value.to_ne_bytes());
+            *value = honest;
+        }
         let busy = (0..10_000).filter(|_| v.engine.progress()).count();
         assert!(busy < 100, "case {i} ({word}): progress found work in {busy} of 10000 calls");
         assert_eq!(v.state(), qp_state::RTS, "case {i}");
-        // The producer mends its word and goes on: the next SEND arrives.
-        write_at(&file, at, &honest.to_ne_bytes());
+        // The producer mends its words and goes on: the next SEND arrives.
+        for (at, honest) in scribbles {
+            write_at(&file, at, &honest.to_ne_bytes());
+        }
         v.push(&v.header(kind::SEND, flag::FIRST | flag::LAST, wire::next_psn(psn), 8), &[4; 8]);
         let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
         assert_eq!(wcs.len(), 1, "case {i}: the next SEND");

@@ -48,10 +48,11 @@
 //! within the last `capacity` bytes before `tail` reads as "full".
 //!
 //! [`RingConsumer::may_have_records`] is a hint read from the header word at the head and
-//! the epoch-start word, and a producer can make it say "maybe" for ever without
-//! publishing anything (a word where the next header goes, an epoch start that never
-//! reaches the tail). So once a pop has found no record, the hint checks the tail as
-//! long as those words stay as they were: a poller does not spin on such a ring.
+//! the epoch-start word (or the tail, before an epoch is ours), and a producer can make
+//! it say "maybe" for ever without publishing anything (a word where the next header
+//! goes, an epoch start that never reaches the tail). So a read that finds no record
+//! remembers every word it decided on, and the hint is "no" while they all stay as they
+//! were: a poller does not spin on such a ring.
 //!
 //! # Polling
 //!
@@ -679,10 +680,9 @@ pub struct RingConsumer {
     resyncs: u64,
     /// We announced in the ring that we poll it (producers skip notifications).
     polling: bool,
-    /// What the words [`Self::may_have_records`] reads held (head position, header word
-    /// at the head, epoch-start word) when a pop last found no record although they said
-    /// there might be one (see "Trust").
-    no_record_at: Option<(u32, u64, u64)>,
+    /// The shared words a read decides on ([`SharedWords`]), as they were when the last
+    /// read found no record (see "Trust").
+    no_record_at: Option<SharedWords>,
 }
 
 impl std::fmt::Debug for RingConsumer {
@@ -763,6 +763,16 @@ impl RecordView<'_> {
         let _ = self.read(0, &mut bytes);
         bytes
     }
+}
+
+/// Everything the producer writes that decides whether the consumer finds a record: its
+/// head position (ours), the header word at the head, the epoch-start word and the tail.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SharedWords {
+    head: u32,
+    header: u64,
+    epoch_start: u64,
+    tail: u64,
 }
 
 /// A validated record position.
@@ -930,8 +940,32 @@ impl RingConsumer {
         Ok(Some(tail_position))
     }
 
-    /// Finds and validates the next record (skipping a padding record).
+    /// The shared words as they are now (loads of three lines).
+    #[cold]
+    fn shared_words(&self) -> SharedWords {
+        let words = self.map.words();
+        let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
+        SharedWords {
+            head: self.head,
+            header: words[at].load(Ordering::Acquire),
+            epoch_start: words[EPOCH_START_WORD].load(Ordering::Acquire),
+            tail: words[TAIL_WORD].load(Ordering::Acquire),
+        }
+    }
+
+    /// Finds and validates the next record (skipping a padding record). Finding none, it
+    /// remembers the shared words as they were before it looked (a record published while
+    /// it looked changes them, so [`Self::may_have_records`] still reports it).
     fn locate(&mut self) -> Result<Option<Located>, RingError> {
+        let before = self.shared_words();
+        let found = self.locate_after_sync();
+        if let Ok(None) = found {
+            self.no_record_at = Some(before);
+        }
+        found
+    }
+
+    fn locate_after_sync(&mut self) -> Result<Option<Located>, RingError> {
         let Some(tail) = self.sync()? else {
             return Ok(None);
         };
@@ -1085,7 +1119,6 @@ impl RingConsumer {
     #[cold]
     fn pop_small_slow(&mut self, out: &mut [u64]) -> Result<SmallRecord, RingError> {
         let Some(at) = self.locate()? else {
-            self.no_record_at = Some(self.hint_words());
             return Ok(SmallRecord::None);
         };
         let Some(dst) = out.get_mut(..round_up_8(at.len) / 8) else {
@@ -1109,39 +1142,27 @@ impl RingConsumer {
         Ok(self.consume(|_| ())?.is_some())
     }
 
-    /// True if the producer published something not consumed yet (records or a new
-    /// epoch): one load of the tail, for polling.
+    /// True if the producer may have published something not consumed yet (records or a
+    /// new epoch), for polling: a hint from the header at the head and the epoch-start
+    /// word (the tail before an epoch is ours), never "no" while something waits, and
+    /// "no" after a read found nothing while nothing changed since (see "Trust").
     #[inline]
     pub fn may_have_records(&self) -> bool {
-        match self.epoch {
+        let maybe = match self.epoch {
             // The header at the head, as `pop_small` reads it: not the tail's line.
             Some(epoch) => {
-                let hint = self.hint_words();
-                let (_, header, epoch_start) = hint;
-                let maybe = (epoch_start >> 32) as u32 != epoch || header != 0;
-                if maybe && self.no_record_at == Some(hint) {
-                    // Nothing changed since a pop found no record here: only the tail can
-                    // tell (a producer between its header and tail stores, or one that
-                    // wrote where it must not).
-                    return self.unread_behind_tail();
-                }
-                maybe
+                let words = self.map.words();
+                let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
+                (words[EPOCH_START_WORD].load(Ordering::Acquire) >> 32) as u32 != epoch
+                    || words[at].load(Ordering::Acquire) != 0
             }
             None => self.unread_behind_tail(),
-        }
-    }
-
-    /// The words [`Self::may_have_records`] decides on: the head position, the header
-    /// word at the head and the epoch-start word.
-    #[inline(always)]
-    fn hint_words(&self) -> (u32, u64, u64) {
-        let words = self.map.words();
-        let at = AREA_WORD + (self.head & (self.capacity - 1)) as usize / 8;
-        (
-            self.head,
-            words[at].load(Ordering::Acquire),
-            words[EPOCH_START_WORD].load(Ordering::Acquire),
-        )
+        };
+        // A read found no record at this head: unless a word it decided on changed
+        // since, it would find none again (see "Trust").
+        maybe
+            && !matches!(self.no_record_at,
+                Some(seen) if seen.head == self.head && seen == self.shared_words())
     }
 
     /// True if the tail shows something not consumed yet (records or a new epoch).
