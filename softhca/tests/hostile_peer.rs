@@ -697,6 +697,9 @@ fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
             engine.progress();
         }
         assert!(started.elapsed() < Duration::from_secs(5), "case {case}: progress took long");
+        // With nothing more pushed, the engine goes idle (a progress thread would sleep).
+        let busy = (0..50).filter(|_| engine.progress()).count();
+        assert!(busy < 50, "case {case}: progress keeps finding work with nothing sent");
 
         // What the victim did about it.
         let state = engine.qp_state(victim.qpn).expect("victim exists");
@@ -827,8 +830,10 @@ impl HealthyPair {
 /// Random words written all over the registry file (QP table entries, instance slots,
 /// pending bitmaps, wake words, allocators) while an engine uses it, except the entries
 /// of the engine's own QPs and instance, interleaved with every reader of that file:
-/// lookups, notifiers, sweeps, allocation, joining, opening by GID. Nothing panics and the
-/// engine's connected pair still passes data.
+/// lookups, notifiers, sweeps, allocation, joining, opening by GID; plus junk `.hca`
+/// files beside it, one with a valid header over garbage tables. Nothing panics, the
+/// search by GID still finds the real registry, and the engine's connected pair still
+/// passes data.
 #[test]
 fn registry_garbage_never_panics_and_spares_the_live_qps() {
     const CASES: u64 = 3000;
@@ -844,6 +849,26 @@ fn registry_garbage_never_panics_and_spares_the_live_qps() {
     let spared = [table_index(healthy.a.qpn), table_index(healthy.b.qpn)];
     let fabric_dir =
         ferrodat_softhca::fabric::FabricDir::new(registry.path().parent().expect("dir"));
+    // Other "registries" in the directory: random bytes of random sizes, and one with a
+    // valid header (its own name and GID) over tables of garbage.
+    for i in 0..8 {
+        let len = rng.pick(&[0, 100, 4096, reg_layout::TOTAL_BYTES as u64]) as usize;
+        let path = fabric_dir.root().join(format!("junk{i}.hca"));
+        std::fs::write(&path, rng.bytes(len)).expect("a junk registry");
+    }
+    let mut plausible = std::fs::read(registry.path()).expect("read the registry");
+    let name = b"evil";
+    plausible[reg_layout::OFF_NAME_LEN..][..4].copy_from_slice(&(name.len() as u32).to_ne_bytes());
+    plausible[reg_layout::OFF_NAME..][..name.len()].copy_from_slice(name);
+    plausible[reg_layout::OFF_GID..][..16].copy_from_slice(&[0xee; 16]);
+    for word in plausible[reg_layout::INSTANCES_OFFSET..].chunks_mut(8) {
+        word.copy_from_slice(&rng.next().to_ne_bytes()[..word.len()]);
+    }
+    std::fs::write(fabric_dir.root().join("evil.hca"), &plausible).expect("a plausible registry");
+    let names = fabric_dir.hca_names().expect("list the HCAs");
+    assert!(names.contains(&"softhca0".to_string()) && names.contains(&"evil".to_string()));
+    let evil = fabric_dir.find_hca_by_gid([0xee; 16]).expect("search").expect("found by GID");
+    evil.sweep().expect("a sweep of a registry full of garbage");
     for case in 0..CASES {
         watchdog.case(case);
         for _ in 0..1 + rng.below(8) {
@@ -908,8 +933,10 @@ fn registry_garbage_never_panics_and_spares_the_live_qps() {
                 }
             }
             5 => {
-                let _ = fabric_dir.find_hca_by_gid(LOCALHOST_GID);
+                let found = fabric_dir.find_hca_by_gid(LOCALHOST_GID).expect("search");
+                assert_eq!(found.map(|r| r.uid()), Some(registry.uid()), "case {case}");
                 let _ = fabric_dir.find_hca_by_gid([rng.next() as u8; 16]);
+                let _ = evil.owner_of(qpn).map(|_| evil.notifier_for_qp(qpn).map(|n| n.notify()));
             }
             6 => {
                 if let Ok(instance) = registry.register_instance() {
