@@ -457,8 +457,9 @@ fn packet_of(kind: u16, bytes: &[u8], src_qpn: u32) -> Option<PacketHeader> {
 /// A real softhca QP (the victim) connected to a fake peer QP of another fabric instance
 /// that pushes crafted packets into its ring: requests of every kind with right, nearly
 /// right and random PSNs, keys, addresses, lengths, offsets and flags; responses to the
-/// victim's own requests; compact records; records of unknown kinds; and now and then
-/// scribbles over the ring's words. After each case the victim has run its progress: it
+/// victim's own requests; compact records; records of unknown kinds; now and then
+/// scribbles over the ring's words; and packets addressed to a healthy QP of the same
+/// engine (which must never see them). After each case the victim has run its progress: it
 /// is in RTS or ERR, it wrote nothing outside its registered memory, its completions are
 /// well formed, and (every so often) a healthy pair on the same engine passes a SEND and
 /// an RDMA WRITE, checked byte for byte.
@@ -675,6 +676,26 @@ fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
                 }
             }
         }
+        if rng.chance(3) {
+            // Packets addressed to the healthy pair's receiver instead, claiming to come
+            // from its peer: it reads only its peer's ring, so they never reach it.
+            out.reset(healthy.b.qpn);
+            let mut h = PacketHeader {
+                kind: kind::SEND,
+                flags: flag::FIRST | flag::LAST,
+                src_qpn: healthy.a.qpn,
+                psn: rc_attrs().rq_psn,
+                payload_len: 8,
+                length: 8,
+                ..Default::default()
+            };
+            for _ in 0..4 {
+                let _ = out.try_push(u16::from(kind::SEND), h.as_bytes(), &[&[0xee; 8]]);
+                h.psn = wire::next_psn(h.psn);
+            }
+            peer_hca.notifier_for_qp(healthy.b.qpn).expect("live").notify();
+            out.reset(victim.qpn);
+        }
         if rng.chance(4) {
             // Scribble over the ring: its words or a record near the tail.
             let tail = read_u64(&ring_file, ring_layout::OFF_TAIL);
@@ -702,6 +723,7 @@ fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
         assert!(busy < 50, "case {case}: progress keeps finding work with nothing sent");
 
         // What the victim did about it.
+        assert!(healthy.cq.poll_one().is_none(), "case {case}: the healthy pair got a CQE");
         let state = engine.qp_state(victim.qpn).expect("victim exists");
         assert!(state == qp_state::RTS || state == qp_state::ERR, "case {case}: state {state}");
         assert!(region.guards_intact(), "case {case}: memory outside the region changed");
