@@ -955,9 +955,11 @@ fn registry_garbage_never_panics_and_spares_the_live_qps() {
                 }
             }
             5 => {
-                let found = fabric_dir.find_hca_by_gid(LOCALHOST_GID).expect("search");
-                assert_eq!(found.map(|r| r.uid()), Some(registry.uid()), "case {case}");
-                let _ = fabric_dir.find_hca_by_gid([rng.next() as u8; 16]);
+                // (Each search opens, so sweeps, every registry: a slow call, made rarely.)
+                if rng.chance(20) {
+                    let found = fabric_dir.find_hca_by_gid(LOCALHOST_GID).expect("search");
+                    assert_eq!(found.map(|r| r.uid()), Some(registry.uid()), "case {case}");
+                }
                 let _ = evil.owner_of(qpn).map(|_| evil.notifier_for_qp(qpn).map(|n| n.notify()));
             }
             6 => {
