@@ -1274,3 +1274,82 @@ fn hint_words_that_promise_records_never_published_are_not_work_forever() {
         assert_eq!((wcs[0].opcode, wcs[0].byte_cnt), (cqe_opcode::RESP_SEND, 8), "case {i}");
     }
 }
+
+/// CPU time (user + system) of this process's thread named `name` so far, at the
+/// kernel's clock-tick resolution.
+fn thread_cpu_time(name: &str) -> Duration {
+    let ticks = (|| {
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            // The kernel keeps the first 15 bytes of a thread's name.
+            if comm.trim() != &name[..name.len().min(15)] {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // After the parenthesised command: utime is field 14, stime 15.
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+            return Some(fields[11].parse::<u64>().ok()? + fields[12].parse::<u64>().ok()?);
+        }
+        None
+    })()
+    .unwrap_or_else(|| panic!("no thread named {name} in this process"));
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// A peer that sends RDMA READ requests and then stops reading its inbound ring (stuck,
+/// stopped in a debugger, or hostile) leaves the responder's READ data waiting for ring
+/// space. The progress thread used to look every millisecond and spin 2000 passes in
+/// between, for as long as the peer did not read: 63% of a core, for good. After a few
+/// hundred ms it now backs off to sleeps of up to 16 ms (under 10 ms of CPU a second),
+/// and once the peer reads again every READ is answered in full, byte for byte.
+#[test]
+fn a_peer_that_stops_reading_costs_no_spinning_cpu_and_is_served_when_it_reads_again() {
+    const READS: usize = 40;
+    let mut v = Victim::new("stops-reading");
+    let pattern: Vec<u8> = (0..THIRD).map(|i| (i * 13 + 5) as u8).collect();
+    v.region.buf.write(THIRD, &pattern);
+    v.engine.start_progress_thread().expect("progress thread");
+    let mut psn = rc_attrs().rq_psn;
+    for _ in 0..READS {
+        let mut h = v.header(kind::READ, flag::FIRST | flag::LAST, psn, 0);
+        h.length = THIRD as u64;
+        v.out.try_push(u16::from(h.kind), h.as_bytes(), &[]).expect("room for the request");
+        psn = wire::next_psn(psn);
+    }
+    v.notifier.notify();
+    // Past the back-off's start (100 sleeps of 1 ms with spinning between), measure.
+    std::thread::sleep(Duration::from_millis(1500));
+    // (The progress thread's own CPU time: the tests beside this one run in parallel.)
+    let thread = "softhca-softhca0";
+    let (before, started) = (thread_cpu_time(thread), Instant::now());
+    std::thread::sleep(Duration::from_millis(500));
+    let (spent, took) = (thread_cpu_time(thread) - before, started.elapsed());
+    eprintln!("waiting on a peer that does not read: {spent:?} of CPU in {took:?}");
+    assert!(spent < Duration::from_millis(50), "{spent:?} of CPU in {took:?}: spinning");
+    assert_eq!(v.state(), qp_state::RTS);
+    // The peer reads again: every READ is answered, in order, with the right bytes.
+    let until = Instant::now() + Duration::from_secs(10);
+    let (mut answered, mut next_offset) = (0usize, 0u64);
+    while answered < READS {
+        assert!(Instant::now() < until, "only {answered} of {READS} READs answered");
+        let Some(record) = v.back.pop().expect("the victim's ring is well formed") else {
+            std::thread::yield_now();
+            continue;
+        };
+        let h = packet_of(record.kind, &record.bytes, v.qp.qpn).expect("a packet");
+        assert_eq!(h.kind, kind::READ_RESPONSE, "{h:?}");
+        assert_eq!(h.offset, next_offset, "READ {answered}: segments in order");
+        let payload = &record.bytes[size_of::<PacketHeader>()..];
+        let at = h.offset as usize;
+        assert_eq!(payload, &pattern[at..at + payload.len()], "READ {answered}: its bytes");
+        next_offset += payload.len() as u64;
+        if h.flags & flag::LAST != 0 {
+            assert_eq!(next_offset, THIRD as u64, "READ {answered}: its whole length");
+            answered += 1;
+            next_offset = 0;
+        }
+    }
+    v.engine.stop_progress_thread();
+}

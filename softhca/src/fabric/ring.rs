@@ -447,6 +447,11 @@ impl RingProducer {
         self.free_from_cache()
     }
 
+    /// The consumer's head word as it is now (it moves when the consumer reads).
+    pub fn consumer_head(&self) -> u64 {
+        self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire)
+    }
+
     /// True when the consumer has consumed everything.
     pub fn is_drained(&mut self) -> bool {
         self.free_bytes() == self.capacity as usize

@@ -67,6 +67,23 @@ const IDLE_SPINS: u32 = 2_000;
 /// Passes without work before a doorbell-watching progress thread sleeps.
 const WATCH_SPINS: u32 = 64;
 
+/// A QP waiting for something only its peer can give (room in its outbound ring, which
+/// the peer frees by reading) is looked at after sleeps of 1 ms; after this many such
+/// sleeps in a row with the peer reading nothing (a few hundred ms of a peer stopped,
+/// stuck or hostile) the sleeps double up to [`BLOCKED_SLEEP_MAX`] with no spinning in
+/// between, instead of spinning [`IDLE_SPINS`] passes every millisecond for as long as
+/// it lasts (63% of a core measured). The first read by the peer ends the back-off.
+const BLOCKED_SLEEPS_BEFORE_BACKOFF: u32 = 100;
+
+/// The longest sleep of a progress thread whose QPs wait on a peer that does not read.
+const BLOCKED_SLEEP_MAX: Duration = Duration::from_millis(16);
+
+/// The sleep of a progress thread after `blocked` sleeps in a row spent waiting on peers.
+fn blocked_sleep(blocked: u32) -> Duration {
+    let doublings = blocked.saturating_sub(BLOCKED_SLEEPS_BEFORE_BACKOFF).min(4);
+    (Duration::from_millis(1) * (1 << doublings)).min(BLOCKED_SLEEP_MAX)
+}
+
 /// Inbound rings polled directly at most (the QPs that received most recently).
 const MAX_POLLED_RINGS: usize = 8;
 
@@ -294,6 +311,14 @@ impl Tables {
     /// Stops polling every ring (before a thread sleeps). A QP whose ring may have
     /// received records unannounced goes on the always list, for the next pass; returns
     /// true if there is one.
+    /// A value that changes when a peer reads the outbound ring of a QP on the always
+    /// list (what such a QP usually waits for).
+    fn always_read_positions(&self) -> u64 {
+        self.always.iter().filter_map(|qpn| self.qps.get(qpn)).fold(0, |sum, qp| {
+            sum.wrapping_mul(0x100_0000_01b3).wrapping_add(qp.outbound_read_position())
+        })
+    }
+
     fn stop_polling_all(&mut self) -> bool {
         let mut records = false;
         for (qpn, _) in std::mem::take(&mut self.polled) {
@@ -856,6 +881,8 @@ impl Engine {
                 raise_priority();
                 let mut idle = 0u32;
                 let mut watch_sleep = WATCH_SLEEP_MIN;
+                let mut blocked = 0u32;
+                let mut read_positions = 0u64;
                 while !stop_flag.load(Ordering::Acquire) {
                     let Some(engine) = engine_weak.upgrade() else { break };
                     let watching = engine.watching.load(Ordering::Acquire);
@@ -866,6 +893,7 @@ impl Engine {
                     if worked {
                         idle = 0;
                         watch_sleep = WATCH_SLEEP_MIN;
+                        blocked = 0;
                         continue;
                     }
                     idle += 1;
@@ -886,6 +914,12 @@ impl Engine {
                     engine.background.sleepy.fetch_add(1, Ordering::SeqCst);
                     let records = {
                         let mut t = engine.tables();
+                        // A peer read some of what a waiting QP sent: not stuck.
+                        let positions = t.always_read_positions();
+                        if positions != read_positions {
+                            read_positions = positions;
+                            blocked = 0;
+                        }
                         let records = t.stop_polling_all();
                         engine.background.polling.store(false, Ordering::Relaxed);
                         engine.background.publish(&mut t);
@@ -896,11 +930,18 @@ impl Engine {
                         continue;
                     }
                     let mut timeout = match engine.next_deadline() {
-                        Some(at) => at.saturating_duration_since(Instant::now()),
+                        Some(at) => {
+                            blocked = 0;
+                            at.saturating_duration_since(Instant::now())
+                        }
                         None if !engine.background.always.load(Ordering::Acquire) => {
+                            blocked = 0;
                             Duration::from_secs(1)
                         }
-                        None => Duration::from_millis(1),
+                        None => {
+                            blocked = blocked.saturating_add(1);
+                            blocked_sleep(blocked)
+                        }
                     };
                     if watching {
                         // Doorbells wake nobody: look again soon, later and later.
@@ -927,6 +968,9 @@ impl Engine {
                         // Woken by the timeout, most likely: one look, then back to sleep
                         // rather than another round of spinning.
                         idle = WATCH_SPINS - 1;
+                    } else if blocked > BLOCKED_SLEEPS_BEFORE_BACKOFF {
+                        // A peer that has not read for a while: one look per sleep.
+                        idle = IDLE_SPINS - 1;
                     }
                 }
             })?;

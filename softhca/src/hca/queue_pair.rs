@@ -570,6 +570,11 @@ impl QueuePair {
         }
     }
 
+    /// Where the peer's reading of our ring stands (changes whenever it reads).
+    pub(crate) fn outbound_read_position(&self) -> u64 {
+        self.link.outbound.consumer_head()
+    }
+
     /// True if the peer's ring may hold records we have not read (one load, for polling).
     #[inline]
     pub(crate) fn inbound_may_have_records(&self) -> bool {
