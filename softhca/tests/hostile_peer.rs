@@ -495,6 +495,7 @@ fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
     victim.connect(&engine, LOCALHOST_GID, evil, attrs);
     let notifier = peer_hca.notifier_for_qp(victim.qpn).expect("victim is live");
     let mut back: RingConsumer = peer_hca.open_ring(victim.qpn, evil).expect("victim's ring");
+    let victim_ring = open_rw(back.path());
 
     let mut healthy = HealthyPair::new(&engine);
 
@@ -712,12 +713,26 @@ fn an_hca_qp_survives_crafted_packets_and_its_neighbours_keep_working() {
             write_at(&ring_file, offset, &value.to_ne_bytes());
             stats[4] += 1;
         }
+        // As the consumer of the victim's ring, the peer writes its head and polling
+        // words: garbage there must read as "full" or cost a notification, nothing worse.
+        // (Mended after this case's passes, as an honest consumer's next read would.)
+        let mended_head = rng.chance(3).then(|| {
+            let honest = read_u64(&victim_ring, ring_layout::OFF_HEAD);
+            let garbage = if rng.chance(50) { rng.next() } else { honest + 8 * rng.below(64) };
+            write_at(&victim_ring, ring_layout::OFF_HEAD, &garbage.to_ne_bytes());
+            write_at(&victim_ring, ring_layout::OFF_POLLED_BY, &(rng.next() as u32).to_ne_bytes());
+            honest
+        });
         notifier.notify();
         let started = Instant::now();
         for _ in 0..6 {
             engine.progress();
         }
         assert!(started.elapsed() < Duration::from_secs(5), "case {case}: progress took long");
+        if let Some(honest) = mended_head {
+            write_at(&victim_ring, ring_layout::OFF_HEAD, &honest.to_ne_bytes());
+            write_at(&victim_ring, ring_layout::OFF_POLLED_BY, &0u32.to_ne_bytes());
+        }
         // With nothing more pushed, the engine goes idle (a progress thread would sleep).
         let busy = (0..50).filter(|_| engine.progress()).count();
         assert!(busy < 50, "case {case}: progress keeps finding work with nothing sent");
