@@ -308,9 +308,6 @@ impl Tables {
         }
     }
 
-    /// Stops polling every ring (before a thread sleeps). A QP whose ring may have
-    /// received records unannounced goes on the always list, for the next pass; returns
-    /// true if there is one.
     /// A value that changes when a peer reads the outbound ring of a QP on the always
     /// list (what such a QP usually waits for).
     fn always_read_positions(&self) -> u64 {
@@ -319,6 +316,9 @@ impl Tables {
         })
     }
 
+    /// Stops polling every ring (before a thread sleeps). A QP whose ring may have
+    /// received records unannounced goes on the always list, for the next pass; returns
+    /// true if there is one.
     fn stop_polling_all(&mut self) -> bool {
         let mut records = false;
         for (qpn, _) in std::mem::take(&mut self.polled) {
