@@ -1316,8 +1316,8 @@ fn thread_cpu_time(name: &str) -> Duration {
 /// A peer that sends RDMA READ requests and then stops reading its inbound ring (stuck,
 /// stopped in a debugger, or hostile) leaves the responder's READ data waiting for ring
 /// space. The progress thread used to look every millisecond and spin 2000 passes in
-/// between, for as long as the peer did not read: 63% of a core, for good. After a few
-/// hundred ms it now backs off to sleeps of up to 16 ms (under 10 ms of CPU a second),
+/// between, for as long as the peer did not read: 63% of a core, for good. After 200 ms
+/// without a read it now backs off to sleeps of up to 16 ms (under 10 ms of CPU a second),
 /// and once the peer reads again every READ is answered in full, byte for byte.
 #[test]
 fn a_peer_that_stops_reading_costs_no_spinning_cpu_and_is_served_when_it_reads_again() {
@@ -1334,7 +1334,7 @@ fn a_peer_that_stops_reading_costs_no_spinning_cpu_and_is_served_when_it_reads_a
         psn = wire::next_psn(psn);
     }
     v.notifier.notify();
-    // Past the back-off's start (100 sleeps of 1 ms with spinning between), measure.
+    // Well past the back-off's start (200 ms without a read by the peer), measure.
     std::thread::sleep(Duration::from_millis(1500));
     // (The progress thread's own CPU time: the tests beside this one run in parallel.)
     let thread = "softhca-softhca0";

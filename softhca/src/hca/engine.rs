@@ -68,20 +68,40 @@ const IDLE_SPINS: u32 = 2_000;
 const WATCH_SPINS: u32 = 64;
 
 /// A QP waiting for something only its peer can give (room in its outbound ring, which
-/// the peer frees by reading) is looked at after sleeps of 1 ms; after this many such
-/// sleeps in a row with the peer reading nothing (a few hundred ms of a peer stopped,
-/// stuck or hostile) the sleeps double up to [`BLOCKED_SLEEP_MAX`] with no spinning in
-/// between, instead of spinning [`IDLE_SPINS`] passes every millisecond for as long as
-/// it lasts (63% of a core measured). The first read by the peer ends the back-off.
-const BLOCKED_SLEEPS_BEFORE_BACKOFF: u32 = 100;
+/// the peer frees by reading) is looked at after sleeps of 1 ms with spinning passes in
+/// between; once the peers of such QPs have read nothing for this long (stopped, stuck
+/// or hostile), the sleeps double up to [`BLOCKED_SLEEP_MAX`] with no spinning in
+/// between, instead of spinning for as long as it lasts (63% of a core measured). The
+/// first read by a peer, or any packet, ends the back-off.
+const BLOCKED_BEFORE_BACKOFF: Duration = Duration::from_millis(200);
 
 /// The longest sleep of a progress thread whose QPs wait on a peer that does not read.
 const BLOCKED_SLEEP_MAX: Duration = Duration::from_millis(16);
 
-/// The sleep of a progress thread after `blocked` sleeps in a row spent waiting on peers.
-fn blocked_sleep(blocked: u32) -> Duration {
-    let doublings = blocked.saturating_sub(BLOCKED_SLEEPS_BEFORE_BACKOFF).min(4);
-    (Duration::from_millis(1) * (1 << doublings)).min(BLOCKED_SLEEP_MAX)
+/// Sleeps in a row of a progress thread waiting on peers that read nothing.
+#[derive(Default)]
+struct BlockedOnPeers {
+    /// Since when, if it is waiting.
+    since: Option<Instant>,
+    /// Sleeps taken since the back-off started.
+    backed_off: u32,
+}
+
+impl BlockedOnPeers {
+    /// The next sleep of a thread waiting on peers.
+    fn sleep(&mut self, now: Instant) -> Duration {
+        let since = *self.since.get_or_insert(now);
+        if now.duration_since(since) < BLOCKED_BEFORE_BACKOFF {
+            return Duration::from_millis(1);
+        }
+        self.backed_off = self.backed_off.saturating_add(1);
+        (Duration::from_millis(1) * (1 << self.backed_off.min(4))).min(BLOCKED_SLEEP_MAX)
+    }
+
+    /// Backing off: one look per sleep, no spinning.
+    fn backing_off(&self) -> bool {
+        self.backed_off > 0
+    }
 }
 
 /// Inbound rings polled directly at most (the QPs that received most recently).
@@ -881,7 +901,7 @@ impl Engine {
                 raise_priority();
                 let mut idle = 0u32;
                 let mut watch_sleep = WATCH_SLEEP_MIN;
-                let mut blocked = 0u32;
+                let mut blocked = BlockedOnPeers::default();
                 let mut read_positions = 0u64;
                 while !stop_flag.load(Ordering::Acquire) {
                     let Some(engine) = engine_weak.upgrade() else { break };
@@ -893,7 +913,7 @@ impl Engine {
                     if worked {
                         idle = 0;
                         watch_sleep = WATCH_SLEEP_MIN;
-                        blocked = 0;
+                        blocked = BlockedOnPeers::default();
                         continue;
                     }
                     idle += 1;
@@ -918,7 +938,7 @@ impl Engine {
                         let positions = t.always_read_positions();
                         if positions != read_positions {
                             read_positions = positions;
-                            blocked = 0;
+                            blocked = BlockedOnPeers::default();
                         }
                         let records = t.stop_polling_all();
                         engine.background.polling.store(false, Ordering::Relaxed);
@@ -931,17 +951,14 @@ impl Engine {
                     }
                     let mut timeout = match engine.next_deadline() {
                         Some(at) => {
-                            blocked = 0;
+                            blocked = BlockedOnPeers::default();
                             at.saturating_duration_since(Instant::now())
                         }
                         None if !engine.background.always.load(Ordering::Acquire) => {
-                            blocked = 0;
+                            blocked = BlockedOnPeers::default();
                             Duration::from_secs(1)
                         }
-                        None => {
-                            blocked = blocked.saturating_add(1);
-                            blocked_sleep(blocked)
-                        }
+                        None => blocked.sleep(Instant::now()),
                     };
                     if watching {
                         // Doorbells wake nobody: look again soon, later and later.
@@ -968,7 +985,7 @@ impl Engine {
                         // Woken by the timeout, most likely: one look, then back to sleep
                         // rather than another round of spinning.
                         idle = WATCH_SPINS - 1;
-                    } else if blocked > BLOCKED_SLEEPS_BEFORE_BACKOFF {
+                    } else if blocked.backing_off() {
                         // A peer that has not read for a while: one look per sleep.
                         idle = IDLE_SPINS - 1;
                     }
