@@ -14,6 +14,7 @@
 //! [`MAX_PRIVATE_DATA`] bytes (DAT `max_private_data_size`), and every field is range
 //! checked: whatever a peer sends, decoding gives a message or a [`WireError`] saying what
 //! was wrong — it never panics and never allocates more than one maximal frame.
+//! `tests/cm_hostile_peer.rs` feeds random and mutated frames to real CMs over sockets.
 
 use std::fmt;
 

@@ -57,6 +57,8 @@
 //! - Everything read from a file another process writes is validated: a dead or hostile
 //!   peer yields an error (`RingError`, `None` from a lookup), never a panic or an
 //!   out-of-bounds access. Exception: truncating a file we have mapped (SIGBUS).
+//!   `tests/hostile_peer.rs` fuzzes this with fixed seeds: ring files and the registry
+//!   scribbled over, and crafted packets through a real QP.
 //! - A process that dies leaves nothing that breaks the next run: its instance slot, QP
 //!   entries and ring files are reclaimed by the next opener's sweep (the process is
 //!   identified by pid *and* start time, so pid reuse does not fool the sweep).
