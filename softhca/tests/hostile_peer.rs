@@ -168,8 +168,8 @@ fn a_ring_consumer_survives_whatever_its_producer_writes() {
     let fabric = TestFabric::new("hostile-ring");
     let hca = fabric.dir.open_hca("hca0", LOCALHOST_GID).expect("open the HCA");
     let me = hca.register_instance().expect("join");
-    let qpn = |_| me.alloc_qpn().expect("QPN").qpn;
-    let (evil, victim_qpn, good, bystander_qpn) = (qpn(0), qpn(1), qpn(2), qpn(3));
+    let qpn = || me.alloc_qpn().expect("QPN").qpn;
+    let (evil, victim_qpn, good, bystander_qpn) = (qpn(), qpn(), qpn(), qpn());
     let mut producer = me.create_ring(evil, victim_qpn, Some(CAPACITY)).expect("ring");
     let mut victim = hca.open_ring(evil, victim_qpn).expect("consumer");
     let mut honest = me.create_ring(good, bystander_qpn, Some(CAPACITY)).expect("ring");
