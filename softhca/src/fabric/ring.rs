@@ -1151,7 +1151,7 @@ impl RingConsumer {
     /// new epoch), for polling: a hint from the header at the head and the epoch-start
     /// word (the tail before an epoch is ours), never "no" while something waits, and
     /// "no" after a read found nothing while nothing changed since (see "Trust").
-    #[inline]
+    #[inline(always)]
     pub fn may_have_records(&self) -> bool {
         let maybe = match self.epoch {
             // The header at the head, as `pop_small` reads it: not the tail's line.
