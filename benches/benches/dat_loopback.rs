@@ -16,7 +16,7 @@
 //! transfers: the software cost of the path).
 
 use ferrodat_abi::dat::{completion_flags, dtos, evd_flags, mem_priv, ret};
-use ferrodat_engine::ep::Ep;
+use ferrodat_engine::ep::{Ep, EpAttr};
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::ia::{Ia, IaSpec};
@@ -51,7 +51,10 @@ impl Side {
         let recv_evd = Evd::create(ia, 64, evd_flags::DTO).unwrap();
         let req_evd = Evd::create(ia, 64, evd_flags::DTO).unwrap();
         let conn_evd = Evd::create(ia, 4, evd_flags::CONNECTION).unwrap();
-        let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), None).unwrap();
+        // Room for the suppressed sends before each signalled one: an unsignalled send
+        // stays outstanding until a later completion retires it.
+        let attr = EpAttr { max_request_dtos: 2 * SIGNAL_EVERY as u32, ..EpAttr::defaults(ia) };
+        let ep = Ep::create(&pz, &recv_evd, &req_evd, Some(&conn_evd), Some(attr)).unwrap();
         let lmr = Lmr::alloc(&pz, 4096, MemPriv(mem_priv::ALL)).unwrap();
         Side { ep, recv_evd, req_evd, conn_evd, lmr, posted: 0, signalled: 0, completed: 0 }
     }
