@@ -102,6 +102,22 @@ impl BlockedOnPeers {
     fn backing_off(&self) -> bool {
         self.backed_off > 0
     }
+
+    /// How long an idle progress thread sleeps: until the earliest timer (`deadline`), but
+    /// no longer than [`BlockedOnPeers::sleep`] while QPs wait on their peers (`waiting`:
+    /// the always list is not empty), and a second when there is neither. Waiting ends the
+    /// back-off only once no QP waits.
+    fn next_sleep(&mut self, deadline: Option<Instant>, waiting: bool, now: Instant) -> Duration {
+        let until_deadline = deadline.map(|at| at.saturating_duration_since(now));
+        if !waiting {
+            *self = BlockedOnPeers::default();
+            return until_deadline.unwrap_or(Duration::from_secs(1));
+        }
+        // A timer due later must not hold up a QP waiting for ring room (up to an ACK
+        // timeout, it used to).
+        let blocked = self.sleep(now);
+        until_deadline.map_or(blocked, |d| d.min(blocked))
+    }
 }
 
 /// Inbound rings polled directly at most (the QPs that received most recently).
@@ -949,17 +965,11 @@ impl Engine {
                         engine.background.sleepy.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
-                    let mut timeout = match engine.next_deadline() {
-                        Some(at) => {
-                            blocked = BlockedOnPeers::default();
-                            at.saturating_duration_since(Instant::now())
-                        }
-                        None if !engine.background.always.load(Ordering::Acquire) => {
-                            blocked = BlockedOnPeers::default();
-                            Duration::from_secs(1)
-                        }
-                        None => blocked.sleep(Instant::now()),
-                    };
+                    let mut timeout = blocked.next_sleep(
+                        engine.next_deadline(),
+                        engine.background.always.load(Ordering::Acquire),
+                        Instant::now(),
+                    );
                     if watching {
                         // Doorbells wake nobody: look again soon, later and later.
                         let cap =
@@ -1026,5 +1036,31 @@ const PROGRESS_THREAD_NICE: libc::c_int = -10;
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop_progress_thread();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_progress_thread_sleeps_to_its_timer_but_not_past_a_qp_waiting_on_its_peer() {
+        let now = Instant::now();
+        let timer = Some(now + Duration::from_millis(67));
+        let mut b = BlockedOnPeers::default();
+        assert_eq!(b.next_sleep(None, false, now), Duration::from_secs(1));
+        assert_eq!(b.next_sleep(timer, false, now), Duration::from_millis(67));
+        // A QP waits for ring room: 1 ms looks, whatever timer is due later.
+        assert_eq!(b.next_sleep(timer, true, now), Duration::from_millis(1));
+        assert_eq!(b.next_sleep(None, true, now), Duration::from_millis(1));
+        // Its peer reads nothing for long: the looks back off, still not past the timer.
+        let later = now + BLOCKED_BEFORE_BACKOFF;
+        assert!(b.next_sleep(None, true, later) > Duration::from_millis(1));
+        assert!(b.backing_off());
+        let soon = Some(later + Duration::from_micros(300));
+        assert_eq!(b.next_sleep(soon, true, later), Duration::from_micros(300));
+        // Nothing waits any more: the back-off is over.
+        b.next_sleep(None, false, later);
+        assert!(!b.backing_off());
     }
 }
