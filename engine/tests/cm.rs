@@ -1023,3 +1023,65 @@ fn a_held_dreq_goes_when_the_awaited_connection_is_dropped() {
     assert_eq!(ea.disconnected(), DisconnectReason::LocalGraceful, "the DREP came");
     drop((s, down, p));
 }
+
+fn capped_config(max_unrequested: usize, unrequested_grace: Duration) -> cm::CmConfig {
+    cm::CmConfig { max_unrequested, unrequested_grace, ..cm::CmConfig::default() }
+}
+
+/// True once the peer closed `sock` (end of stream, or a reset) within `within`; false if
+/// it is still open then.
+fn closed_by_peer(sock: &mut TcpStream, within: Duration) -> bool {
+    sock.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 64];
+    match sock.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => panic!("the CM sent something on a connection that sent it nothing"),
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// TCP connections that never send a request cannot hold the listener's process's file
+/// descriptors: past `max_unrequested`, the oldest that waited past the grace is closed,
+/// and a real request behind them still gets through.
+#[test]
+fn idle_connections_past_the_cap_are_closed_oldest_first_and_a_request_gets_through() {
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let cm_b = Cm::with_config(LOCALHOST, capped_config(4, Duration::from_millis(200))).unwrap();
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(8, lsink).unwrap();
+    let port = listener.conn_qual();
+    let mut idle: Vec<TcpStream> =
+        (0..12).map(|_| TcpStream::connect((LOCALHOST, port)).unwrap()).collect();
+    let (sa, _ea) = sink();
+    let _real = cm_a.connect(LOCALHOST, port, &fake_info(9), b"real", None, sa).unwrap();
+    let request = requests.request();
+    assert_eq!(request.private_data(), b"real");
+    // Made room for the 8 that followed them, then for the real one: the first 9 idle
+    // connections were closed, oldest first.
+    for (i, sock) in idle.iter_mut().take(9).enumerate() {
+        assert!(closed_by_peer(sock, WAIT), "idle connection {i} is still open");
+    }
+    assert!(cm_b.open_connections() <= 4 + 1, "{} connections held", cm_b.open_connections());
+}
+
+/// A burst of real connections far past the cap all get through: they are young, so none
+/// is closed; accepting waits while the cap is reached and goes on as their requests come.
+#[test]
+fn a_burst_of_real_connections_past_the_cap_all_get_through() {
+    let cm_a = Cm::new(LOCALHOST).unwrap();
+    let cm_b = Cm::with_config(LOCALHOST, capped_config(2, Duration::from_secs(60))).unwrap();
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(64, lsink).unwrap();
+    let port = listener.conn_qual();
+    let mut conns = Vec::new();
+    for i in 0..40u8 {
+        let (sa, ea) = sink();
+        conns.push((cm_a.connect(LOCALHOST, port, &fake_info(u32::from(i)), &[i], None, sa), ea));
+    }
+    let mut seen: Vec<u8> = (0..40).map(|_| requests.request().private_data()[0]).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..40).collect::<Vec<u8>>());
+    for (c, _) in &conns {
+        assert!(c.is_ok());
+    }
+}

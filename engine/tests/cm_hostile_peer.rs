@@ -194,6 +194,7 @@ fn quick_config() -> CmConfig {
         disconnect_timeout: Duration::from_secs(5),
         linger_timeout: Duration::from_millis(500),
         teardown_hold: Duration::from_millis(200),
+        ..CmConfig::default()
     }
 }
 

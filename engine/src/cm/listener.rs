@@ -225,9 +225,16 @@ impl Drop for ConnRequest {
 }
 
 impl Reactor {
-    /// The listening socket is readable: take every pending TCP connection.
+    /// The listening socket is readable: take every pending TCP connection there is room
+    /// for (see [`super::CmConfig::max_unrequested`]).
     pub(super) fn accept_ready(&mut self, lid: u64) {
         loop {
+            if !self.make_room(lid) {
+                if let Some(l) = self.listeners.get_mut(&lid) {
+                    l.full = true;
+                }
+                return;
+            }
             let Some(l) = self.listeners.get(&lid) else { return };
             match l.sock.accept() {
                 Ok((sock, remote)) => {
@@ -238,7 +245,11 @@ impl Reactor {
                     let deadline = super::deadline_after(self.config.req_timeout);
                     let mut c = Conn::new(sock, remote, State::PassiveNew, Some(deadline));
                     c.listener = Some(lid);
-                    self.conns.insert(ConnId(self.shared.new_id()), c);
+                    let id = ConnId(self.shared.new_id());
+                    self.conns.insert(id, c);
+                    if let Some(l) = self.listeners.get_mut(&lid) {
+                        l.unrequested.push_back((id, Instant::now()));
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -258,6 +269,35 @@ impl Reactor {
                     return;
                 }
             }
+        }
+    }
+
+    /// Whether listener `lid` may accept another connection: fewer than
+    /// [`super::CmConfig::max_unrequested`] of its connections wait for their REQ, or the
+    /// oldest of them has waited past the grace and is closed now (silently: a peer that
+    /// sent nothing expects nothing).
+    pub(super) fn make_room(&mut self, lid: u64) -> bool {
+        let max = self.config.max_unrequested.max(1);
+        let grace = self.config.unrequested_grace;
+        let conns = &self.conns;
+        let Some(l) = self.listeners.get_mut(&lid) else { return false };
+        if l.unrequested.len() < max {
+            return true;
+        }
+        // Forget the connections that sent their REQ or went.
+        l.unrequested.retain(|(id, _)| {
+            conns.get(id).is_some_and(|c| c.state == State::PassiveNew && c.listener == Some(lid))
+        });
+        if l.unrequested.len() < max {
+            return true;
+        }
+        match l.unrequested.front() {
+            Some(&(oldest, at)) if at.elapsed() >= grace => {
+                l.unrequested.pop_front();
+                self.finish(oldest, None);
+                true
+            }
+            _ => false,
         }
     }
 

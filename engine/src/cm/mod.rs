@@ -215,6 +215,15 @@ pub struct CmConfig {
     pub rtu_timeout: Duration,
     /// Passive: how long an accepted TCP connection may take to send its REQ.
     pub req_timeout: Duration,
+    /// Passive: how many accepted TCP connections of one listener may be waiting for their
+    /// REQ (each holds a file descriptor). At the cap, the oldest of them that has waited
+    /// longer than [`CmConfig::unrequested_grace`] is closed to make room; if none has,
+    /// accepting pauses (new connections wait in the kernel's backlog) until one sends its
+    /// REQ, goes, or grows old. So idle connections cannot use up the process's descriptors,
+    /// and a burst of real ones (which send their REQ at once) is never cut.
+    pub max_unrequested: usize,
+    /// Passive: see [`CmConfig::max_unrequested`].
+    pub unrequested_grace: Duration,
     /// How long a graceful disconnect waits for the DREP.
     pub disconnect_timeout: Duration,
     /// How long a closing socket waits for the peer to close after our last message.
@@ -230,6 +239,8 @@ impl Default for CmConfig {
         CmConfig {
             rtu_timeout: Duration::from_secs(60),
             req_timeout: Duration::from_secs(30),
+            max_unrequested: 256,
+            unrequested_grace: Duration::from_secs(1),
             disconnect_timeout: Duration::from_secs(10),
             linger_timeout: Duration::from_secs(2),
             teardown_hold: Duration::from_secs(1),

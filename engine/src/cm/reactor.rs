@@ -63,6 +63,12 @@ pub(super) struct Listening {
     /// polled until then (the socket stays readable, so polling it would spin), the
     /// connections waiting in the kernel's backlog meanwhile.
     pub(super) paused_until: Option<Instant>,
+    /// Accepted connections that had not sent their REQ when last looked at, oldest first,
+    /// with when each was accepted (entries whose connection moved on are dropped lazily).
+    pub(super) unrequested: std::collections::VecDeque<(ConnId, Instant)>,
+    /// At [`super::CmConfig::max_unrequested`] with none old enough to close: not polled
+    /// until there is room (see `Reactor::make_room`).
+    pub(super) full: bool,
 }
 
 pub(super) struct Conn {
@@ -189,9 +195,18 @@ impl Reactor {
             cids.clear();
             let pfd = |fd, events| libc::pollfd { fd, events, revents: 0 };
             fds.push(pfd(self.shared.wake.as_raw_fd(), libc::POLLIN));
+            let full: Vec<u64> =
+                self.listeners.iter().filter(|(_, l)| l.full).map(|(id, _)| *id).collect();
+            for lid in full {
+                if self.make_room(lid)
+                    && let Some(l) = self.listeners.get_mut(&lid)
+                {
+                    l.full = false;
+                }
+            }
             let now = Instant::now();
             for (id, l) in &mut self.listeners {
-                if l.paused_until.is_some_and(|t| t > now) {
+                if l.paused_until.is_some_and(|t| t > now) || l.full {
                     continue;
                 }
                 l.paused_until = None;
@@ -229,6 +244,10 @@ impl Reactor {
                 })
                 .flatten()
                 .chain(self.listeners.values().filter_map(|l| l.paused_until))
+                .chain(self.listeners.values().filter(|l| l.full).filter_map(|l| {
+                    // When its oldest unrequested connection may be closed for room.
+                    l.unrequested.front().map(|(_, at)| *at + self.config.unrequested_grace)
+                }))
                 .min();
             let timeout = match next_wake {
                 None => -1,
@@ -280,7 +299,16 @@ impl Reactor {
         match c {
             Cmd::Listen { id, sock, backlog, sink } => {
                 let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
-                let l = Listening { sock, port, backlog, pending: 0, sink, paused_until: None };
+                let l = Listening {
+                    sock,
+                    port,
+                    backlog,
+                    pending: 0,
+                    sink,
+                    paused_until: None,
+                    unrequested: std::collections::VecDeque::new(),
+                    full: false,
+                };
                 self.listeners.insert(id, l);
             }
             Cmd::Unlisten { id, done } => {
