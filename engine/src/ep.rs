@@ -1173,8 +1173,12 @@ impl CmEvents for EpEvents {
                     let mut qp = ep.inner.qp.lock();
                     if cm::connect_qp(&mut qp, &local, &peer, Access::ALL).is_err() {
                         drop(qp);
+                        // The peer gets a REJ instead of the RTU; the consumer BROKEN.
                         if let Some(c) = lock(&ep.inner.conn).take() {
-                            let _ = c.disconnect(false);
+                            let _ = c.refuse_reply();
+                        }
+                        if let Ok(number) = ep.step_from_cm(Trigger::LocalSetupFailed) {
+                            ep.report(number, Vec::new());
                         }
                         return;
                     }

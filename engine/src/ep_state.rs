@@ -248,6 +248,10 @@ pub enum Trigger {
     GracefulDisconnectDone,
     /// A DTO or transport error, or a failed RMR bind, broke the connection.
     TransportError,
+    /// Active side: the peer accepted, but this side could not bring its QP up for the
+    /// connection (on hardware: a GID it cannot resolve); the peer's accept fails. OFA
+    /// reports it as `BROKEN` (its `IB_CME_LOCAL_FAILURE`).
+    LocalSetupFailed,
 
     // ----- the provider undoing a call -----
     /// `dat_ep_connect` (or `_dup_connect`) failed before anything was sent (no socket to
@@ -272,6 +276,7 @@ impl Trigger {
                 | Trigger::PeerDisconnected
                 | Trigger::GracefulDisconnectDone
                 | Trigger::TransportError
+                | Trigger::LocalSetupFailed
         )
     }
 
@@ -313,6 +318,7 @@ impl Trigger {
             Trigger::PeerDisconnected => "peer disconnected",
             Trigger::GracefulDisconnectDone => "graceful disconnect drained",
             Trigger::TransportError => "transport error",
+            Trigger::LocalSetupFailed => "this side could not bring its QP up for the connection",
             Trigger::ConnectNotStarted => "dat_ep_connect that could not start",
         }
     }
@@ -533,6 +539,7 @@ fn rule(state: EpState, trigger: Trigger) -> Result<Step, Refusal> {
         }
         (Unreachable, ActiveConnectionPending) => setup_failed(event::CONNECTION_EVENT_UNREACHABLE),
         (TimedOut, ActiveConnectionPending) => setup_failed(event::CONNECTION_EVENT_TIMED_OUT),
+        (LocalSetupFailed, ActiveConnectionPending) => setup_failed(event::CONNECTION_EVENT_BROKEN),
         (AcceptFailed, CompletionPending) => {
             setup_failed(event::CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
         }
@@ -691,6 +698,7 @@ mod tests {
         (Trigger::PeerDisconnected, "- - - - - - Y Y -"),
         (Trigger::GracefulDisconnectDone, "- - - - - - - Y -"),
         (Trigger::TransportError, "- - - - - - Y Y -"),
+        (Trigger::LocalSetupFailed, "- - - Y - - - - -"),
         // The provider undoing its own step.
         (Trigger::ConnectNotStarted, "- - - Y - - - - -"),
     ];
@@ -732,6 +740,7 @@ mod tests {
             Trigger::GracefulDisconnectDone => 30,
             Trigger::TransportError => 31,
             Trigger::ConnectNotStarted => 32,
+            Trigger::LocalSetupFailed => 33,
         }
     }
 
@@ -739,7 +748,7 @@ mod tests {
     fn legal_calls_table_has_one_row_per_trigger() {
         let mut numbers: Vec<usize> = LEGAL_CALLS.iter().map(|row| variant_number(row.0)).collect();
         numbers.sort_unstable();
-        assert_eq!(numbers, (0..33).collect::<Vec<_>>());
+        assert_eq!(numbers, (0..34).collect::<Vec<_>>());
     }
 
     #[test]
@@ -816,6 +825,7 @@ mod tests {
             (Trigger::NonPeerRejected, event::CONNECTION_EVENT_NON_PEER_REJECTED),
             (Trigger::Unreachable, event::CONNECTION_EVENT_UNREACHABLE),
             (Trigger::TimedOut, event::CONNECTION_EVENT_TIMED_OUT),
+            (Trigger::LocalSetupFailed, event::CONNECTION_EVENT_BROKEN),
         ];
         for (trigger, number) in failures {
             let effects = Effects { flush: Flush::Receives, ..report(number) };
@@ -1072,9 +1082,9 @@ mod tests {
     #[test]
     fn cm_events_are_told_apart_from_calls() {
         let cm_rows = LEGAL_CALLS.iter().filter(|row| row.0.is_cm_event()).count();
-        assert_eq!(cm_rows, 11);
+        assert_eq!(cm_rows, 12);
         assert!(!Trigger::Query.is_cm_event());
-        assert!(Trigger::TransportError.is_cm_event());
+        assert!(Trigger::TransportError.is_cm_event() && Trigger::LocalSetupFailed.is_cm_event());
         assert!(Effects::NONE.is_none());
         assert!(!Effects { recycle_qp: true, ..Effects::NONE }.is_none());
     }

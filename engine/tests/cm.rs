@@ -1085,3 +1085,42 @@ fn a_burst_of_real_connections_past_the_cap_all_get_through() {
         assert!(c.is_ok());
     }
 }
+
+/// The active side could not bring its QP up on the REP (on hardware: a GID it cannot
+/// resolve): its sink refuses the reply, the peer's accept fails instead of completing,
+/// and the refusal is only for the sink handling `Established`.
+#[test]
+fn a_reply_the_active_side_refuses_fails_the_peers_accept() {
+    let (cm_a, cm_b) = (Cm::new(LOCALHOST).unwrap(), Cm::new(LOCALHOST).unwrap());
+    let (lsink, requests) = sink();
+    let listener = cm_b.listen_any(1, lsink).unwrap();
+    let port = listener.conn_qual();
+    let slot: Arc<Mutex<Option<cm::Connection>>> = Arc::new(Mutex::new(None));
+    let (tx, active_events) = channel();
+    let refusing: Sink = Arc::new({
+        let slot = slot.clone();
+        move |ev: CmEvent| {
+            if matches!(ev, CmEvent::Established { .. })
+                && let Some(c) = slot.lock().unwrap().as_ref()
+            {
+                c.refuse_reply().expect("refusing from the sink handling Established");
+            }
+            let _ = tx.send(ev);
+        }
+    });
+    let ca = cm_a.connect(LOCALHOST, port, &fake_info(0x100), &[], Some(WAIT), refusing).unwrap();
+    assert!(ca.refuse_reply().is_err(), "only the sink handling Established may refuse");
+    *slot.lock().unwrap() = Some(ca);
+    let mut req = requests.request();
+    let (sb, passive) = sink();
+    let _cb = req.accept(&fake_info(0x200), &[], sb).unwrap();
+    match passive.next() {
+        CmEvent::AcceptCompletionError { .. } => {}
+        other => panic!("expected AcceptCompletionError, got {other:?}"),
+    }
+    let active = Events(active_events);
+    active.established();
+    // The refused connection says nothing more to its owner.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(active.nothing_pending());
+}

@@ -302,9 +302,18 @@ impl Reactor {
         let Some(c) = self.conns.get_mut(&id) else { return };
         c.state = State::Established;
         c.deadline = None;
-        // The sink brings the QP to RTS while handling this; the RTU goes after.
+        // The sink brings the QP to RTS while handling this; the RTU goes after, or a REJ
+        // if it could not (`Connection::refuse_reply`).
         self.notify(id, CmEvent::Established { conn: id, peer, private_data });
-        self.send(id, &Msg::Rtu);
+        let refused = {
+            let mut r = self.shared.refused_replies.lock().unwrap_or_else(|p| p.into_inner());
+            r.iter().position(|&c| c == id).map(|at| r.swap_remove(at)).is_some()
+        };
+        if refused {
+            self.refuse(id, RejectReason::Provider);
+        } else {
+            self.send(id, &Msg::Rtu);
+        }
     }
 
     pub(super) fn on_rej(&mut self, id: ConnId, reason: RejectReason, private_data: Vec<u8>) {

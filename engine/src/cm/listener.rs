@@ -315,7 +315,7 @@ impl Reactor {
         }
     }
 
-    fn refuse(&mut self, id: ConnId, reason: RejectReason) {
+    pub(super) fn refuse(&mut self, id: ConnId, reason: RejectReason) {
         self.send(id, &Msg::Rej { reason, private_data: Vec::new() });
         self.closing(id);
     }

@@ -35,8 +35,9 @@
 //! the active side may send as soon as it has the REP. The active QP goes RTR/RTS while the
 //! sink handles `Established` — the RTU, after which the passive side may send, leaves
 //! only when the sink has returned. So **the active side's sink must bring its QP to RTS
-//! before returning from `Established`** (or call [`Connection::disconnect`] if that
-//! fails); the passive side brings its QP up before calling [`ConnRequest::accept`].
+//! before returning from `Established`** (or call [`Connection::refuse_reply`] if that
+//! fails: a REJ goes instead of the RTU); the passive side brings its QP up before calling
+//! [`ConnRequest::accept`].
 //! Posting on the passive side before its `Established` is not allowed by DAT (the EP is
 //! COMPLETION_PENDING) but would be harmless: the active QP is ready once the RTU is sent.
 //!
@@ -366,6 +367,9 @@ struct Shared {
     open: AtomicUsize,
     /// The CM thread (calls made from it, by sinks, must not wait for it).
     thread: std::sync::OnceLock<std::thread::ThreadId>,
+    /// Active connections whose sink, handling `Established`, could not bring its QP up
+    /// ([`Connection::refuse_reply`]): the REP is answered with a REJ, not the RTU.
+    refused_replies: Mutex<Vec<ConnId>>,
 }
 
 impl Shared {
@@ -425,6 +429,7 @@ impl Cm {
             local,
             open: AtomicUsize::new(0),
             thread: std::sync::OnceLock::new(),
+            refused_replies: Mutex::new(Vec::new()),
         });
         let reactor = reactor::Reactor::new(shared.clone(), config);
         let thread = OwnedThread::spawn("ferrodat-cm".into(), 256 * 1024, move || reactor.run())
@@ -500,6 +505,23 @@ impl Connection {
     /// connection already over is left alone (no event).
     pub fn disconnect(&self, graceful: bool) -> Result<(), CmError> {
         self.shared.send(Cmd::Disconnect { conn: self.id, graceful })
+    }
+
+    /// Active side, from the sink while it handles `Established`: this side could not
+    /// bring its QP up (on hardware: a GID it cannot resolve), so the peer gets a REJ
+    /// instead of the RTU (its accept fails: `AcceptCompletionError`) and the connection
+    /// ends with no further event. Anywhere else it is refused: use
+    /// [`Connection::disconnect`].
+    pub fn refuse_reply(&self) -> Result<(), CmError> {
+        if !self.shared.on_cm_thread() {
+            return Err(CmError::Invalid(
+                "refuse_reply is for the sink handling Established (on the CM thread); \
+                 disconnect instead"
+                    .into(),
+            ));
+        }
+        self.shared.refused_replies.lock().unwrap_or_else(|p| p.into_inner()).push(self.id);
+        Ok(())
     }
 }
 
