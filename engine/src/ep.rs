@@ -1,4 +1,5 @@
-//! Endpoints: an RC QP with its EVDs, the DAT state machine ([`crate::ep_state`]) driving
+//! Endpoints: an RC QP with its EVDs (a NULL DTO EVD's completions go to a private CQ,
+//! `ep::silent`), the DAT state machine ([`crate::ep_state`]) driving
 //! it, cookie rings for its DTOs, and its connection through the connection manager.
 //!
 //! Every state change — from an API call or a connection-manager event — goes through
@@ -26,14 +27,16 @@ use ferrodat_driver::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
 };
 use ferrodat_driver::{Access, Qp, QpCaps, QpInit};
+use silent::SilentCq;
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 mod param;
 mod provider;
+mod silent;
 mod teardown;
 pub use param::{EpComm, EpParam, EpParamUpdate, EpRecvInfo, EpStatus};
 pub(crate) use provider::Placeholders;
@@ -129,6 +132,9 @@ struct EpInner {
     state_word: AtomicU32,
     qp: PlainMutex<Qp<'static>>,
     completions: Arc<EpCompletions>,
+    /// The CQ of its DTO streams without an EVD, made when it first has one (kept for its
+    /// life: a later `dat_ep_modify` may take an EVD away again).
+    silent: OnceLock<SilentCq>,
     /// The SRQ its receives come from.
     srq: Option<Srq>,
     /// Our side of the connection exchange (its PSN); set while connecting or accepting.
@@ -145,35 +151,22 @@ struct EpInner {
     remote: Mutex<Option<std::net::SocketAddr>>,
 }
 
-/// What an EP is wired to: the PZ its QP lives in and the EVDs its events go to.
+/// What an EP is wired to: the PZ its QP lives in and the EVDs its events go to (a DTO
+/// EVD of `None`: DAT_HANDLE_NULL, those completions go to the EP's [`SilentCq`]).
 #[derive(Clone, Debug)]
 struct Wiring {
     pz: Pz,
-    request_evd: Evd,
-    recv_evd: Evd,
+    request_evd: Option<Evd>,
+    recv_evd: Option<Evd>,
     connect_evd: Option<Evd>,
-    /// Which of `pz`, `recv_evd`, `request_evd` the consumer gave. An EP the provider
-    /// creates for a PSP's request starts on placeholders (DAT: NULL PZ and EVDs) until
-    /// `dat_ep_modify` names the consumer's.
-    given: Given,
-}
-
-/// See [`Wiring::given`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Given {
-    pz: bool,
-    recv_evd: bool,
-    request_evd: bool,
-}
-
-impl Given {
-    const ALL: Given = Given { pz: true, recv_evd: true, request_evd: true };
-    const NONE: Given = Given { pz: false, recv_evd: false, request_evd: false };
+    /// Whether the consumer gave `pz`. An EP the provider creates for a PSP's request
+    /// starts on a placeholder PZ (DAT: NULL) until `dat_ep_modify` names the consumer's.
+    pz_given: bool,
 }
 
 impl Ep {
-    /// `dat_ep_create(ia, pz, recv_evd, request_evd, connect_evd, attr)`. Both DTO EVDs
-    /// are required here (their CQs are the QP's). `attr` (`None`: [`EpAttr::defaults`]) is
+    /// `dat_ep_create(ia, pz, recv_evd, request_evd, connect_evd, attr)` with both DTO EVDs
+    /// (see [`Ep::create_nullable`] for NULL ones). `attr` (`None`: [`EpAttr::defaults`]) is
     /// checked field by field as `dat_ep_modify` checks it, against the IA, and kept as it is
     /// (`dat_ep_query` reports it); a bad value is `DAT_INVALID_PARAMETER/DAT_INVALID_ARG6`.
     pub fn create(
@@ -183,7 +176,23 @@ impl Ep {
         connect_evd: Option<&Evd>,
         attr: Option<EpAttr>,
     ) -> DatResult<Ep> {
-        Ep::create_common(pz, recv_evd, request_evd, connect_evd, None, attr)
+        Ep::create_nullable(pz, Some(recv_evd), Some(request_evd), connect_evd, None, attr)
+    }
+
+    /// `dat_ep_create` (`srq` None) or `dat_ep_create_with_srq` with any DTO EVD NULL
+    /// (`None`): the consumer is not interested in those completions. Their posts work as
+    /// usual; their completions make no event (a failed one still ends the connection, when
+    /// the endpoint next posts or is asked its status: see `ep::silent`). An SRQ endpoint
+    /// needs its recv EVD (`DAT_MODEL_NOT_SUPPORTED` without).
+    pub fn create_nullable(
+        pz: &Pz,
+        recv_evd: Option<&Evd>,
+        request_evd: Option<&Evd>,
+        connect_evd: Option<&Evd>,
+        srq: Option<&Srq>,
+        attr: Option<EpAttr>,
+    ) -> DatResult<Ep> {
+        Ep::create_in(pz, recv_evd, request_evd, connect_evd, srq, attr, Origin::Consumer)
     }
 
     /// `dat_ep_create_with_srq`: receives come from `srq` (post them there). `attr` is
@@ -197,25 +206,14 @@ impl Ep {
         srq: &Srq,
         attr: Option<EpAttr>,
     ) -> DatResult<Ep> {
-        Ep::create_common(pz, recv_evd, request_evd, connect_evd, Some(srq), attr)
-    }
-
-    fn create_common(
-        pz: &Pz,
-        recv_evd: &Evd,
-        request_evd: &Evd,
-        connect_evd: Option<&Evd>,
-        srq: Option<&Srq>,
-        attr: Option<EpAttr>,
-    ) -> DatResult<Ep> {
-        Ep::create_in(pz, recv_evd, request_evd, connect_evd, srq, attr, Origin::Consumer)
+        Ep::create_nullable(pz, Some(recv_evd), Some(request_evd), connect_evd, Some(srq), attr)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn create_in(
         pz: &Pz,
-        recv_evd: &Evd,
-        request_evd: &Evd,
+        recv_evd: Option<&Evd>,
+        request_evd: Option<&Evd>,
         connect_evd: Option<&Evd>,
         srq: Option<&Srq>,
         attr: Option<EpAttr>,
@@ -228,8 +226,8 @@ impl Ep {
         // SRQ numbers an object of another context (the device would take this context's
         // object of the same number), as dat_ep_modify also refuses.
         for (bad, evd, what) in [
-            (subtype::INVALID_HANDLE_EVD_RECV, Some(recv_evd), "recv_evd"),
-            (subtype::INVALID_HANDLE_EVD_REQUEST, Some(request_evd), "request_evd"),
+            (subtype::INVALID_HANDLE_EVD_RECV, recv_evd, "recv_evd"),
+            (subtype::INVALID_HANDLE_EVD_REQUEST, request_evd, "request_evd"),
             (subtype::INVALID_HANDLE_EVD_CONN, connect_evd, "connect_evd"),
         ] {
             if let Some(evd) = evd
@@ -242,6 +240,9 @@ impl Ep {
             }
         }
         if let Some(srq) = srq {
+            if recv_evd.is_none() {
+                return Err(no_srq_receives_without_evd(verb));
+            }
             if !srq.pz().ia().same(&ia) {
                 return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_SRQ).with_detail(
                     "dat_ep_create_with_srq: the SRQ belongs to another IA than the PZ",
@@ -280,7 +281,14 @@ impl Ep {
             max_recv_sge: attr.max_recv_iov.max(1),
             max_inline_data: 60,
         };
-        let qp = build_qp(pz, recv_evd, request_evd, srq, caps, verb)?;
+        let silent = OnceLock::new();
+        if recv_evd.is_none() || request_evd.is_none() {
+            let cq = SilentCq::new(&ia, &caps, verb)?;
+            cq.set_requests(request_evd.is_none());
+            let _ = silent.set(cq);
+        }
+        let sides = Sides { recv: recv_evd, request: request_evd, silent: silent.get() };
+        let qp = build_qp(pz, &sides, srq, caps, verb)?;
         let qp_handle = qp.user_handle();
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {
@@ -295,21 +303,27 @@ impl Ep {
             r.set_limit(attr.max_recv_dtos);
         }
         let qpn = qp.qpn();
-        request_evd.attach(qpn, completions.clone(), Stream::Requests)?;
-        recv_evd.attach(qpn, completions.clone(), receive_stream(&attr))?;
+        if let Some(evd) = request_evd {
+            evd.attach(qpn, completions.clone(), Stream::Requests)?;
+        }
+        if let Some(evd) = recv_evd
+            && let Err(e) = evd.attach(qpn, completions.clone(), receive_stream(&attr))
+        {
+            if let Some(req) = request_evd {
+                let _ = req.with_cq(|s| s.detach(qpn));
+            }
+            return Err(e);
+        }
         let ep = Ep {
             inner: Arc::new(EpInner {
                 id,
                 ia,
                 wiring: Mutex::new(Wiring {
                     pz: pz.clone(),
-                    request_evd: request_evd.clone(),
-                    recv_evd: recv_evd.clone(),
+                    request_evd: request_evd.cloned(),
+                    recv_evd: recv_evd.cloned(),
                     connect_evd: connect_evd.cloned(),
-                    given: match origin {
-                        Origin::Consumer => Given::ALL,
-                        Origin::Provider => Given::NONE,
-                    },
+                    pz_given: origin == Origin::Consumer,
                 }),
                 recv_iov_limit: AtomicU32::new(attr.max_recv_iov),
                 request_iov_limit: AtomicU32::new(attr.max_request_iov),
@@ -318,6 +332,7 @@ impl Ep {
                 state_word: AtomicU32::new(origin.initial_state().to_raw()),
                 qp: PlainMutex::new(qp),
                 completions,
+                silent,
                 srq: srq.cloned(),
                 local: Mutex::new(None),
                 conn: Mutex::new(None),
@@ -355,13 +370,13 @@ impl Ep {
         lock(&self.inner.wiring).pz.clone()
     }
 
-    /// `dat_ep_query`: the EVD its receives complete on.
-    pub fn recv_evd(&self) -> Evd {
+    /// `dat_ep_query`: the EVD its receives complete on (None: NULL, no events).
+    pub fn recv_evd(&self) -> Option<Evd> {
         lock(&self.inner.wiring).recv_evd.clone()
     }
 
-    /// `dat_ep_query`: the EVD its requests complete on.
-    pub fn request_evd(&self) -> Evd {
+    /// `dat_ep_query`: the EVD its requests complete on (None: NULL, no events).
+    pub fn request_evd(&self) -> Option<Evd> {
         lock(&self.inner.wiring).request_evd.clone()
     }
 
@@ -381,17 +396,39 @@ impl Ep {
         lock(&self.inner.wiring).connect_evd.clone()
     }
 
-    /// What connection setup needs. The DTO EVDs count with the PZ: this provider's QPs
-    /// need both, so a provider-created EP is not ready before the consumer names them.
+    /// What connection setup needs: a provider-created EP is not ready before the consumer
+    /// names its PZ (its DTO EVDs may stay NULL).
     fn readiness(&self) -> Readiness {
         let w = lock(&self.inner.wiring);
-        Readiness { has_pz: w.given == Given::ALL, has_connect_evd: w.connect_evd.is_some() }
+        Readiness { has_pz: w.pz_given, has_connect_evd: w.connect_evd.is_some() }
+    }
+
+    /// Takes in the completions of the streams without an EVD ([`SilentCq::drain`]); one
+    /// that failed ends the connection, as a failed DTO an EVD harvests does.
+    #[cold]
+    #[inline(never)]
+    fn drain_silent(&self, silent: &SilentCq) {
+        if silent.drain(&self.inner.completions) {
+            EpFailures { ep: Arc::downgrade(&self.inner) }.dto_failed();
+        }
+    }
+
+    /// [`Ep::drain_silent`] before a request posted with completion `flags`: the flags the
+    /// request is posted with (signalled if its completion goes to the silent CQ).
+    #[cold]
+    #[inline(never)]
+    fn drain_silent_for_request(&self, silent: &SilentCq, flags: u32) -> u32 {
+        self.drain_silent(silent);
+        if silent.has_requests() { flags & !completion_flags::SUPPRESS } else { flags }
     }
 
     /// `dat_ep_post_recv`. (The receive's completion flags matter for notification only;
-    /// receives always complete with an event.)
+    /// receives always complete with an event, unless the recv EVD is NULL.)
     #[inline]
     pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
+        if let Some(silent) = self.inner.silent.get() {
+            self.drain_silent(silent);
+        }
         // Every state but DISCONNECTED takes a receive with no effect (the state table's
         // PostRecv row, pinned down by its test): one segment on an endpoint with its own
         // receive queue goes straight to the QP.
@@ -428,7 +465,7 @@ impl Ep {
         let step = transition(self.current(), Trigger::PostRecv)?;
         if step.effects.flush_this_post {
             let length = total_length(local);
-            return self.flushed(&self.recv_evd(), cookie, length, dtos::RECEIVE);
+            return self.flushed(self.recv_evd(), cookie, length, dtos::RECEIVE);
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
         let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
@@ -579,6 +616,10 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
+        let flags = match self.inner.silent.get() {
+            None => flags,
+            Some(silent) => self.drain_silent_for_request(silent, flags),
+        };
         // CONNECTED allows every post with no effect (a test in ep_state pins that down).
         if let [t] = local
             && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
@@ -617,7 +658,7 @@ impl Ep {
         if state != EpState::Connected {
             let step = transition(state, trigger)?;
             if step.effects.flush_this_post {
-                return self.flushed(&self.request_evd(), cookie, length, operation);
+                return self.flushed(self.request_evd(), cookie, length, operation);
             }
         }
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
@@ -668,11 +709,17 @@ impl Ep {
         cookie: u64,
         flags: u32,
     ) -> DatResult<Option<u32>> {
+        let flags = match self.inner.silent.get() {
+            None => flags,
+            Some(silent) => self.drain_silent_for_request(silent, flags),
+        };
         let step = transition(self.current(), Trigger::RmrBind)?;
         if step.effects.flush_this_post {
             let status = dto_status::ERR_FLUSHED;
             let ev = Event::RmrBind { rmr, ep: self.inner.id, user_cookie: cookie, status };
-            self.request_evd().post_event(ev).map_err(|_| {
+            // No request EVD: nobody is told, as of any request's completion.
+            let Some(evd) = self.request_evd() else { return Ok(None) };
+            evd.post_event(ev).map_err(|_| {
                 DatError::new(ferrodat_abi::dat::ret::QUEUE_FULL, subtype::NO_SUBTYPE)
                     .with_detail("the request EVD has no room for the flushed bind's completion")
             })?;
@@ -691,8 +738,10 @@ impl Ep {
         .map(Some)
     }
 
-    /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed.
-    fn flushed(&self, evd: &Evd, cookie: u64, length: u64, operation: u32) -> DatResult<()> {
+    /// A post on a DISCONNECTED endpoint succeeds and completes at once as flushed, on
+    /// `evd` (None: the stream's EVD is NULL, and nobody is told).
+    fn flushed(&self, evd: Option<Evd>, cookie: u64, length: u64, operation: u32) -> DatResult<()> {
+        let Some(evd) = evd else { return Ok(()) };
         // An IB extension operation flushed here is reported as one flushed through the
         // CQ is (a DAT_IB_DTO_EVENT, which extension consumers such as dtestx dispatch on).
         let (operation, ib_extension) = crate::dto::request_kind(operation);
@@ -739,8 +788,12 @@ impl Ep {
                 let w = lock(&self.inner.wiring);
                 (w.request_evd.clone(), w.recv_evd.clone())
             };
-            let _ = request_evd.with_cq(|s| s.sync_attachments());
-            let _ = recv_evd.with_cq(|s| s.sync_attachments());
+            for evd in [request_evd, recv_evd].iter().flatten() {
+                let _ = evd.with_cq(|s| s.sync_attachments());
+            }
+            if let Some(silent) = self.inner.silent.get() {
+                silent.forget_reset_qps();
+            }
             self.inner.completions.requests.reset();
             if let Some(r) = &self.inner.completions.receives {
                 r.reset();
@@ -900,8 +953,10 @@ impl Ep {
     /// After the outcome of a passive connection was reported: receives parked before it
     /// follow it.
     fn release_early(&self) {
-        if self.inner.completions.early.release() {
-            self.recv_evd().release_early(self.inner.completions.clone());
+        if self.inner.completions.early.release()
+            && let Some(evd) = self.recv_evd()
+        {
+            evd.release_early(self.inner.completions.clone());
         }
     }
 
@@ -1015,8 +1070,9 @@ impl Drop for EpInner {
         // The QP's completions stop being this EP's (a later QP may get the same number).
         let qpn = self.qp.lock().qpn();
         let w = lock(&self.wiring);
-        let _ = w.request_evd.with_cq(|s| s.detach(qpn));
-        let _ = w.recv_evd.with_cq(|s| s.detach(qpn));
+        for evd in [&w.request_evd, &w.recv_evd].into_iter().flatten() {
+            let _ = evd.with_cq(|s| s.detach(qpn));
+        }
         if let Some(conn) = lock(&self.conn).take() {
             let _ = conn.disconnect(false);
         }
@@ -1074,11 +1130,43 @@ fn solicited_wait(attr: &EpAttr) -> bool {
     attr.recv_completion_flags & completion_flags::SOLICITED_WAIT != 0
 }
 
-/// A QP in `pz` whose completions go to the CQs of `request_evd` and `recv_evd`.
+/// Where an endpoint's two DTO streams complete: their EVDs' CQs, or for a NULL EVD
+/// (`None`) the endpoint's silent CQ.
+struct Sides<'a> {
+    recv: Option<&'a Evd>,
+    request: Option<&'a Evd>,
+    silent: Option<&'a SilentCq>,
+}
+
+/// The DAT error for an SRQ endpoint without a recv EVD.
+fn no_srq_receives_without_evd(verb: &str) -> DatError {
+    DatError::new(ferrodat_abi::dat::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE).with_detail(
+        format!(
+            "{verb}: an SRQ endpoint with a NULL recv EVD: its receives are taken from the SRQ \
+             as messages arrive and only their completions show it, which ferrodat does not \
+             let go unread; give the endpoint a recv EVD"
+        ),
+    )
+}
+
+/// Runs `f` on the CQ a stream completes into: `evd`'s, or the silent CQ's if None.
+fn with_stream_cq<R>(
+    evd: Option<&Evd>,
+    silent: Option<&SilentCq>,
+    f: impl FnOnce(&ferrodat_driver::Cq) -> R,
+) -> DatResult<R> {
+    match (evd, silent) {
+        (Some(evd), _) => evd.with_cq(|s| f(s.cq())),
+        (None, Some(silent)) => Ok(f(&silent.cq())),
+        (None, None) => Err(DatError::internal_error()
+            .with_detail("a DTO stream without an EVD and without the endpoint's silent CQ")),
+    }
+}
+
+/// A QP in `pz` whose completions go where `sides` says.
 fn build_qp(
     pz: &Pz,
-    recv_evd: &Evd,
-    request_evd: &Evd,
+    sides: &Sides<'_>,
     srq: Option<&Srq>,
     caps: QpCaps,
     verb: &str,
@@ -1096,11 +1184,18 @@ fn build_qp(
             },
         )
     };
-    // One EVD may take both streams (one CQ): lock it once.
-    if request_evd.same(recv_evd) {
-        request_evd.with_cq(|cq| make_qp(cq.cq(), cq.cq()))?
+    // One CQ may take both streams (one EVD, or the silent CQ): lock it once.
+    let one_cq = match (sides.request, sides.recv) {
+        (Some(a), Some(b)) => a.same(b),
+        (None, None) => true,
+        _ => false,
+    };
+    if one_cq {
+        with_stream_cq(sides.request, sides.silent, |cq| make_qp(cq, cq))?
     } else {
-        request_evd.with_cq(|req| recv_evd.with_cq(|recv| make_qp(req.cq(), recv.cq())))??
+        with_stream_cq(sides.request, sides.silent, |req| {
+            with_stream_cq(sides.recv, sides.silent, |recv| make_qp(req, recv))
+        })??
     }
     .map_err(|e| {
         DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!("{verb}: {e}"))

@@ -13,7 +13,10 @@
 //! - A new PZ or DTO EVD needs a new QP (its PD and CQs are fixed), which OFA's common layer
 //!   allocates and swaps in. Here too — but only while no DTO is posted on the EP, since the
 //!   old QP's receives cannot move to the new one: otherwise `DAT_INVALID_STATE` with the
-//!   current state as subtype (post the receives after the modify).
+//!   current state as subtype (post the receives after the modify). A DTO EVD may become
+//!   NULL (its completions then go to the endpoint's silent CQ, `ep::silent`) or real again
+//!   by the same rule; an SRQ endpoint's recv EVD may not be NULL (`DAT_MODEL_NOT_SUPPORTED`).
+//! - A NULL PZ is refused (`DAT_INVALID_PARAMETER`): the QP lives in its PZ.
 //! - The connection EVD, completion flags, QoS, RDMA READ limits (used when connecting) and
 //!   message sizes are plain values.
 //! - Read-only fields in the mask (IA, state, communicator, addresses, port qualifiers, SRQ)
@@ -23,7 +26,7 @@
 //! ([`checked_attr`]), against the IA only (their QP is built from the attributes); a bad
 //! value is their attribute argument, `ARG6` and `ARG7`.
 
-use super::{Ep, EpAttr, Wiring, lock, receive_stream, solicited_wait};
+use super::{Ep, EpAttr, Sides, SilentCq, Wiring, lock, receive_stream, solicited_wait};
 use crate::dto::CookieRing;
 use crate::ep_state::{EpState, Trigger, transition};
 use crate::error::{DatError, DatResult};
@@ -104,9 +107,9 @@ impl EpParamUpdate {
     pub fn from_current(ep: &Ep) -> EpParamUpdate {
         let w = lock(&ep.inner.wiring).clone();
         EpParamUpdate {
-            pz: w.given.pz.then_some(w.pz),
-            recv_evd: w.given.recv_evd.then_some(w.recv_evd),
-            request_evd: w.given.request_evd.then_some(w.request_evd),
+            pz: w.pz_given.then_some(w.pz),
+            recv_evd: w.recv_evd,
+            request_evd: w.request_evd,
             connect_evd: w.connect_evd,
             ep_attr: ep.attr(),
         }
@@ -204,9 +207,9 @@ impl Ep {
             local_port_qual,
             remote_ia_address: remote.map(|a| a.ip()),
             remote_port_qual: remote.map_or(0, |a| u64::from(a.port())),
-            pz: w.given.pz.then_some(w.pz),
-            recv_evd: w.given.recv_evd.then_some(w.recv_evd),
-            request_evd: w.given.request_evd.then_some(w.request_evd),
+            pz: w.pz_given.then_some(w.pz),
+            recv_evd: w.recv_evd,
+            request_evd: w.request_evd,
             connect_evd: w.connect_evd,
             srq: self.inner.srq.clone(),
             ep_attr: self.attr(),
@@ -214,8 +217,13 @@ impl Ep {
         }
     }
 
-    /// `dat_ep_get_status`: the state and whether DTOs are outstanding each way.
+    /// `dat_ep_get_status`: the state and whether DTOs are outstanding each way. The
+    /// completions of a stream without an EVD are taken in first (one that failed ends the
+    /// connection, which the state then shows).
     pub fn get_status(&self) -> EpStatus {
+        if let Some(silent) = self.inner.silent.get() {
+            self.drain_silent(silent);
+        }
         let c = &self.inner.completions;
         EpStatus {
             state: self.state(),
@@ -286,6 +294,12 @@ impl Ep {
                 mask & READ_ONLY
             )));
         }
+        // Completions already made count as done for the checks below (a stream without an
+        // EVD has nobody else to take them in). Before the state lock: a failed one ends the
+        // connection, which takes it.
+        if let Some(silent) = self.inner.silent.get() {
+            self.drain_silent(silent);
+        }
         // The state lock is held throughout: a connect or accept cannot start halfway.
         let state = lock(&self.inner.state);
         for (bits, trigger) in [
@@ -302,16 +316,26 @@ impl Ep {
         let caps = self.inner.qp.lock().caps();
         let new_attr = self.modified_attr(*state, mask, &params.ep_attr, &caps)?;
         let rewire = !new_wiring.pz.same(&old_wiring.pz)
-            || !new_wiring.recv_evd.same(&old_wiring.recv_evd)
-            || !new_wiring.request_evd.same(&old_wiring.request_evd);
+            || !same_evd(&new_wiring.recv_evd, &old_wiring.recv_evd)
+            || !same_evd(&new_wiring.request_evd, &old_wiring.request_evd);
+        let silent_now = new_wiring.recv_evd.is_none() || new_wiring.request_evd.is_none();
+        if silent_now && self.inner.silent.get().is_none() {
+            // Made once, before the QP that needs it (the state lock keeps modifies apart).
+            let _ = self.inner.silent.set(SilentCq::new(&self.inner.ia, &caps, "dat_ep_modify")?);
+        }
         if rewire {
             let receives = receive_stream(&new_attr);
             self.replace_qp(*state, &old_wiring, &new_wiring, &caps, receives)?;
-        } else if new_attr.recv_completion_flags != self.attr().recv_completion_flags {
+        } else if new_attr.recv_completion_flags != self.attr().recv_completion_flags
+            && let Some(recv_evd) = &new_wiring.recv_evd
+        {
             // Only before receives are posted (checked above): the receive EVD's waiter
             // wakes as the new flags say from the first receive on.
             let qpn = self.inner.qp.lock().qpn();
-            new_wiring.recv_evd.set_solicited_wait(qpn, solicited_wait(&new_attr));
+            recv_evd.set_solicited_wait(qpn, solicited_wait(&new_attr));
+        }
+        if let Some(silent) = self.inner.silent.get() {
+            silent.set_requests(new_wiring.request_evd.is_none());
         }
         self.inner.recv_iov_limit.store(new_attr.max_recv_iov, Ordering::Relaxed);
         self.inner.request_iov_limit.store(new_attr.max_request_iov, Ordering::Relaxed);
@@ -351,23 +375,16 @@ impl Ep {
                 }
                 Some(pz) => {
                     w.pz = pz.clone();
-                    w.given.pz = true;
+                    w.pz_given = true;
                 }
             }
         }
-        for (bit, new, slot, given, name) in [
-            (
-                ep_field::RECV_EVD_HANDLE,
-                &params.recv_evd,
-                &mut w.recv_evd,
-                &mut w.given.recv_evd,
-                "recv_evd_handle",
-            ),
+        for (bit, new, slot, name) in [
+            (ep_field::RECV_EVD_HANDLE, &params.recv_evd, &mut w.recv_evd, "recv_evd_handle"),
             (
                 ep_field::REQUEST_EVD_HANDLE,
                 &params.request_evd,
                 &mut w.request_evd,
-                &mut w.given.request_evd,
                 "request_evd_handle",
             ),
         ] {
@@ -375,22 +392,18 @@ impl Ep {
                 continue;
             }
             match new {
-                None => {
-                    return bad(format!(
-                        "{name} NULL: this provider's endpoints need both DTO EVDs (their CQs \
-                         are the QP's)"
-                    ));
+                None if bit == ep_field::RECV_EVD_HANDLE && self.inner.srq.is_some() => {
+                    return Err(super::no_srq_receives_without_evd("dat_ep_modify"));
                 }
+                // NULL: those completions make no events from now on.
+                None => *slot = None,
                 Some(evd) if evd.flags() & evd_flags::DTO == 0 => {
                     return bad(format!("{name}: the EVD was created without DAT_EVD_DTO_FLAG"));
                 }
                 Some(evd) if !evd.ia().same(&self.inner.ia) => {
                     return bad(format!("{name}: the EVD belongs to another IA"));
                 }
-                Some(evd) => {
-                    *slot = evd.clone();
-                    *given = true;
-                }
+                Some(evd) => *slot = Some(evd.clone()),
             }
         }
         if mask & ep_field::CONNECT_EVD_HANDLE != 0 {
@@ -464,25 +477,28 @@ impl Ep {
         if outstanding() > 0 {
             return Err(busy(outstanding()));
         }
-        let qp = super::build_qp(
-            &new.pz,
-            &new.recv_evd,
-            &new.request_evd,
-            self.inner.srq.as_ref(),
-            *caps,
-            "dat_ep_modify",
-        )?;
+        let sides = Sides {
+            recv: new.recv_evd.as_ref(),
+            request: new.request_evd.as_ref(),
+            silent: self.inner.silent.get(),
+        };
+        let qp = super::build_qp(&new.pz, &sides, self.inner.srq.as_ref(), *caps, "dat_ep_modify")?;
         let qpn = qp.qpn();
         let new_qp_handle = qp.user_handle();
         // The new QP's completions are this EP's before it can make any (attached first);
         // the old one's stop being so once it is gone (detached last). No CQ lock is taken
         // while the QP lock is held.
         let detach_new = || {
-            let _ = new.request_evd.with_cq(|s| s.detach(qpn));
-            let _ = new.recv_evd.with_cq(|s| s.detach(qpn));
+            for evd in [&new.request_evd, &new.recv_evd].into_iter().flatten() {
+                let _ = evd.with_cq(|s| s.detach(qpn));
+            }
         };
-        new.request_evd.attach(qpn, c.clone(), Stream::Requests)?;
-        if let Err(e) = new.recv_evd.attach(qpn, c.clone(), receives) {
+        if let Some(evd) = &new.request_evd {
+            evd.attach(qpn, c.clone(), Stream::Requests)?;
+        }
+        if let Some(evd) = &new.recv_evd
+            && let Err(e) = evd.attach(qpn, c.clone(), receives)
+        {
             detach_new();
             return Err(e);
         }
@@ -517,10 +533,20 @@ impl Ep {
         ia.forget_device_object(old_qp.user_handle());
         // Detached before it is destroyed: its number may then go to another QP at once.
         let old_qpn = old_qp.qpn();
-        let _ = old.request_evd.with_cq(|s| s.detach(old_qpn));
-        let _ = old.recv_evd.with_cq(|s| s.detach(old_qpn));
+        for evd in [&old.request_evd, &old.recv_evd].into_iter().flatten() {
+            let _ = evd.with_cq(|s| s.detach(old_qpn));
+        }
         drop(old_qp);
         Ok(())
+    }
+}
+
+/// Whether two DTO EVD settings name the same EVD (or both NULL).
+fn same_evd(a: &Option<Evd>, b: &Option<Evd>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same(b),
+        (None, None) => true,
+        _ => false,
     }
 }
 

@@ -6,29 +6,26 @@
 //! accepts with `dat_cr_accept(cr, NULL)`; accepting before is
 //! `DAT_INVALID_STATE/EP_NOTREADY`, rejecting hands the endpoint back to the provider.
 //!
-//! Until then its QP sits on placeholders the PSP owns (a PZ and a one-entry DTO EVD, as OFA
-//! dapl parks EVD-less QPs on an empty CQ); the modify swaps in a QP on the consumer's PZ
-//! and EVDs (`ep::param`), so its queue sizes are the defaults', which the modify may lower.
+//! Until then its QP sits in a placeholder PZ the PSP owns, its completions going to its own
+//! silent CQ as for any NULL DTO EVD (`ep::silent`); the modify swaps in a QP on the
+//! consumer's PZ and EVDs (`ep::param`), so its queue sizes are the defaults', which the
+//! modify may lower. The consumer may leave the DTO EVDs NULL; the PZ it must name.
 
 use super::{Ep, Origin, lock};
 use crate::error::DatResult;
-use crate::evd::Evd;
 use crate::ia::Ia;
 use crate::pz::Pz;
-use ferrodat_abi::dat::evd_flags;
 use std::net::SocketAddr;
 
-/// The PZ and EVD a provider-created endpoint's QP sits on until the consumer names its
-/// own.
+/// The PZ a provider-created endpoint's QP sits in until the consumer names its own.
 #[derive(Debug)]
 pub(crate) struct Placeholders {
     pz: Pz,
-    evd: Evd,
 }
 
 impl Placeholders {
     pub(crate) fn new(ia: &Ia) -> DatResult<Placeholders> {
-        Ok(Placeholders { pz: Pz::create(ia)?, evd: Evd::create(ia, 1, evd_flags::DTO)? })
+        Ok(Placeholders { pz: Pz::create(ia)? })
     }
 }
 
@@ -36,7 +33,7 @@ impl Ep {
     /// A provider-created endpoint for a request from `remote` (see the module docs); its
     /// query names the requester from the start.
     pub(crate) fn create_for_request(p: &Placeholders, remote: SocketAddr) -> DatResult<Ep> {
-        let ep = Ep::create_in(&p.pz, &p.evd, &p.evd, None, None, None, Origin::Provider)?;
+        let ep = Ep::create_in(&p.pz, None, None, None, None, None, Origin::Provider)?;
         *lock(&ep.inner.remote) = Some(remote);
         Ok(ep)
     }
