@@ -138,33 +138,31 @@ unsafe fn create(
         // The attributes and the handle pointer are the last two arguments.
         let attr_arg = if srq_h.is_some() { 7 } else { 6 };
         let out = required(out, attr_arg + 1, "the EP handle pointer")?;
-        // DAT lets these be NULL until dat_ep_modify sets them (OFA dapl creates the QP
-        // later); this provider builds the QP at create and needs all three.
-        for (h, what) in
-            [(pz_h as abi::Handle, "PZ"), (recv_h, "receive EVD"), (request_h, "request EVD")]
-        {
-            if h.is_null() {
-                return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                    .with_detail(format!(
-                        "{verb} with a NULL {what}: ferrodat creates the endpoint's QP at once \
-                         and needs its PZ and both DTO EVDs; pass them here"
-                    )));
-            }
+        // DAT lets the PZ be NULL until dat_ep_modify sets it (OFA dapl creates the QP
+        // then); this provider builds the QP at create, in its PZ. NULL DTO EVDs are fine:
+        // those completions make no events.
+        if pz_h.is_null() {
+            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+                .with_detail(format!(
+                    "{verb} with a NULL PZ: ferrodat creates the endpoint's QP at once, in its \
+                     PZ; pass the PZ here"
+                )));
         }
         let pz_obj = pz(pz_h, subtype::INVALID_HANDLE_PZ)?;
-        let recv = evd(recv_h, subtype::INVALID_HANDLE_EVD_RECV)?;
-        let request = evd(request_h, subtype::INVALID_HANDLE_EVD_REQUEST)?;
-        let connect = if connect_h.is_null() {
-            None
-        } else {
-            Some(evd(connect_h, subtype::INVALID_HANDLE_EVD_CONN)?)
+        let nullable = |h: abi::EvdHandle, bad| {
+            if h.is_null() { Ok(None) } else { evd(h, bad).map(Some) }
         };
+        let recv = nullable(recv_h, subtype::INVALID_HANDLE_EVD_RECV)?;
+        let request = nullable(request_h, subtype::INVALID_HANDLE_EVD_REQUEST)?;
+        let connect = nullable(connect_h, subtype::INVALID_HANDLE_EVD_CONN)?;
         for (o, bad) in [
-            (&pz_obj, subtype::INVALID_HANDLE_PZ),
-            (&recv, subtype::INVALID_HANDLE_EVD_RECV),
-            (&request, subtype::INVALID_HANDLE_EVD_REQUEST),
+            (Some(&pz_obj), subtype::INVALID_HANDLE_PZ),
+            (recv.as_ref(), subtype::INVALID_HANDLE_EVD_RECV),
+            (request.as_ref(), subtype::INVALID_HANDLE_EVD_REQUEST),
         ] {
-            if o.ia != ia_h as usize {
+            if let Some(o) = o
+                && o.ia != ia_h as usize
+            {
                 return Err(DatError::invalid_handle(bad)
                     .with_detail(format!("{verb}: an object of another IA")));
             }
@@ -172,23 +170,16 @@ unsafe fn create(
         // SAFETY: NULL or the consumer's DAT_EP_ATTR.
         let attr = unsafe { ep_attr(&ia_body(&ia_obj).ia, attr, verb, attr_arg) }?;
         let pz = pz_body(&pz_obj).pz();
+        let recv_evd = recv.as_deref().map(|o| evd_body(o).evd());
+        let request_evd = request.as_deref().map(|o| evd_body(o).evd());
         let connect_evd = connect.as_deref().map(|o| evd_body(o).evd());
         let (e, srq_addr) = match srq_h {
-            None => (
-                Ep::create(pz, evd_body(&recv).evd(), evd_body(&request).evd(), connect_evd, attr)?,
-                0,
-            ),
+            None => (Ep::create_nullable(pz, recv_evd, request_evd, connect_evd, None, attr)?, 0),
             Some(srq_h) => {
                 let s = crate::srq::srq(srq_h)?;
                 let srq = &crate::srq::srq_body(&s).srq;
-                let e = Ep::create_with_srq(
-                    pz,
-                    evd_body(&recv).evd(),
-                    evd_body(&request).evd(),
-                    connect_evd,
-                    srq,
-                    attr,
-                )?;
+                let e =
+                    Ep::create_nullable(pz, recv_evd, request_evd, connect_evd, Some(srq), attr)?;
                 (e, srq_h as usize)
             }
         };

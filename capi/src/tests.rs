@@ -245,21 +245,57 @@ fn an_ia_opened_with_async_exists_reports_its_async_evd_out_of_scope() {
 }
 
 #[test]
-fn an_endpoint_without_its_pz_or_dto_evds_is_a_model_this_provider_does_not_offer() {
+fn an_endpoint_may_have_null_dto_evds_but_not_a_null_pz() {
     let (ia_h, _) = open("unit-ep-null");
     // SAFETY (every call below): handles from this test, NULL where that is the point,
-    // and valid output pointers.
+    // and valid output pointers and structs.
     unsafe {
         let (mut pz, mut dto, mut ep_h) = (null_mut(), null_mut(), null_mut());
         assert_eq!(mem::pz_create(ia_h, &mut pz), ret::SUCCESS);
         assert_eq!(evd::evd_create(ia_h, 8, null_mut(), evd_flags::DTO, &mut dto), ret::SUCCESS);
         let null = null_mut();
-        let unsupported = ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED;
-        for (p, r, q) in [(null, dto, dto), (pz, null, dto), (pz, dto, null)] {
-            let got = ep::ep_create(ia_h, p, r, q, null_mut(), std::ptr::null(), &mut ep_h);
-            assert_eq!(got, unsupported, "{p:?} {r:?} {q:?}");
-            assert!(ep_h.is_null(), "no endpoint made");
+        // The QP is made at create, in its PZ: a NULL PZ is not offered.
+        let got = ep::ep_create(ia_h, null, dto, dto, null, std::ptr::null(), &mut ep_h);
+        assert_eq!(got, ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED);
+        assert!(ep_h.is_null(), "no endpoint made");
+        let query = |ep_h| {
+            let mut p = std::mem::zeroed::<abi::EpParam>();
+            assert_eq!(ep::ep_query(ep_h, abi::ep_field::ALL, &mut p), ret::SUCCESS);
+            (p.recv_evd_handle, p.request_evd_handle)
+        };
+        // Either DTO EVD, or both, may be NULL; the query reports them as given.
+        for (r, q) in [(null, dto), (dto, null), (null, null)] {
+            let mut ep_h = null_mut();
+            let got = ep::ep_create(ia_h, pz, r, q, null, std::ptr::null(), &mut ep_h);
+            assert_eq!(got, ret::SUCCESS, "{r:?} {q:?}");
+            assert_eq!(query(ep_h), (r, q));
+            // dat_ep_modify sets a real EVD, and NULL again.
+            let mut p = std::mem::zeroed::<abi::EpParam>();
+            p.recv_evd_handle = dto;
+            p.request_evd_handle = dto;
+            let both = abi::ep_field::RECV_EVD_HANDLE | abi::ep_field::REQUEST_EVD_HANDLE;
+            assert_eq!(ep::ep_modify(ep_h, both, &p), ret::SUCCESS);
+            assert_eq!(query(ep_h), (dto, dto));
+            p.recv_evd_handle = r;
+            p.request_evd_handle = q;
+            assert_eq!(ep::ep_modify(ep_h, both, &p), ret::SUCCESS);
+            assert_eq!(query(ep_h), (r, q));
+            assert_eq!(ep::ep_free(ep_h), ret::SUCCESS);
         }
+        // An SRQ endpoint's receives need their EVD.
+        let mut attr = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        let mut srq_h = null_mut();
+        assert_eq!(crate::srq::srq_create(ia_h, pz, &mut attr, &mut srq_h), ret::SUCCESS);
+        let got =
+            ep::ep_create_with_srq(ia_h, pz, null, dto, null, srq_h, std::ptr::null(), &mut ep_h);
+        assert_eq!(got, ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED);
+        assert!(ep_h.is_null(), "no endpoint made");
+        let got =
+            ep::ep_create_with_srq(ia_h, pz, dto, null, null, srq_h, std::ptr::null(), &mut ep_h);
+        assert_eq!(got, ret::SUCCESS, "a NULL request EVD is fine there");
+        assert_eq!(query(ep_h), (dto, null));
+        assert_eq!(ep::ep_free(ep_h), ret::SUCCESS);
+        assert_eq!(crate::srq::srq_free(srq_h), ret::SUCCESS);
         // A stale (not NULL) handle is still an invalid one.
         assert_eq!(evd::evd_free(dto), ret::SUCCESS);
         let got = ep::ep_create(ia_h, pz, dto, dto, null_mut(), std::ptr::null(), &mut ep_h);
