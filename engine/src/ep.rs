@@ -182,7 +182,7 @@ impl Ep {
     /// `dat_ep_create` (`srq` None) or `dat_ep_create_with_srq` with any DTO EVD NULL
     /// (`None`): the consumer is not interested in those completions. Their posts work as
     /// usual; their completions make no event (a failed one still ends the connection, when
-    /// the endpoint next posts or is asked its status: see `ep::silent`). An SRQ endpoint
+    /// the endpoint next posts or is queried or modified: see `ep::silent`). An SRQ endpoint
     /// needs its recv EVD (`DAT_MODEL_NOT_SUPPORTED` without).
     pub fn create_nullable(
         pz: &Pz,

@@ -109,6 +109,8 @@ fn a_null_recv_evd_endpoint_takes_many_times_its_receive_queue_of_messages() {
         let mut got = [0u8; 16];
         server.buf.read(((i % u64::from(DEPTH)) * 64) as usize, &mut got).unwrap();
         assert_eq!(got, message(i), "message {i} landed in its receive");
+        let held = ep.recv_query().unwrap().nbufs_allocated;
+        assert_eq!(held, Some(DEPTH - 1), "the receive message {i} took holds no buffer");
         // The receive it took is reposted: the endpoint keeps DEPTH posted, which only
         // works if the completions nobody dequeues give their places back.
         ep.post_recv(&[slot(i)], 1000 + i + u64::from(DEPTH), 0)

@@ -241,6 +241,10 @@ impl Ep {
     /// `DAT_NOT_IMPLEMENTED` for every endpoint).
     pub fn recv_query(&self) -> DatResult<EpRecvInfo> {
         self.state_allows(Trigger::Query)?;
+        // Receives completed without an EVD hold no buffer any more.
+        if let Some(silent) = self.inner.silent.get() {
+            self.drain_silent(silent);
+        }
         match &self.inner.completions.receives {
             Some(ring) => {
                 let n = ring.outstanding();
