@@ -297,6 +297,7 @@ impl Ep {
             receives: srq.is_none().then(|| CookieRing::new(qp.geometry().rq_wqe_cnt)),
             early: EarlyCompletions::default(),
             owner: Default::default(),
+            silent_streams: AtomicBool::new(silent.get().is_some()),
         });
         completions.requests.set_limit(attr.max_request_dtos);
         if let Some(r) = &completions.receives {
@@ -1227,6 +1228,15 @@ impl DtoFailures for EpFailures {
         let ep = Ep { inner };
         if let Ok(number) = ep.step_from_cm(Trigger::TransportError) {
             ep.report(number, Vec::new());
+        }
+    }
+
+    /// A DTO of an endpoint with a stream without an EVD was flushed: that stream's
+    /// completions are taken in, in case one of them failed and put the QP in ERR.
+    fn flushed(&self) {
+        let Some(inner) = self.ep.upgrade() else { return };
+        if let Some(silent) = inner.silent.get() {
+            Ep { inner: inner.clone() }.drain_silent(silent);
         }
     }
 }

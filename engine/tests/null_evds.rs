@@ -356,3 +356,34 @@ fn an_srq_endpoint_needs_its_recv_evd_but_not_its_request_evd() {
     assert_eq!(e.return_type(), ret::MODEL_NOT_SUPPORTED, "{e}");
     assert!(ep.query().recv_evd.unwrap().same(&s.recv_evd), "unchanged");
 }
+
+/// The QP a failed request put in ERR flushes the endpoint's receives onto its recv EVD:
+/// a consumer that only waits there learns of the failure with them (BROKEN), without
+/// posting again.
+#[test]
+fn a_failed_request_without_an_evd_is_noticed_with_the_flushed_receives() {
+    let server = side();
+    let client = side();
+    let ep = Ep::create_nullable(
+        &client.pz,
+        Some(&client.recv_evd),
+        None,
+        Some(&client.conn_evd),
+        None,
+        Some(shallow(&client)),
+    )
+    .unwrap();
+    ep.post_recv(&[client.buf.triplet(0, 64).unwrap()], 77, 0).unwrap();
+    let _psp = connect(&server, &server.ep, &client, &ep, 31445);
+    let good = client.buf.triplet(64, 16).unwrap();
+    let bad = LmrTriplet { lmr_context: good.lmr_context ^ 0x5a5a_0000, ..good };
+    ep.post_send(&[bad], 1, 0).unwrap();
+    let flushed = dto(client.recv_evd.wait(WAIT_US, 1).unwrap().0);
+    assert_eq!(
+        (flushed.user_cookie, flushed.status),
+        (77, ferrodat_abi::dat::dto_status::ERR_FLUSHED)
+    );
+    assert_eq!(connection_event(&client.conn_evd), event::CONNECTION_EVENT_BROKEN);
+    assert_eq!(ep.state(), EpState::Disconnected);
+    assert_eq!(connection_event(&server.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
+}

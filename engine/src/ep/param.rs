@@ -326,6 +326,7 @@ impl Ep {
         if silent_now && self.inner.silent.get().is_none() {
             // Made once, before the QP that needs it (the state lock keeps modifies apart).
             let _ = self.inner.silent.set(SilentCq::new(&self.inner.ia, &caps, "dat_ep_modify")?);
+            self.inner.completions.silent_streams.store(true, Ordering::Relaxed);
         }
         if rewire {
             let receives = receive_stream(&new_attr);

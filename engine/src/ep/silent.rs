@@ -9,10 +9,11 @@
 //! be taken: the driver frees send and receive slots only as their completions are polled,
 //! and the endpoint's cookie windows ([`crate::dto`]) only as they are retired.
 //!
-//! The endpoint drains this CQ at each post and at `dat_ep_get_status`, `dat_ep_recv_query`
-//! and `dat_ep_modify` (no thread does):
-//! every completion found retires its cookie slot, and one that failed (not a flush)
-//! ends the connection as a failed DTO does anywhere. The CQ holds as many entries as the
+//! The endpoint drains this CQ (no thread does) at each post, at `dat_ep_get_status`,
+//! `dat_ep_recv_query` and `dat_ep_modify`, and when an EVD harvests a flushed DTO of its
+//! other stream (its QP is in ERR: maybe a DTO here failed). Every completion found
+//! retires its cookie slot, and one that failed (not a flush) ends the connection as a
+//! failed DTO does anywhere. The CQ holds as many entries as the
 //! QP's two queues, and at most that many completions can be waiting (each is of a work
 //! request still counted outstanding), so it never overflows.
 

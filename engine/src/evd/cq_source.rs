@@ -33,6 +33,10 @@ pub struct EpCompletions {
     pub early: EarlyCompletions,
     /// The endpoint, told when one of its DTOs fails (set once the endpoint exists).
     pub owner: OnceLock<Arc<dyn DtoFailures>>,
+    /// The endpoint has (or had) a DTO stream without an EVD, whose completions only it
+    /// takes in: it is told of this EVD's flushes of its DTOs too
+    /// ([`DtoFailures::flushed`]).
+    pub silent_streams: AtomicBool,
 }
 
 /// An endpoint learns that a DTO of its failed — an error other than a flush, e.g. a
@@ -41,6 +45,20 @@ pub struct EpCompletions {
 pub trait DtoFailures: Send + Sync + std::fmt::Debug {
     /// Called after the failed completion's event was queued, with no EVD lock held.
     fn dto_failed(&self);
+
+    /// A DTO of an endpoint with [`EpCompletions::silent_streams`] was flushed here: its QP
+    /// is in ERR, maybe for a DTO of the stream without an EVD that failed, which the
+    /// endpoint then learns of (called as [`DtoFailures::dto_failed`] is).
+    fn flushed(&self);
+}
+
+/// Why an endpoint is told after a harvest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Told {
+    /// One of its DTOs failed ([`DtoFailures::dto_failed`]).
+    Failed,
+    /// One was flushed, and it has a stream without an EVD ([`DtoFailures::flushed`]).
+    Flushed,
 }
 
 /// Endpoints with a failed DTO harvested, waiting to be told once the harvest's locks are
@@ -49,13 +67,29 @@ pub trait DtoFailures: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default)]
 pub struct Failures {
     pending: AtomicBool,
-    eps: Mutex<Vec<Arc<EpCompletions>>>,
+    eps: Mutex<Vec<(Arc<EpCompletions>, Told)>>,
 }
 
 impl Failures {
-    fn push(&self, ep: Arc<EpCompletions>) {
-        lock(&self.eps).push(ep);
+    fn push_told(&self, ep: Arc<EpCompletions>, why: Told) {
+        let mut eps = lock(&self.eps);
+        // A flushed queue gives many completions of one endpoint in a row: told once.
+        if !matches!(eps.last(), Some((last, w)) if *w == why && Arc::ptr_eq(last, &ep)) {
+            eps.push((ep, why));
+        }
         self.pending.store(true, Ordering::Release);
+    }
+
+    /// `ep`'s DTO completed with an error (`failed`: other than a flush): listed to be told
+    /// if it failed, or if it was flushed and the endpoint has a stream without an EVD.
+    #[cold]
+    #[inline(never)]
+    fn note_error(&self, ep: &Arc<EpCompletions>, failed: bool) {
+        if failed {
+            self.push_told(ep.clone(), Told::Failed);
+        } else if ep.silent_streams.load(Ordering::Relaxed) {
+            self.push_told(ep.clone(), Told::Flushed);
+        }
     }
 
     /// Tells every endpoint listed (call with no EVD lock held). One load when none.
@@ -73,9 +107,12 @@ impl Failures {
             self.pending.store(false, Ordering::Release);
             std::mem::take(&mut *eps)
         };
-        for ep in eps {
+        for (ep, why) in eps {
             if let Some(owner) = ep.owner.get() {
-                owner.dto_failed();
+                match why {
+                    Told::Failed => owner.dto_failed(),
+                    Told::Flushed => owner.flushed(),
+                }
             }
         }
     }
@@ -301,8 +338,8 @@ impl CqSource {
             // A suppressed success: no event; the rest as usual.
             return queued(self.harvest_into(backlog));
         };
-        if !wc.is_ok() && failed_status(completion.status) {
-            self.failures.push(ep.clone());
+        if !wc.is_ok() {
+            self.failures.note_error(ep, failed_status(completion.status));
         }
         if !received || ep.early.is_open() {
             return Harvested::One((ep.ep, completion));
@@ -384,8 +421,8 @@ fn queue_bind_event(
     backlog: Backlog<'_, Event>,
 ) -> bool {
     let Some(ev) = bind_event(ep.ep, &wc, &cookie) else { return false };
-    if !wc.is_ok() && failed(&ev) {
-        failures.push(ep.clone());
+    if !wc.is_ok() {
+        failures.note_error(ep, failed(&ev));
     }
     backlog.push(ev);
     true
@@ -477,8 +514,8 @@ impl Harvest<Event> for CqSource {
                 let wc = self.wcs[i];
                 let Some((ev, received)) = self.event(&wc) else { continue };
                 let Some((_, ep)) = &self.last else { continue };
-                if !wc.is_ok() && failed(&ev) {
-                    self.failures.push(ep.clone());
+                if !wc.is_ok() {
+                    self.failures.note_error(ep, failed(&ev));
                 }
                 if !received || ep.early.is_open() {
                     sink(ev);
