@@ -387,3 +387,50 @@ fn a_failed_request_without_an_evd_is_noticed_with_the_flushed_receives() {
     assert_eq!(ep.state(), EpState::Disconnected);
     assert_eq!(connection_event(&server.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
 }
+
+/// RMR binds are requests too: on an endpoint without a request EVD they bind (the peer
+/// writes through the window), unbind, and make no event, again and again.
+#[test]
+fn rmr_binds_on_a_null_request_evd_endpoint_work_without_events() {
+    use ferrodat_abi::dat::mem_priv;
+    use ferrodat_engine::lmr::MemPriv;
+    use ferrodat_engine::rmr::Rmr;
+    let server = side();
+    let client = side();
+    let ep = Ep::create_nullable(
+        &server.pz,
+        Some(&server.recv_evd),
+        None,
+        Some(&server.conn_evd),
+        None,
+        Some(shallow(&server)),
+    )
+    .unwrap();
+    let _psp = connect(&server, &ep, &client, &client.ep, 31446);
+    let rmr = Rmr::create(&server.pz).unwrap();
+    let range = server.buf.triplet(1024, 64).unwrap();
+    let rw = MemPriv(mem_priv::REMOTE_READ | mem_priv::REMOTE_WRITE);
+    for i in 0..MANY {
+        let ctx = rmr
+            .bind(Some(&server.buf), &range, rw, &ep, i, 0)
+            .unwrap_or_else(|e| panic!("bind {i}: {e}"));
+        let window = RmrTriplet {
+            rmr_context: ctx,
+            virtual_address: server.buf.registered_address() + 1024,
+            segment_length: 16,
+        };
+        client.buf.write(4096, &message(i)).unwrap();
+        let local = [client.buf.triplet(4096, 16).unwrap()];
+        client.ep.post_rdma_write(&local, i, &window, 0).unwrap();
+        let w = dto(client.req_evd.wait(WAIT_US, 1).unwrap().0);
+        assert_eq!((w.user_cookie, w.status), (i, 0), "write {i} through the window");
+        let mut got = [0u8; 16];
+        server.buf.read(1024, &mut got).unwrap();
+        assert_eq!(got, message(i));
+        let empty = LmrTriplet { segment_length: 0, ..range };
+        rmr.bind(None, &empty, MemPriv(0), &ep, 1000 + i, 0)
+            .unwrap_or_else(|e| panic!("unbind {i}: {e}"));
+    }
+    quiet(&[(&server.req_evd, "request EVD"), (&server.recv_evd, "recv EVD")]);
+    assert_eq!(ep.state(), EpState::Connected);
+}
