@@ -427,13 +427,11 @@ impl Ep {
     /// receives always complete with an event, unless the recv EVD is NULL.)
     #[inline]
     pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
-        if let Some(silent) = self.inner.silent.get() {
-            self.drain_silent(silent);
-        }
         // Every state but DISCONNECTED takes a receive with no effect (the state table's
         // PostRecv row, pinned down by its test): one segment on an endpoint with its own
-        // receive queue goes straight to the QP.
+        // receive queue (and no silent CQ to drain first) goes straight to the QP.
         if let [t] = local
+            && self.inner.silent.get().is_none()
             && let Some(ring) = &self.inner.completions.receives
             && self.inner.state_word.load(Ordering::Acquire) != EpState::Disconnected.to_raw()
             && let Ok(len) = u32::try_from(t.segment_length)
@@ -455,6 +453,9 @@ impl Ep {
     /// verdict (a DISCONNECTED endpoint completes the post as flushed), the IOV checks.
     #[inline(never)]
     fn post_recv_general(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
+        if let Some(silent) = self.inner.silent.get() {
+            self.drain_silent(silent);
+        }
         let Some(ring) = &self.inner.completions.receives else {
             return Err(transition(self.current(), Trigger::PostRecvOnSrqEndpoint)
                 .err()
@@ -617,12 +618,10 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
-        let flags = match self.inner.silent.get() {
-            None => flags,
-            Some(silent) => self.drain_silent_for_request(silent, flags),
-        };
         // CONNECTED allows every post with no effect (a test in ep_state pins that down).
+        // An endpoint with a silent CQ drains it first, in the general path.
         if let [t] = local
+            && self.inner.silent.get().is_none()
             && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
             && let Ok(len) = u32::try_from(t.segment_length)
             && self.inner.request_iov_limit.load(Ordering::Relaxed) != 0
@@ -654,6 +653,10 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
+        let flags = match self.inner.silent.get() {
+            None => flags,
+            Some(silent) => self.drain_silent_for_request(silent, flags),
+        };
         let length = total_length(local);
         let state = self.current();
         if state != EpState::Connected {
