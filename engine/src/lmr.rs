@@ -175,7 +175,13 @@ impl Lmr {
         // consumer keeps it mapped until its LMRs are freed (DAT), and memory an LMR owns
         // is kept here, in `_owner`, for as long as the new registration lives.
         let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(register_error)?;
-        let owner = matches!(original.inner.region, Region::Owned(_)).then(|| original.clone());
+        // Whoever keeps the memory alive for `original` keeps it for this one too: itself if
+        // it owns the memory, its own keeper if it is a registration again of owned memory.
+        let owner = match &original.inner.region {
+            Region::Owned(_) => Some(original.clone()),
+            Region::Again { _owner, .. } => _owner.clone(),
+            Region::Consumer(_) => None,
+        };
         Ok(Lmr::from_region(pz, Region::Again { mr, _owner: owner }, privileges))
     }
 

@@ -123,3 +123,21 @@ fn a_region_registered_again_has_its_own_rights_and_outlives_the_original() {
     assert_eq!(e.code(), ferrodat_engine::error::DatError::invalid_parameter(3).code());
     assert!(e.to_string().contains("another IA"), "{e}");
 }
+
+/// A registration of a registration of memory an LMR owns keeps that memory, whichever
+/// of the three is freed first (found by review: the third one's memory was freed with
+/// the first two, and writing through it crashed).
+#[test]
+fn a_region_registered_again_twice_keeps_the_owned_memory() {
+    let ia = support::ia();
+    let pz = Pz::create(&ia).unwrap();
+    let a = Lmr::alloc(&pz, 1 << 20, MemPriv(mem_priv::ALL)).unwrap();
+    let b = Lmr::create_from(&a, &pz, MemPriv(mem_priv::ALL)).unwrap();
+    let c = Lmr::create_from(&b, &pz, MemPriv(mem_priv::ALL)).unwrap();
+    a.free().unwrap();
+    b.free().unwrap();
+    c.write(0, b"still here").unwrap();
+    let mut got = [0u8; 10];
+    c.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"still here");
+}
