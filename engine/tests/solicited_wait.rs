@@ -349,3 +349,48 @@ fn a_receive_held_back_until_established_notifies_only_if_solicited() {
         drop(client);
     }
 }
+
+/// An EVD that stops being solicited-only while a waiter sleeps (another endpoint's
+/// plain stream joins it) owes that waiter the wake-ups of the new mode.
+#[test]
+fn a_waiter_asleep_when_the_evd_stops_being_solicited_only_wakes_for_any_receive() {
+    let p = pair(31415, completion_flags::SOLICITED_WAIT);
+    p.post_receives(1);
+    let waiter = thread::spawn({
+        let evd = p.recv_evd.clone();
+        move || evd.wait(WAIT_US, 1)
+    });
+    thread::sleep(SETTLE);
+    // Mixed streams from now on: every event notifies (notification.rs).
+    let sreq = Evd::create(&p.server_ia, 8, evd_flags::DTO).unwrap();
+    let plain = Ep::create(&p.server_pz, &p.recv_evd, &sreq, Some(&p.server_conn), None).unwrap();
+    thread::sleep(SETTLE);
+    let sent = Instant::now();
+    p.send(0, 0);
+    assert_eq!(received(woken(waiter, sent)), (0, 0), "mixed streams: every event notifies");
+    drop(plain);
+    p.client.disconnect(DisconnectMode::Abrupt).unwrap();
+}
+
+/// The same for a CNO asleep when the EVD stops being solicited-only.
+#[test]
+fn a_cno_asleep_when_the_evd_stops_being_solicited_only_wakes_for_any_receive() {
+    let p = pair(31416, completion_flags::SOLICITED_WAIT);
+    let cno = Cno::create(&p.server_ia).unwrap();
+    p.recv_evd.modify_cno(Some(&cno));
+    p.post_receives(1);
+    let waiter = thread::spawn({
+        let cno = cno.clone();
+        move || cno.wait(Some(Duration::from_secs(5))).map(|e| e.is_some())
+    });
+    thread::sleep(SETTLE);
+    let sreq = Evd::create(&p.server_ia, 8, evd_flags::DTO).unwrap();
+    let plain = Ep::create(&p.server_pz, &p.recv_evd, &sreq, Some(&p.server_conn), None).unwrap();
+    thread::sleep(SETTLE);
+    let sent = Instant::now();
+    p.send(0, 0);
+    assert!(woken(waiter, sent).unwrap(), "mixed streams: every event triggers the CNO");
+    p.recv_evd.modify_cno(None);
+    drop(plain);
+    p.client.disconnect(DisconnectMode::Abrupt).unwrap();
+}

@@ -248,13 +248,29 @@ impl CqSource {
     pub fn attach(&mut self, qpn: u32, ep: Arc<EpCompletions>, stream: Stream) {
         self.last = None;
         self.eps.insert(qpn, ep);
-        self.solicited_only = self.feeds.add(qpn, stream, &self.notices);
+        let mode = self.feeds.add(qpn, stream, &self.notices);
+        self.set_mode(mode);
     }
 
     /// The receives of QP `qpn`, if they complete here, now wake a waiter only when
     /// solicited (`dat_ep_modify` of `recv_completion_flags`), or no longer.
     pub fn set_solicited_wait(&mut self, qpn: u32, solicited_wait: bool) {
-        self.solicited_only = self.feeds.update_receives(qpn, solicited_wait, &self.notices);
+        let mode = self.feeds.update_receives(qpn, solicited_wait, &self.notices);
+        self.set_mode(mode);
+    }
+
+    /// The EVD is solicited-only from now on, or no longer. Leaving it, a waiter or CNO
+    /// may sleep on a solicited-only arm and miss the completions that notify now: the CQ
+    /// is armed for every completion instead (an arm replaces the one before it, and fires
+    /// at once for completions already waiting). Entering it, the events already queued
+    /// were notification events when they came: counted as one, so a wait returns them.
+    fn set_mode(&mut self, solicited_only: bool) {
+        let was = std::mem::replace(&mut self.solicited_only, solicited_only);
+        if was && !solicited_only {
+            self.cq.arm(false);
+        } else if !was && solicited_only {
+            self.notices.add(1);
+        }
     }
 
     /// Makes the CQ take in QPs attached or reset since its last poll, dropping the
@@ -268,7 +284,8 @@ impl CqSource {
     pub fn detach(&mut self, qpn: u32) {
         self.last = None;
         self.eps.remove(&qpn);
-        self.solicited_only = self.feeds.remove(qpn, &self.notices);
+        let mode = self.feeds.remove(qpn, &self.notices);
+        self.set_mode(mode);
     }
 
     /// The DTO event of `wc`, and whether it is a receive (which may have to park).
