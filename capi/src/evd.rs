@@ -258,8 +258,13 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
         });
         // DAT: a thread waiting on the EVD returns DAT_ABORT when it is freed. Woken, it
         // returns and lets go of the handle, which `settle` waits for.
-        let was_aborted =
-            evd(evd_h, subtype::NO_SUBTYPE).ok().map(|o| evd_body(&o).evd().abort_waits_for_free());
+        let waits_aborted = match evd(evd_h, subtype::NO_SUBTYPE) {
+            Ok(o) => {
+                evd_body(&o).evd().abort_waits_for_free();
+                true
+            }
+            Err(_) => false,
+        };
         let freed = crate::ret::settle(|| {
             handle::free(evd_h, handle_type::EVD, subtype::NO_SUBTYPE, |o| {
                 let Body::Evd(b) = &mut o.body else { unreachable!("type checked") };
@@ -272,9 +277,10 @@ pub(crate) unsafe extern "C" fn evd_free(evd_h: abi::EvdHandle) -> abi::Return {
             })
         });
         if freed.is_err()
-            && let (Some(was_aborted), Ok(o)) = (was_aborted, evd(evd_h, subtype::NO_SUBTYPE))
+            && waits_aborted
+            && let Ok(o) = evd(evd_h, subtype::NO_SUBTYPE)
         {
-            evd_body(&o).evd().resume_waits(was_aborted);
+            evd_body(&o).evd().resume_waits();
         }
         freed?;
         for ia_obj in async_of_ia {

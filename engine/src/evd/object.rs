@@ -589,20 +589,15 @@ impl Evd {
     /// EVD (DAT: the wait returns DAT_ABORT when the EVD is freed): the waiter, and every
     /// wait from now on, is woken with DAT_ABORT, so it lets go of the EVD and the free can
     /// proceed. If the free then fails after all (other users), call
-    /// [`Evd::resume_waits`] with what this returned. Returns whether the EVD was
-    /// aborted already (its IA closed, or a free under way).
-    pub fn abort_waits_for_free(&self) -> bool {
-        let already = self.inner.core.is_aborted();
-        self.inner.core.abort();
-        already
+    /// [`Evd::resume_waits`].
+    pub fn abort_waits_for_free(&self) {
+        self.inner.core.abort_for_free();
     }
 
     /// Undoes [`Evd::abort_waits_for_free`] after a free that failed: waits work again,
-    /// unless the EVD was aborted before (`was_aborted`: what that call returned).
-    pub fn resume_waits(&self, was_aborted: bool) {
-        if !was_aborted {
-            self.inner.core.clear_abort();
-        }
+    /// unless the EVD's IA was closed (that abort stays).
+    pub fn resume_waits(&self) {
+        self.inner.core.cancel_free();
     }
 
     /// `dat_evd_set_unwaitable`.
@@ -802,15 +797,14 @@ mod tests {
         let timed_out =
             |evd: &Evd| evd.wait(0, 1).unwrap_err().return_type() == ret::TIMEOUT_EXPIRED;
         assert!(timed_out(&evd), "a fresh EVD waits");
-        let was_aborted = evd.abort_waits_for_free();
-        assert!(!was_aborted);
+        evd.abort_waits_for_free();
         assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT);
-        evd.resume_waits(was_aborted);
+        evd.resume_waits();
         assert!(timed_out(&evd), "waits work again after the failed free");
+        // A failed free racing the IA's close does not undo the close's abort.
+        evd.abort_waits_for_free();
         crate::ia::IaChild::abort_for_ia_close(evd.inner.clone());
-        let was_aborted = evd.abort_waits_for_free();
-        assert!(was_aborted, "the IA's close aborted it first");
-        evd.resume_waits(was_aborted);
+        evd.resume_waits();
         assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT, "still closed");
     }
 }

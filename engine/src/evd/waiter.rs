@@ -254,6 +254,11 @@ pub enum Harvested<R> {
 const OWNED: u32 = 1;
 const UNWAITABLE: u32 = 2;
 const ABORTED: u32 = 4;
+/// A `dat_evd_free` under way woke the waiter ([`EvdCore::abort_for_free`]); undone if the
+/// free fails, unlike [`ABORTED`], which an IA close sets for good.
+const FREEING: u32 = 8;
+/// Either: waits fail with [`WaitError::Aborted`].
+const ENDED: u32 = ABORTED | FREEING;
 
 /// The waitable core of an EVD: its event queue, notifier and waiter state.
 pub struct EvdCore<T> {
@@ -404,21 +409,23 @@ impl<T> EvdCore<T> {
         self.notifier.wake_all(WakeReason::Abort);
     }
 
-    /// Undoes an [`EvdCore::abort`] whose EVD was not freed after all: waits work again.
-    /// Returns whether it was aborted.
-    pub fn clear_abort(&self) -> bool {
-        self.flags.fetch_and(!ABORTED, Ordering::SeqCst) & ABORTED != 0
+    /// A free about to be tried: as [`EvdCore::abort`], but undone by
+    /// [`EvdCore::cancel_free`] if the free fails (an IA close's abort stays).
+    pub fn abort_for_free(&self) {
+        self.flags.fetch_or(FREEING, Ordering::SeqCst);
+        self.notifier.wake_all(WakeReason::Abort);
     }
 
-    /// Whether [`EvdCore::abort`] was called (and not undone).
-    pub fn is_aborted(&self) -> bool {
-        self.flags.load(Ordering::Acquire) & ABORTED != 0
+    /// The free [`EvdCore::abort_for_free`] announced failed: waits work again, unless the
+    /// EVD's IA closed meanwhile.
+    pub fn cancel_free(&self) {
+        self.flags.fetch_and(!FREEING, Ordering::SeqCst);
     }
 
     fn own(&self) -> Result<Owner<'_>, WaitError> {
         let mut f = self.flags.load(Ordering::Relaxed);
         loop {
-            if f & ABORTED != 0 {
+            if f & ENDED != 0 {
                 return Err(WaitError::Aborted);
             }
             if f & UNWAITABLE != 0 {
@@ -437,7 +444,7 @@ impl<T> EvdCore<T> {
     /// The flags that end a wait, as an error.
     fn check_flags(&self) -> Result<(), WaitError> {
         let f = self.flags.load(Ordering::SeqCst);
-        if f & ABORTED != 0 {
+        if f & ENDED != 0 {
             Err(WaitError::Aborted)
         } else if f & UNWAITABLE != 0 {
             Err(WaitError::Unwaitable)
@@ -696,7 +703,7 @@ impl<T> EvdCore<T> {
     fn own_for_resize(&self) -> Result<Owner<'_>, WaitError> {
         let mut f = self.flags.load(Ordering::Relaxed);
         loop {
-            if f & ABORTED != 0 {
+            if f & ENDED != 0 {
                 return Err(WaitError::Aborted);
             }
             if f & OWNED != 0 {
