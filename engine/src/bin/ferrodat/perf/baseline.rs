@@ -57,6 +57,9 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
         // naming it instead of spinning forever.
         let stalled = |e: Stalled, helper: &mut ChildGuard| {
             let pid = helper.child().id();
+            // The look below may reap it: deregistered first, so the interrupt thread never
+            // signals its pid once reused (the helper dies with this process anyway).
+            super::interrupt::remove_child(pid);
             let state = match helper.child().try_wait() {
                 Ok(Some(status)) => format!("it ended: {status}"),
                 _ => "it is still running, but got no CPU time or is stuck".to_string(),

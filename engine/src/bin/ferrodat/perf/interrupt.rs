@@ -45,6 +45,22 @@ pub fn remove_child(pid: u32) {
     registered().children.retain(|&c| c != pid);
 }
 
+/// Blocks until child `pid` has ended, without reaping it (its pid stays ours until the
+/// caller reaps it). Returns at once if it cannot wait (not a child any more).
+pub fn wait_until_ended(pid: u32) {
+    loop {
+        // SAFETY: siginfo_t is plain data, written by waitid on success; WNOWAIT leaves the
+        // child to be reaped by its owner.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
 /// The signals a run cleans up after.
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 

@@ -299,7 +299,9 @@ impl ChildGuard {
 
     /// Waits for the child, `what` in the errors (e.g. "the server process").
     fn finish(mut self, what: &str) -> Result<(), String> {
-        // Deregistered before it is reaped: the interrupt thread never signals a reused pid.
+        // It stays registered (killed on a signal) until it has ended, and is deregistered
+        // before it is reaped: the interrupt thread never signals a reused pid.
+        interrupt::wait_until_ended(self.0.id());
         interrupt::remove_child(self.0.id());
         let status = self.0.wait().map_err(|e| format!("waiting for {what}: {e}"))?;
         if !status.success() {
