@@ -560,8 +560,9 @@ fn an_active_connect_survives_random_and_mutated_answers() {
 /// and discard in a loop until the socket ran dry, which a fast peer hardly lets happen:
 /// meanwhile its thread served nothing else, and a well-behaved connection often took
 /// 100-350 ms to set up instead of about one. Now each poll round reads a bounded amount
-/// per socket: ten set-ups during the flood take under 200 ms in all (5-15 ms measured,
-/// 0.3-1.2 s before), and the flooded socket is still closed at its linger timeout.
+/// per socket: ten set-ups during the flood take about as long as ten without it (5-15 ms
+/// measured, 0.3-1.2 s before; the bound is relative, so a loaded machine slows both), and
+/// the flooded socket is still closed at its linger timeout.
 #[test]
 fn a_peer_flooding_a_closing_connection_does_not_stall_the_cm() {
     const FLOODERS: usize = 3;
@@ -586,6 +587,14 @@ fn a_peer_flooding_a_closing_connection_does_not_stall_the_cm() {
     conn.disconnect(false).expect("disconnect");
     assert!(matches!(eb.next(0), CmEvent::Disconnected { .. }));
     assert!(matches!(read_frame(&mut sock, 0), Some(Msg::Dreq)));
+
+    // Ten set-ups without a flood, for comparison (the machine may be loaded).
+    let mut calm = Duration::ZERO;
+    for i in 1..=10 {
+        let started = Instant::now();
+        healthy_connection(&cm_a, port, &requests, 100 + i);
+        calm += started.elapsed();
+    }
 
     // Now the flood, until the CM closes the socket (or 20 s).
     let flood_budget = Duration::from_secs(20);
@@ -620,7 +629,8 @@ fn a_peer_flooding_a_closing_connection_does_not_stall_the_cm() {
     );
     assert!(during < config.linger_timeout, "the set-ups ran past the flood ({during:?})");
     let total: Duration = took.iter().sum();
-    assert!(total < Duration::from_millis(200), "10 connections took {total:?} in all");
+    let bound = Duration::from_millis(100) + calm * 10;
+    assert!(total < bound, "10 connections took {total:?} in all, {calm:?} without the flood");
     let linger = config.linger_timeout;
     match closed_after {
         Some(after) => assert!(after < linger + Duration::from_secs(3), "closed after {after:?}"),

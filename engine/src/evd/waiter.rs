@@ -937,7 +937,8 @@ mod tests {
                 shared.lock().unwrap().complete(2);
             }
         });
-        match c.wait(&mut cq, 1, 200_000) {
+        // A timeout long enough for the feeder to run first on a loaded machine.
+        match c.wait(&mut cq, 1, 1_000_000) {
             Err(WaitError::Timeout { nmore: 2 }) => {}
             r => panic!("{r:?}"),
         }
