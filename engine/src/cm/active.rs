@@ -305,10 +305,13 @@ impl Reactor {
         // The sink brings the QP to RTS while handling this; the RTU goes after, or a REJ
         // if it could not (`Connection::refuse_reply`).
         self.notify(id, CmEvent::Established { conn: id, peer, private_data });
-        let refused = {
-            let mut r = self.shared.refused_replies.lock().unwrap_or_else(|p| p.into_inner());
-            r.iter().position(|&c| c == id).map(|at| r.swap_remove(at)).is_some()
-        };
+        // Taken whole: sinks run on this thread one at a time, so an entry for another
+        // connection came from a sink that called it outside its Established, and means
+        // nothing.
+        let refused = std::mem::take(
+            &mut *self.shared.refused_replies.lock().unwrap_or_else(|p| p.into_inner()),
+        )
+        .contains(&id);
         if refused {
             self.refuse(id, RejectReason::Provider);
         } else {
