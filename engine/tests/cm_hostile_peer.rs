@@ -28,6 +28,12 @@
 
 mod support;
 
+#[path = "../../softhca/tests/support/fuzz_rng.rs"]
+#[allow(dead_code)]
+mod fuzz_rng;
+
+use fuzz_rng::Rng;
+
 use ferrodat_engine::cm::wire::{self, Msg, RejectReason};
 use ferrodat_engine::cm::{
     Cm, CmConfig, CmEvent, ConnInfo, ConnRequest, DisconnectReason, MAX_PRIVATE_DATA,
@@ -45,42 +51,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 // ============================================================================ helpers
 
-/// xorshift64*: a fixed-seed generator, so every run feeds the same inputs.
-struct Rng(u64);
-
 impl Rng {
-    /// The seed from `HOSTILE_SEED` (decimal or 0x-hex) if set, else `default`.
-    fn seeded(default: u64) -> Rng {
-        let seed = std::env::var("HOSTILE_SEED")
-            .ok()
-            .and_then(|s| match s.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => s.parse().ok(),
-            })
-            .unwrap_or(default);
-        eprintln!("seed {seed:#x} (HOSTILE_SEED overrides)");
-        Rng(seed.max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-
     fn conn_info(&mut self) -> ConnInfo {
         let mut gid = [0; 16];
         gid.copy_from_slice(&self.bytes(16));

@@ -37,52 +37,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::fuzz_rng::Rng;
 use support::*;
 use zerocopy::IntoBytes;
 
 // ============================================================================ helpers
-
-/// xorshift64*: a fixed-seed generator, so every run feeds the same inputs.
-struct Rng(u64);
-
-impl Rng {
-    /// The seed from `HOSTILE_SEED` (decimal or 0x-hex) if set, else `default`.
-    fn seeded(default: u64) -> Rng {
-        let seed = std::env::var("HOSTILE_SEED")
-            .ok()
-            .and_then(|s| match s.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => s.parse().ok(),
-            })
-            .unwrap_or(default);
-        eprintln!("seed {seed:#x} (HOSTILE_SEED overrides)");
-        Rng(seed.max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// True with probability `percent` / 100.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len() as u64) as usize]
-    }
-}
 
 /// Aborts the whole test process, naming the case being run, if the test has not
 /// finished within `limit`: a hang is reported as a failure instead of stalling the run.

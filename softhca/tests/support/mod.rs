@@ -7,6 +7,7 @@
 
 pub mod child;
 pub mod completion;
+pub mod fuzz_rng;
 
 pub use completion::{Wc, decode_cqe};
 
