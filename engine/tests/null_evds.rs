@@ -40,6 +40,20 @@ fn shallow(s: &Side) -> EpAttr {
     EpAttr { max_recv_dtos: DEPTH, max_request_dtos: DEPTH, ..EpAttr::defaults(&s.ia) }
 }
 
+/// An endpoint of `side`'s with its recv and connection EVDs but no request EVD, and the
+/// [`shallow`] queues.
+fn without_request_evd(side: &Side) -> Ep {
+    Ep::create_nullable(
+        &side.pz,
+        Some(&side.recv_evd),
+        None,
+        Some(&side.conn_evd),
+        None,
+        Some(shallow(side)),
+    )
+    .unwrap()
+}
+
 /// Connects `client_ep` (connection events on the client's EVD) to `server_ep` through a
 /// PSP on `port`; both see ESTABLISHED.
 fn connect(server: &Side, server_ep: &Ep, client: &Side, client_ep: &Ep, port: u16) -> Psp {
@@ -141,15 +155,7 @@ fn a_null_request_evd_endpoint_sends_and_writes_many_times_its_send_queue() {
     let server = side();
     let client = side();
     let client_async = async_evd(&client);
-    let ep = Ep::create_nullable(
-        &client.pz,
-        Some(&client.recv_evd),
-        None,
-        Some(&client.conn_evd),
-        None,
-        Some(shallow(&client)),
-    )
-    .unwrap();
+    let ep = without_request_evd(&client);
     let q = ep.query();
     assert!(q.request_evd.is_none() && q.recv_evd.unwrap().same(&client.recv_evd));
     let _psp = connect(&server, &server.ep, &client, &ep, 31441);
@@ -204,15 +210,7 @@ fn a_null_request_evd_endpoint_sends_and_writes_many_times_its_send_queue() {
 fn a_failed_request_without_an_evd_still_breaks_the_connection() {
     let server = side();
     let client = side();
-    let ep = Ep::create_nullable(
-        &client.pz,
-        Some(&client.recv_evd),
-        None,
-        Some(&client.conn_evd),
-        None,
-        Some(shallow(&client)),
-    )
-    .unwrap();
+    let ep = without_request_evd(&client);
     let _psp = connect(&server, &server.ep, &client, &ep, 31442);
     let good = client.buf.triplet(0, 16).unwrap();
     let bad = LmrTriplet { lmr_context: good.lmr_context ^ 0x5a5a_0000, ..good };
@@ -364,15 +362,7 @@ fn an_srq_endpoint_needs_its_recv_evd_but_not_its_request_evd() {
 fn a_failed_request_without_an_evd_is_noticed_with_the_flushed_receives() {
     let server = side();
     let client = side();
-    let ep = Ep::create_nullable(
-        &client.pz,
-        Some(&client.recv_evd),
-        None,
-        Some(&client.conn_evd),
-        None,
-        Some(shallow(&client)),
-    )
-    .unwrap();
+    let ep = without_request_evd(&client);
     ep.post_recv(&[client.buf.triplet(0, 64).unwrap()], 77, 0).unwrap();
     let _psp = connect(&server, &server.ep, &client, &ep, 31445);
     let good = client.buf.triplet(64, 16).unwrap();
@@ -397,15 +387,7 @@ fn rmr_binds_on_a_null_request_evd_endpoint_work_without_events() {
     use ferrodat_engine::rmr::Rmr;
     let server = side();
     let client = side();
-    let ep = Ep::create_nullable(
-        &server.pz,
-        Some(&server.recv_evd),
-        None,
-        Some(&server.conn_evd),
-        None,
-        Some(shallow(&server)),
-    )
-    .unwrap();
+    let ep = without_request_evd(&server);
     let _psp = connect(&server, &ep, &client, &client.ep, 31446);
     let rmr = Rmr::create(&server.pz).unwrap();
     let range = server.buf.triplet(1024, 64).unwrap();
