@@ -105,6 +105,10 @@ fn main() {
     let rounds: u64 =
         std::env::var("FERRODAT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
     use_private_fabric("bench-dat-loopback");
+    // One thread busy-polls both sides, so nothing needs softhca's progress thread, which
+    // would only compete for the CPU (the driver and softhca loopbacks run without it).
+    // SAFETY: no other thread exists yet.
+    unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "0") };
     let spec = IaSpec::parse("softhca0 1 127.0.0.1").unwrap();
     let (server_ia, client_ia) =
         (Ia::open("ferro0", &spec).unwrap(), Ia::open("ferro0", &spec).unwrap());
