@@ -289,6 +289,9 @@ impl Ep {
         }
         let sides = Sides { recv: recv_evd, request: request_evd, silent: silent.get() };
         let qp = build_qp(pz, &sides, srq, caps, verb)?;
+        if let Some(silent) = silent.get() {
+            silent.fit(&qp.caps(), verb)?;
+        }
         let qp_handle = qp.user_handle();
         let id = new_object_id();
         let completions = Arc::new(EpCompletions {

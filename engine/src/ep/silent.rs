@@ -49,6 +49,22 @@ impl SilentCq {
         Ok(SilentCq { cq: PlainMutex::new(cq), requests: AtomicBool::new(false) })
     }
 
+    /// Makes room for every completion a QP of the caps the device granted (`caps`, which
+    /// may exceed those asked for at create, and which `dat_ep_modify` may raise the
+    /// limits to) can have outstanding.
+    pub(super) fn fit(&self, caps: &QpCaps, verb: &str) -> DatResult<()> {
+        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr);
+        let mut cq = self.cq.lock();
+        if cq.ncqe() < cqe {
+            cq.resize(cqe).map_err(|e| {
+                DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!(
+                    "{verb}: the CQ for the completions of a NULL DTO EVD: {e}"
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
     /// The CQ, locked (to create a QP on it).
     pub(super) fn cq(&self) -> PlainGuard<'_, Cq> {
         self.cq.lock()
