@@ -417,8 +417,16 @@ impl Ep {
         }
     }
 
-    /// [`Ep::drain_silent`] before a request posted with completion `flags`: the flags the
-    /// request is posted with (signalled if its completion goes to the silent CQ).
+    /// The flags a request posted with completion `flags` goes out with: as given, or, on
+    /// an endpoint with a silent CQ (drained first), signalled if its completion goes there.
+    #[inline(always)]
+    fn request_flags(&self, flags: u32) -> u32 {
+        match self.inner.silent.get() {
+            None => flags,
+            Some(silent) => self.drain_silent_for_request(silent, flags),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn drain_silent_for_request(&self, silent: &SilentCq, flags: u32) -> u32 {
@@ -656,10 +664,7 @@ impl Ep {
         flags: u32,
         verb: &'static str,
     ) -> DatResult<()> {
-        let flags = match self.inner.silent.get() {
-            None => flags,
-            Some(silent) => self.drain_silent_for_request(silent, flags),
-        };
+        let flags = self.request_flags(flags);
         let length = total_length(local);
         let state = self.current();
         if state != EpState::Connected {
@@ -716,10 +721,7 @@ impl Ep {
         cookie: u64,
         flags: u32,
     ) -> DatResult<Option<u32>> {
-        let flags = match self.inner.silent.get() {
-            None => flags,
-            Some(silent) => self.drain_silent_for_request(silent, flags),
-        };
+        let flags = self.request_flags(flags);
         let step = transition(self.current(), Trigger::RmrBind)?;
         if step.effects.flush_this_post {
             let status = dto_status::ERR_FLUSHED;

@@ -41,11 +41,8 @@ impl SilentCq {
     /// A CQ on `ia`'s device with room for every completion a QP of `caps` can have
     /// outstanding on both queues.
     pub(super) fn new(ia: &Ia, caps: &QpCaps, verb: &str) -> DatResult<SilentCq> {
-        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr);
-        let cq = Cq::new(ia.context(), &CqOptions { cqe, ..Default::default() }).map_err(|e| {
-            DatError::insufficient_resources(subtype::RESOURCE_TEP)
-                .with_detail(format!("{verb}: the CQ for the completions of a NULL DTO EVD: {e}"))
-        })?;
+        let cq = Cq::new(ia.context(), &CqOptions { cqe: entries(caps), ..Default::default() })
+            .map_err(|e| cq_error(verb, e))?;
         Ok(SilentCq { cq: PlainMutex::new(cq), requests: AtomicBool::new(false) })
     }
 
@@ -53,14 +50,10 @@ impl SilentCq {
     /// may exceed those asked for at create, and which `dat_ep_modify` may raise the
     /// limits to) can have outstanding.
     pub(super) fn fit(&self, caps: &QpCaps, verb: &str) -> DatResult<()> {
-        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr);
+        let cqe = entries(caps);
         let mut cq = self.cq.lock();
         if cq.ncqe() < cqe {
-            cq.resize(cqe).map_err(|e| {
-                DatError::insufficient_resources(subtype::RESOURCE_TEP).with_detail(format!(
-                    "{verb}: the CQ for the completions of a NULL DTO EVD: {e}"
-                ))
-            })?;
+            cq.resize(cqe).map_err(|e| cq_error(verb, e))?;
         }
         Ok(())
     }
@@ -117,4 +110,14 @@ impl SilentCq {
     pub(super) fn forget_reset_qps(&self) {
         self.cq.lock().poll(&mut []);
     }
+}
+
+/// Entries for every completion a QP of `caps` can have outstanding on both queues.
+fn entries(caps: &QpCaps) -> u32 {
+    caps.max_send_wr.saturating_add(caps.max_recv_wr)
+}
+
+fn cq_error(verb: &str, e: ferrodat_driver::Error) -> DatError {
+    DatError::insufficient_resources(subtype::RESOURCE_TEP)
+        .with_detail(format!("{verb}: the CQ for the completions of a NULL DTO EVD: {e}"))
 }
