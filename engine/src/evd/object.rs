@@ -280,14 +280,11 @@ impl Evd {
         Ok(())
     }
 
-    /// Queues `event` and wakes a waiter; on a DTO EVD it counts as a notification event
-    /// (a solicited-only EVD's waiter returns for it: [`super::notification`]).
+    /// Queues `event` and wakes a waiter; it counts as a notification event (a
+    /// solicited-only EVD's waiter returns for it: [`super::notification`]; only DTO EVDs
+    /// read the count).
     fn post_core(&self, event: Event) -> Result<(), Event> {
-        if self.inner.dto.is_some() {
-            self.inner.core.post_then(event, || self.inner.notices.add(1))
-        } else {
-            self.inner.core.post(event)
-        }
+        self.inner.core.post_then(event, || self.inner.notices.add(1))
     }
 
     /// Wakes the CNO for an event no waiter of this EVD takes (DAT: the CNO is triggered

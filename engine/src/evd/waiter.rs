@@ -376,9 +376,7 @@ impl<T> EvdCore<T> {
     /// Queues an event from any thread and wakes the waiter if one sleeps; hands the event
     /// back if the queue is full.
     pub fn post(&self, event: T) -> Result<(), T> {
-        self.q().push(event)?;
-        self.notifier.notify();
-        Ok(())
+        self.post_then(event, || {})
     }
 
     /// [`EvdCore::post`], running `queued` once the event is queued and before a waiter is
