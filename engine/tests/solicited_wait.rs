@@ -105,6 +105,16 @@ fn pair(port: u16, recv_completion_flags: u32) -> Pair {
 }
 
 impl Pair {
+    /// A thread waiting on the receive EVD, given time to fall asleep.
+    fn waiter_asleep(&self) -> thread::JoinHandle<Result<(Event, usize), DatError>> {
+        let waiter = thread::spawn({
+            let evd = self.recv_evd.clone();
+            move || evd.wait(WAIT_US, 1)
+        });
+        thread::sleep(SETTLE);
+        waiter
+    }
+
     /// Posts `n` receives of 64 bytes, cookies 0..n.
     fn post_receives(&self, n: u64) {
         for i in 0..n {
@@ -142,11 +152,7 @@ fn a_waiter_sleeps_through_unsolicited_receives_and_wakes_for_a_solicited_one() 
     assert_eq!(dto(p.recv_evd.dequeue().unwrap()).user_cookie, 0, "and can be dequeued");
 
     // A waiter sleeps through another unsolicited one...
-    let waiter = thread::spawn({
-        let evd = p.recv_evd.clone();
-        move || evd.wait(WAIT_US, 1)
-    });
-    thread::sleep(SETTLE);
+    let waiter = p.waiter_asleep();
     p.send(2, 0);
     thread::sleep(SETTLE);
     assert!(!waiter.is_finished(), "an unsolicited receive woke the waiter");
@@ -169,11 +175,7 @@ fn a_waiter_sleeps_through_unsolicited_receives_and_wakes_for_a_solicited_one() 
 fn a_flushed_receive_wakes_the_waiter_behind_the_unsolicited_ones() {
     let p = pair(31411, completion_flags::SOLICITED_WAIT);
     p.post_receives(3);
-    let waiter = thread::spawn({
-        let evd = p.recv_evd.clone();
-        move || evd.wait(WAIT_US, 1)
-    });
-    thread::sleep(SETTLE);
+    let waiter = p.waiter_asleep();
     p.send(0, 0);
     thread::sleep(SETTLE);
     assert!(!waiter.is_finished(), "an unsolicited receive woke the waiter");
@@ -241,11 +243,7 @@ fn a_solicited_wait_receive_stream_takes_threshold_one_only() {
     let plain = Ep::create(&p.server_pz, &p.recv_evd, &sreq, Some(&p.server_conn), None).unwrap();
     assert_eq!(code(&p.recv_evd.wait(0, 2).unwrap_err()), refused);
     p.post_receives(1);
-    let waiter = thread::spawn({
-        let evd = p.recv_evd.clone();
-        move || evd.wait(WAIT_US, 1)
-    });
-    thread::sleep(SETTLE);
+    let waiter = p.waiter_asleep();
     let sent = Instant::now();
     p.send(0, 0);
     assert_eq!(received(woken(waiter, sent)), (0, 0), "mixed streams: every event notifies");
@@ -356,11 +354,7 @@ fn a_receive_held_back_until_established_notifies_only_if_solicited() {
 fn a_waiter_asleep_when_the_evd_stops_being_solicited_only_wakes_for_any_receive() {
     let p = pair(31415, completion_flags::SOLICITED_WAIT);
     p.post_receives(1);
-    let waiter = thread::spawn({
-        let evd = p.recv_evd.clone();
-        move || evd.wait(WAIT_US, 1)
-    });
-    thread::sleep(SETTLE);
+    let waiter = p.waiter_asleep();
     // Mixed streams from now on: every event notifies (notification.rs).
     let sreq = Evd::create(&p.server_ia, 8, evd_flags::DTO).unwrap();
     let plain = Ep::create(&p.server_pz, &p.recv_evd, &sreq, Some(&p.server_conn), None).unwrap();
