@@ -1041,6 +1041,19 @@ impl Victim {
         packets
     }
 
+    /// One completion comes, an error with `opcode` and `syndrome` (`what`: which one, for
+    /// the message), and the QP is in ERR.
+    fn fails_with(&mut self, opcode: u8, syndrome: u8, case: usize, what: &str) {
+        let wcs = self.cq.wait(&self.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {case}: {what}");
+        assert_eq!(
+            (wcs[0].opcode, wcs[0].syndrome),
+            (opcode, Some(syndrome)),
+            "case {case}: {wcs:?}"
+        );
+        assert_eq!(self.state(), qp_state::ERR, "case {case}");
+    }
+
     fn state(&self) -> u8 {
         self.engine.qp_state(self.qp.qpn).expect("the victim exists")
     }
@@ -1076,14 +1089,12 @@ fn a_request_whose_payload_disagrees_with_its_length_is_an_invalid_request() {
             h.remote_addr = v.region.addr() + offset;
             v.push(&h, &vec![0x77; len]);
         }
-        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
-        assert_eq!(wcs.len(), 1, "case {i}: one receive completion");
-        assert_eq!(
-            (wcs[0].opcode, wcs[0].syndrome),
-            (cqe_opcode::RESP_ERR, Some(ferrodat_abi::mlx5::cqe_syndrome::LOCAL_LENGTH_ERR)),
-            "case {i}: {wcs:?}"
+        v.fails_with(
+            cqe_opcode::RESP_ERR,
+            ferrodat_abi::mlx5::cqe_syndrome::LOCAL_LENGTH_ERR,
+            i,
+            "one receive completion",
         );
-        assert_eq!(v.state(), qp_state::ERR, "case {i}");
         let naks: Vec<_> = v.sent().into_iter().filter(|p| p.kind == kind::NAK).collect();
         assert_eq!(naks.len(), 1, "case {i}: one NAK");
         assert_eq!((naks[0].psn, naks[0].syndrome), (psn, wire::nak::INVALID_REQUEST));
@@ -1129,14 +1140,12 @@ fn read_responses_that_do_not_add_up_to_the_read_are_a_bad_response() {
             h.offset = offset;
             v.push(&h, &vec![0x77; len]);
         }
-        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
-        assert_eq!(wcs.len(), 1, "case {i}: the READ completes");
-        assert_eq!(
-            (wcs[0].opcode, wcs[0].syndrome),
-            (cqe_opcode::REQ_ERR, Some(ferrodat_abi::mlx5::cqe_syndrome::BAD_RESP_ERR)),
-            "case {i}: {wcs:?}"
+        v.fails_with(
+            cqe_opcode::REQ_ERR,
+            ferrodat_abi::mlx5::cqe_syndrome::BAD_RESP_ERR,
+            i,
+            "the READ completes",
         );
-        assert_eq!(v.state(), qp_state::ERR, "case {i}");
         let beyond = v.region.buf.read(THIRD + 8192 + 100, 200);
         assert!(beyond.iter().all(|&b| b == 0), "case {i}: bytes past the READ written");
     }
