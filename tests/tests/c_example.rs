@@ -19,6 +19,7 @@ fn the_c_example_connects_exchanges_messages_and_checks_the_error_rules() {
     };
     let server = Running::spawn(world.command(&exe, &["-s", "-P", IA_NAME]));
     let (server, client) = server_then_client(
+        &world,
         server,
         "hello_dat server: listening",
         None,

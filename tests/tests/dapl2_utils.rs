@@ -107,6 +107,7 @@ fn dtestcm(opts: &[&str]) {
     client_args.extend_from_slice(opts);
     let server = Running::spawn(world.stock(DTESTCM, &server_args));
     let (server, client) = server_then_client(
+        &world,
         server,
         "waiting for client",
         Some(OOB_PORT),
@@ -138,6 +139,7 @@ fn dtestsrq_completes() {
     let world = DatWorld::new("dtestsrq");
     let server = Running::spawn(world.stock(DTESTSRQ, &["-P", IA_NAME, "-s"]));
     let (server, client) = server_then_client(
+        &world,
         server,
         "server ready on port",
         None,

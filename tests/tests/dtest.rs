@@ -6,7 +6,8 @@
 mod support;
 
 use std::time::Duration;
-use support::dapl::{DatWorld, IA_NAME, oob_pair, port_lock};
+use support::dapl::{DatWorld, IA_NAME, OOB_PORT, oob_pair, port_lock};
+use support::private_net::PrivateNet;
 
 const DTEST: &str = "/usr/bin/dtest";
 
@@ -93,6 +94,28 @@ fn dtest_passes_with_a_cno() {
 #[test]
 fn dtest_passes_writing_with_immediate_data() {
     dtest("write-immed", &["-w", "-B", "100"]);
+}
+
+/// Each world's programs run in a network namespace of their own: dtest passes while
+/// sockets on the host hold its fixed ports (its address exchange's 15828 and connection
+/// qualifier 45248, which lies in the ephemeral range, so any concurrent outgoing
+/// connection can hold it; that made the stock-program tests fail at random).
+#[test]
+fn dtest_passes_while_the_host_holds_its_ports() {
+    if !have_dtest() {
+        return;
+    }
+    if let Err(why) = PrivateNet::create() {
+        eprintln!("skipped: no private network namespace here ({why})");
+        return;
+    }
+    // Whoever holds them (these listeners, or another process if the bind fails), the
+    // ports are taken on the host while dtest runs.
+    let _held: Vec<_> = [OOB_PORT, 45248]
+        .iter()
+        .filter_map(|&port| std::net::TcpListener::bind(("0.0.0.0", port)).ok())
+        .collect();
+    dtest("host-ports-taken", &["-B", "10"]);
 }
 
 /// dtest's own bug, outside the provider: it sends a partly uninitialised stack struct

@@ -10,6 +10,8 @@ use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::private_net::{PrivateNet, private_net_or_host};
+
 /// The IA name the tests' dat.conf gives the provider.
 pub const IA_NAME: &str = "ferro-test0";
 
@@ -39,19 +41,22 @@ pub fn provider_lib() -> &'static Path {
     })
 }
 
-/// The stock programs use fixed TCP ports (15828 for their address exchange, 45248 and
-/// 62000 as connection qualifiers): one pair at a time in this process. Heavy runs without
-/// ports take it too, so they do not starve the timed ones.
+/// One pair of programs at a time in this process: heavy runs would starve each other's
+/// timeouts on two cores. (Their fixed TCP ports, 15828 for the stock programs' address
+/// exchange, 45248 and 62000 as connection qualifiers, no longer need it where each world
+/// has its own network namespace.)
 pub fn port_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A private world: a dat.conf with one entry for the provider on softhca0 (127.0.0.1) and
-/// a fabric directory the processes meet in. Removed on drop.
+/// A private world: a dat.conf with one entry for the provider on softhca0 (127.0.0.1), a
+/// fabric directory the processes meet in and, where it can be made, a network namespace
+/// of its own (see `private_net`). Removed on drop.
 pub struct DatWorld {
     pub dir: PathBuf,
     shm: PathBuf,
+    net: Option<PrivateNet>,
 }
 
 impl DatWorld {
@@ -76,14 +81,17 @@ impl DatWorld {
             provider_lib().display()
         );
         std::fs::write(dir.join("dat.conf"), conf).unwrap();
-        DatWorld { dir, shm }
+        DatWorld { dir, shm, net: private_net_or_host() }
     }
 
     /// `program args…` in this world: libdat2 reads our dat.conf, softhca meets its peers
     /// in our fabric and serves one-sided operations from its progress thread while the
     /// program blocks elsewhere, and failing calls say why on stderr.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Command {
-        let mut cmd = Command::new(program);
+        let mut cmd = match &self.net {
+            Some(net) => net.command(program),
+            None => Command::new(program),
+        };
         cmd.args(args)
             .current_dir(&self.dir)
             .env("DAT_OVERRIDE", self.dir.join("dat.conf"))
@@ -216,17 +224,24 @@ impl Drop for Running {
     }
 }
 
-/// True once something listens on TCP `port` (any address), from /proc/net/tcp{,6}:
-/// connecting to find out would use up a server's only accept.
-pub fn listening(port: u16) -> bool {
-    let wanted = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-        std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            // local_address is "ADDR:PORT" in hex; state 0A is LISTEN.
-            f.len() > 3 && f[1].ends_with(&wanted) && f[3] == "0A"
+impl DatWorld {
+    /// True once something in this world's network listens on TCP `port` (any address),
+    /// from its /proc/net/tcp{,6}: connecting to find out would use up a server's only
+    /// accept.
+    pub fn listening(&self, port: u16) -> bool {
+        let tables = match &self.net {
+            Some(net) => net.tcp_tables(),
+            None => ["/proc/net/tcp", "/proc/net/tcp6"].map(PathBuf::from),
+        };
+        let wanted = format!(":{port:04X}");
+        tables.iter().any(|table| {
+            std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // local_address is "ADDR:PORT" in hex; state 0A is LISTEN.
+                f.len() > 3 && f[1].ends_with(&wanted) && f[3] == "0A"
+            })
         })
-    })
+    }
 }
 
 /// The TCP port the stock dtest programs exchange addresses on (the server listens on it
@@ -236,6 +251,7 @@ pub const OOB_PORT: u16 = 15828;
 /// Runs `server` until it prints `ready` (and, if `port` is given, listens there), then
 /// `client`; returns both outputs.
 pub fn server_then_client(
+    world: &DatWorld,
     mut server: Running,
     ready: &str,
     port: Option<u16>,
@@ -248,7 +264,7 @@ pub fn server_then_client(
     }
     if let Some(port) = port {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !listening(port) {
+        while !world.listening(port) {
             assert!(Instant::now() < deadline, "the server never listened on TCP {port}");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -278,7 +294,7 @@ pub fn oob_pair(
         panic!("{program}: the server never printed {ready:?}:\n{}", run.tail(30));
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !listening(OOB_PORT) {
+    while !world.listening(OOB_PORT) {
         assert!(Instant::now() < deadline, "{program}: the server never listened on {OOB_PORT}");
         std::thread::sleep(Duration::from_millis(10));
     }

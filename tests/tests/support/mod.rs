@@ -1,2 +1,3 @@
 pub mod dapl;
 pub mod preload;
+pub mod private_net;
