@@ -784,7 +784,8 @@ mod tests {
     }
 
     /// A free's abort wakes waits with DAT_ABORT; a free that fails after all gives the
-    /// EVD its waits back, unless its IA's close had aborted it before.
+    /// EVD its waits back once no other free is under way, unless its IA's close had
+    /// aborted it before.
     #[test]
     fn a_failed_free_gives_back_the_waits_it_aborted_but_not_an_ia_closes() {
         use crate::ia::IaSpec;
@@ -798,10 +799,18 @@ mod tests {
         assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT);
         evd.resume_waits();
         assert!(timed_out(&evd), "waits work again after the failed free");
+        // Two frees at once: the first to fail leaves waits aborted for the other.
+        evd.abort_waits_for_free();
+        evd.abort_waits_for_free();
+        evd.resume_waits();
+        assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT, "one still frees");
+        evd.resume_waits();
+        assert!(timed_out(&evd), "both frees failed: waits work again");
         // A failed free racing the IA's close does not undo the close's abort.
         evd.abort_waits_for_free();
         crate::ia::IaChild::abort_for_ia_close(evd.inner.clone());
         evd.resume_waits();
         assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT, "still closed");
     }
+
 }

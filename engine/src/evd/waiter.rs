@@ -254,11 +254,13 @@ pub enum Harvested<R> {
 const OWNED: u32 = 1;
 const UNWAITABLE: u32 = 2;
 const ABORTED: u32 = 4;
-/// A `dat_evd_free` under way woke the waiter ([`EvdCore::abort_for_free`]); undone if the
-/// free fails, unlike [`ABORTED`], which an IA close sets for good.
+/// One `dat_evd_free` under way, counted from this bit up ([`EvdCore::abort_for_free`]):
+/// undone if that free fails, unlike [`ABORTED`], which an IA close sets for good. A count,
+/// not a flag, so that one of two concurrent frees failing does not re-open waits while
+/// the other still runs.
 const FREEING: u32 = 8;
-/// Either: waits fail with [`WaitError::Aborted`].
-const ENDED: u32 = ABORTED | FREEING;
+/// Any of these set: waits fail with [`WaitError::Aborted`].
+const ENDED: u32 = ABORTED | !(FREEING - 1);
 
 /// The waitable core of an EVD: its event queue, notifier and waiter state.
 pub struct EvdCore<T> {
@@ -410,14 +412,14 @@ impl<T> EvdCore<T> {
     /// A free about to be tried: as [`EvdCore::abort`], but undone by
     /// [`EvdCore::cancel_free`] if the free fails (an IA close's abort stays).
     pub fn abort_for_free(&self) {
-        self.flags.fetch_or(FREEING, Ordering::SeqCst);
+        self.flags.fetch_add(FREEING, Ordering::SeqCst);
         self.notifier.wake_all(WakeReason::Abort);
     }
 
     /// The free [`EvdCore::abort_for_free`] announced failed: waits work again, unless the
     /// EVD's IA closed meanwhile.
     pub fn cancel_free(&self) {
-        self.flags.fetch_and(!FREEING, Ordering::SeqCst);
+        self.flags.fetch_sub(FREEING, Ordering::SeqCst);
     }
 
     fn own(&self) -> Result<Owner<'_>, WaitError> {
