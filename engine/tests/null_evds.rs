@@ -228,7 +228,8 @@ fn a_failed_request_without_an_evd_still_breaks_the_connection() {
 }
 
 /// `dat_ep_modify` sets NULL DTO EVDs and real ones again, as it changes any EVD: before
-/// anything is posted, in the states that allow it; events follow the EVD of the moment.
+/// anything is posted, in the states that allow it; events follow the EVD of the moment,
+/// and with both EVDs back every completion is an event again.
 #[test]
 fn dat_ep_modify_takes_dto_evds_away_and_gives_them_back() {
     let server = side();
@@ -291,6 +292,31 @@ fn dat_ep_modify_takes_dto_evds_away_and_gives_them_back() {
         assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, i);
     }
     quiet(&[(&client.recv_evd, "the recv EVD taken away")]);
+
+    // Both EVDs back: every completion is an event again (the posts leave the silent CQ's
+    // path, which nothing feeds any more).
+    ep.disconnect(DisconnectMode::Abrupt).unwrap();
+    assert_eq!(connection_event(&client.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
+    assert_eq!(connection_event(&server.conn_evd), event::CONNECTION_EVENT_DISCONNECTED);
+    ep.reset().unwrap();
+    server.ep.reset().unwrap();
+    let mut u = EpParamUpdate::from_current(&ep);
+    u.recv_evd = Some(client.recv_evd.clone());
+    ep.modify(evds, &u).unwrap();
+    let q = ep.query();
+    assert!(q.recv_evd.unwrap().same(&client.recv_evd));
+    assert!(q.request_evd.unwrap().same(&client.req_evd));
+    let _psp = connect(&server, &server.ep, &client, &ep, 31447);
+    for i in 0..MANY {
+        ep.post_recv(&[client.buf.triplet(0, 64).unwrap()], 400 + i, 0).unwrap();
+        server.ep.post_send(&[server.buf.triplet(4096, 16).unwrap()], i, 0).unwrap();
+        assert_eq!(dto(server.req_evd.wait(WAIT_US, 1).unwrap().0).status, 0, "{i}");
+        assert_eq!(dto(client.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 400 + i);
+        server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], i, 0).unwrap();
+        ep.post_send(&[client.buf.triplet(4096, 16).unwrap()], 500 + i, 0).unwrap();
+        assert_eq!(dto(client.req_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, 500 + i);
+        assert_eq!(dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0).user_cookie, i);
+    }
 }
 
 /// An endpoint the provider made for a request (`DAT_PSP_PROVIDER_FLAG`) may keep its NULL

@@ -326,7 +326,6 @@ impl Ep {
         if silent_now && self.inner.silent.get().is_none() {
             // Made once, before the QP that needs it (the state lock keeps modifies apart).
             let _ = self.inner.silent.set(SilentCq::new(&self.inner.ia, &caps, "dat_ep_modify")?);
-            self.inner.completions.silent_streams.store(true, Ordering::Relaxed);
         }
         if rewire {
             let receives = receive_stream(&new_attr);
@@ -351,6 +350,10 @@ impl Ep {
         }
         *lock(&self.inner.attr) = new_attr;
         *lock(&self.inner.wiring) = new_wiring;
+        // Only now, as a modify that fails changes nothing: with both streams on EVDs the
+        // silent CQ (drained above) gets nothing from the new QP, and their flushes need
+        // not be told.
+        self.inner.completions.silent_streams.store(silent_now, Ordering::Relaxed);
         Ok(())
     }
 

@@ -33,9 +33,9 @@ pub struct EpCompletions {
     pub early: EarlyCompletions,
     /// The endpoint, told when one of its DTOs fails (set once the endpoint exists).
     pub owner: OnceLock<Arc<dyn DtoFailures>>,
-    /// The endpoint has (or had) a DTO stream without an EVD, whose completions only it
-    /// takes in: it is told of this EVD's flushes of its DTOs too
-    /// ([`DtoFailures::flushed`]).
+    /// The endpoint has a DTO stream without an EVD, whose completions only it takes in:
+    /// it is told of this EVD's flushes of its DTOs too ([`DtoFailures::flushed`]). Set at
+    /// create and by each successful `dat_ep_modify`.
     pub silent_streams: AtomicBool,
 }
 
