@@ -61,6 +61,7 @@ pub mod cno;
 pub mod dto;
 pub mod ep;
 pub mod ep_state;
+mod epoll;
 pub mod error;
 pub mod evd;
 pub mod event;

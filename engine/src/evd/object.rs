@@ -295,19 +295,30 @@ impl Evd {
         }
         let cno = lock(&self.inner.cno).clone();
         if let Some(cno) = cno {
-            cno.trigger(self);
+            cno.triggered_by(self);
         }
     }
 
     /// `dat_evd_modify_cno`: triggers `cno` from now on (None: none).
     pub fn modify_cno(&self, cno: Option<&Cno>) {
         let mut slot = lock(&self.inner.cno);
-        if let Some(old) = slot.take() {
+        let old = slot.take();
+        if let Some(old) = &old {
             old.detach(self);
         }
         if let Some(new) = cno {
             new.attach(self);
             *slot = Some(new.clone());
+        }
+        drop(slot);
+        // A CNO with a file descriptor watches the EVD's completion channel from now on
+        // (or no longer), and arms its CQ: done without the slot's lock, as it takes the
+        // CQ's lock and may harvest (whose failed DTOs end connections and post events).
+        if let Some(old) = old {
+            old.unwatch(self);
+        }
+        if let Some(new) = cno {
+            new.watch(self);
         }
     }
 
@@ -316,8 +327,9 @@ impl Evd {
     /// re-arms); the notifier's fence orders the flag before its look for a sleeper.
     pub fn enable(&self) {
         self.inner.enabled.store(true, Ordering::Release);
-        if let Some(cno) = lock(&self.inner.cno).as_ref() {
-            cno.rescan();
+        let cno = lock(&self.inner.cno).clone();
+        if let Some(cno) = cno {
+            cno.rescan(self);
         }
     }
 
@@ -382,6 +394,41 @@ impl Evd {
         if let Some(mut s) = self.dto_side_for_cno() {
             let _ = s.source.acknowledge(0);
         }
+    }
+
+    /// The completion channel of a DTO EVD, for a CNO with a file descriptor to watch (in
+    /// its epoll set) for as long as the EVD triggers it.
+    pub(crate) fn channel_for_cno(&self) -> Option<CompChannel> {
+        Some(self.inner.dto.as_ref()?.lock().source.channel().clone())
+    }
+
+    /// For a CNO with a file descriptor: whether a notification event waits (as
+    /// [`Evd::has_events`]), with the CQ harvested into the queue first and then armed, so
+    /// the completion channel fires for completions after this look only (an arm fires at
+    /// once for completions still in the CQ: a harvest-arm-look order would wake the fd
+    /// for what the look already reported). False, touching nothing, while a direct waiter
+    /// owns the EVD (its channel events are the waiter's).
+    pub(crate) fn harvest_and_arm_for_cno(&self) -> bool {
+        if self.inner.dto.is_none() {
+            return !self.inner.core.is_empty();
+        }
+        let pending = {
+            let Some(mut s) = self.dto_side_for_cno() else { return false };
+            let mut pending = self.inner.core.harvest_for_notification(&mut s.source);
+            s.source.arm();
+            // A completion between the harvest and the arm: a plain arm fires for it at
+            // once, a solicited-only one need not (softhca's does not read the waiting
+            // entries back), so that mode looks again, now that later ones fire.
+            if Harvest::<Event>::notices(&s.source).is_some() {
+                pending |= self.inner.core.harvest_for_notification(&mut s.source);
+            }
+            pending
+        };
+        // The harvest may have met failed DTOs or lost events to concurrent posts: told
+        // now, unlocked, as after a dequeue.
+        self.inner.failures.tell();
+        self.report_overflows();
+        pending
     }
 
     /// Both handles are the same EVD.
@@ -483,8 +530,9 @@ impl Evd {
         };
         // A CNO sleeping meanwhile left this EVD's channel out (see `arm_for_cno`): now that
         // the EVD is free again, it must watch it.
-        if let Some(cno) = lock(&self.inner.cno).as_ref() {
-            cno.rescan();
+        let cno = lock(&self.inner.cno).clone();
+        if let Some(cno) = cno {
+            cno.rescan(self);
         }
         self.inner.failures.tell();
         self.report_overflows();

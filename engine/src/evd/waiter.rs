@@ -518,6 +518,20 @@ impl<T> EvdCore<T> {
         }
     }
 
+    /// [`EvdCore::notification_pending`] for a CNO that arms `src` right after: harvests
+    /// what fits into the queue in any case, so the arm fires only for completions that
+    /// come later (an arm fires at once for completions already in the CQ).
+    pub fn harvest_for_notification(&self, src: &mut dyn Harvest<T>) -> bool {
+        let q = self.q();
+        match src.notices() {
+            Some(before) => self.notice_pending(&q, src, before),
+            None => {
+                self.harvest(&q, src);
+                !q.is_empty()
+            }
+        }
+    }
+
     /// `dat_evd_wait(timeout_us, threshold)`: see the module docs. On success, the
     /// dequeued event and `nmore`, the events still queued.
     pub fn wait<H: Harvest<T>>(
