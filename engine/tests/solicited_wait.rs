@@ -225,6 +225,36 @@ fn a_cno_is_triggered_by_solicited_receives_only() {
     p.client.disconnect(DisconnectMode::Abrupt).unwrap();
 }
 
+/// The same for a CNO's file descriptor: unsolicited receives leave it unreadable, a
+/// solicited one makes it readable, and the trigger names the EVD with all three queued.
+#[test]
+fn a_cno_fd_is_readable_for_solicited_receives_only() {
+    let p = pair(31417, completion_flags::SOLICITED_WAIT);
+    let cno = Cno::create_with_fd(&p.server_ia).unwrap();
+    let fd = cno.fd().unwrap();
+    p.recv_evd.modify_cno(Some(&cno));
+    let readable = |timeout: Duration| {
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one live pollfd.
+        unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) == 1 }
+    };
+    p.post_receives(3);
+    for cookie in 0..2 {
+        p.send(cookie, 0);
+        assert!(!readable(SETTLE), "unsolicited receive {cookie} made the fd readable");
+        assert!(cno.trigger().unwrap().is_none(), "unsolicited receive {cookie} triggered");
+    }
+    p.send(2, completion_flags::SOLICITED_WAIT);
+    assert!(readable(WOKEN), "the solicited receive made the fd readable");
+    assert_eq!(cno.trigger().unwrap().expect("the receive EVD").id(), p.recv_evd.id());
+    assert!(!readable(Duration::ZERO));
+    for cookie in 0..3 {
+        assert_eq!(dto(p.recv_evd.dequeue().unwrap()).user_cookie, cookie);
+    }
+    p.recv_evd.modify_cno(None);
+    p.client.disconnect(DisconnectMode::Abrupt).unwrap();
+}
+
 #[test]
 fn a_solicited_wait_receive_stream_takes_threshold_one_only() {
     let p = pair(31413, completion_flags::SOLICITED_WAIT);
