@@ -315,6 +315,50 @@ pub(crate) unsafe extern "C" fn cno_create(
     })
 }
 
+/// `cno_fd_create_func(ia, &fd, &cno)`: a CNO whose file descriptor, owned by the CNO
+/// (closed by `dat_cno_free`), becomes readable when the CNO is triggered;
+/// `dat_cno_trigger` names the EVD and re-arms (see the engine's `cno` module).
+pub(crate) unsafe extern "C" fn cno_fd_create(
+    ia_h: abi::IaHandle,
+    fd_out: *mut abi::Fd,
+    out: *mut abi::CnoHandle,
+) -> abi::Return {
+    call("dat_cno_fd_create", || {
+        let ia_obj = ia(ia_h)?;
+        let fd_out = required(fd_out, 2, "dat_cno_fd_create's file descriptor pointer")?;
+        let out = required(out, 3, "dat_cno_fd_create's CNO handle pointer")?;
+        let c = Cno::create_with_fd(&ia_body(&ia_obj).ia)?;
+        let fd = c.fd().ok_or_else(|| {
+            DatError::internal_error().with_detail("dat_cno_fd_create: the new CNO has no fd")
+        })?;
+        let body = Body::Cno(CnoBody { cno: c });
+        let (h, _) = handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), None);
+        // SAFETY: both checked non-null; the consumer's places for the results.
+        unsafe {
+            fd_out.write(fd);
+            out.write(h);
+        }
+        Ok(())
+    })
+}
+
+/// `cno_trigger_func(cno, &evd)`: never blocks; an EVD with an event waiting (a hint), or
+/// DAT_HANDLE_NULL, and the CNO's fd re-armed.
+pub(crate) unsafe extern "C" fn cno_trigger(
+    cno_h: abi::CnoHandle,
+    out: *mut abi::EvdHandle,
+) -> abi::Return {
+    call("dat_cno_trigger", || {
+        let o = cno(cno_h)?;
+        let out = required(out, 2, "dat_cno_trigger's EVD handle pointer")?;
+        let ready = cno_body(&o).cno.trigger()?;
+        let h = ready.map_or(std::ptr::null_mut(), |evd| handle::handle_of_id(evd.id()));
+        // SAFETY: checked non-null.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
 fn refuse_agent(verb: &str, agent: &abi::OsWaitProxyAgent) -> DatResult<()> {
     if agent.proxy_agent_func.is_some() {
         return Err(DatError::not_implemented().with_detail(format!(
@@ -348,6 +392,10 @@ pub(crate) unsafe extern "C" fn cno_query(
         let mut p = abi::CnoParam::new_zeroed();
         p.ia_handle = o.ia as abi::IaHandle;
         p.proxy_type = proxy_type::NONE;
+        if let Some(fd) = cno_body(&o).cno.fd() {
+            p.proxy_type = proxy_type::FD;
+            p.proxy.fd = fd;
+        }
         // SAFETY: checked non-null; the consumer's struct.
         unsafe { param.write(p) };
         Ok(())
@@ -370,7 +418,11 @@ pub(crate) unsafe extern "C" fn cno_free(cno_h: abi::CnoHandle) -> abi::Return {
                 ),
             ));
         }
-        handle::free(cno_h, handle_type::CNO, subtype::INVALID_HANDLE_CNO, |_| Ok(()))
+        // The engine's free closes a CNO's fd now (no call is in flight on the handle).
+        handle::free(cno_h, handle_type::CNO, subtype::INVALID_HANDLE_CNO, |o| match &o.body {
+            Body::Cno(b) => b.cno.clone().free().map_err(|(_, e)| e),
+            _ => Ok(()),
+        })
     })
 }
 

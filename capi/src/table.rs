@@ -3,8 +3,7 @@
 //! `DAT_MODEL_NOT_SUPPORTED`, as OFA dapl's do, saying so on stderr under
 //! `FERRODAT_TRACE`: the connectionless service points (`dat_csp_*`) and
 //! `dat_ep_common_connect`, `dat_ep_post_send_with_invalidate`,
-//! `dat_ep_post_rdma_read_to_rmr`, `dat_cno_fd_create`, `dat_cno_trigger` and
-//! `dat_ia_ha_related`. Everything else reaches the engine, which may also refuse a model
+//! `dat_ep_post_rdma_read_to_rmr` and `dat_ia_ha_related`. Everything else reaches the engine, which may also refuse a model
 //! it does not offer with `DAT_MODEL_NOT_SUPPORTED` (endpoint and SRQ watermarks, RMRs for
 //! one endpoint, provider-created endpoints).
 
@@ -62,12 +61,6 @@ unsupported_slot!(
         abi::CompletionFlags
     )
 );
-unsupported_slot!(
-    cno_fd_create,
-    "dat_cno_fd_create",
-    (abi::IaHandle, *mut abi::Fd, *mut abi::CnoHandle)
-);
-unsupported_slot!(cno_trigger, "dat_cno_trigger", (abi::CnoHandle, *mut abi::EvdHandle));
 unsupported_slot!(
     ia_ha_related,
     "dat_ia_ha_related",
@@ -152,8 +145,8 @@ pub(crate) fn build() -> abi::Provider {
     t.rmr_create_for_ep_func = Some(rmr::rmr_create_for_ep);
     t.ep_post_send_with_invalidate_func = Some(ep_post_send_with_invalidate);
     t.ep_post_rdma_read_to_rmr_func = Some(ep_post_rdma_read_to_rmr);
-    t.cno_fd_create_func = Some(cno_fd_create);
-    t.cno_trigger_func = Some(cno_trigger);
+    t.cno_fd_create_func = Some(evd::cno_fd_create);
+    t.cno_trigger_func = Some(evd::cno_trigger);
     t.ia_ha_related_func = Some(ia_ha_related);
     t.handle_extendedop_func = Some(ext::extended_op);
     t
@@ -178,10 +171,9 @@ mod tests {
     #[test]
     fn optional_calls_not_offered_answer_model_not_supported_as_ofa_dapl() {
         let expected = abi::ret::CLASS_ERROR | abi::ret::MODEL_NOT_SUPPORTED;
-        // SAFETY (all three): the slots ignore their arguments.
+        // SAFETY (both): the slots ignore their arguments.
         unsafe {
             assert_eq!(csp_free(std::ptr::null_mut()), expected);
-            assert_eq!(cno_trigger(std::ptr::null_mut(), std::ptr::null_mut()), expected);
             assert_eq!(
                 ia_ha_related(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()),
                 expected
