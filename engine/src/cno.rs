@@ -38,7 +38,7 @@
 //!   readable before the trigger came (a completion that arrives while the consumer
 //!   drains the EVD it was told of).
 //!
-//! How: the fd is an epoll set ([`crate::epoll`]) holding an eventfd of the CNO's own,
+//! How: the fd is an epoll set (`epoll.rs`) holding an eventfd of the CNO's own,
 //! raised for posted events and releases, and the completion channel of every attached
 //! DTO EVD. A trigger drains the eventfd, reads the channels' events, then per EVD
 //! harvests its CQ into its queue, arms the CQ, and looks at the queue: a completion after
