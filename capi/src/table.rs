@@ -3,9 +3,9 @@
 //! `DAT_MODEL_NOT_SUPPORTED`, as OFA dapl's do, saying so on stderr under
 //! `FERRODAT_TRACE`: the connectionless service points (`dat_csp_*`) and
 //! `dat_ep_common_connect`, `dat_ep_post_send_with_invalidate`,
-//! `dat_ep_post_rdma_read_to_rmr` and `dat_ia_ha_related`. Everything else reaches the engine, which may also refuse a model
-//! it does not offer with `DAT_MODEL_NOT_SUPPORTED` (endpoint and SRQ watermarks, RMRs for
-//! one endpoint, provider-created endpoints).
+//! `dat_ep_post_rdma_read_to_rmr` and `dat_ia_ha_related`. Everything else reaches the
+//! engine, which may also refuse a model it does not offer with `DAT_MODEL_NOT_SUPPORTED`
+//! (endpoint and SRQ watermarks, RMRs for one endpoint).
 
 use crate::ret::model_not_supported;
 use crate::{ep, evd, ext, ia, mem, rmr, sp, srq};

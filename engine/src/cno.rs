@@ -128,7 +128,8 @@ impl Watched {
             let Some(channel) = evd.channel_for_cno() else { continue };
             epoll.add(channel.as_raw_fd()).map_err(|e| {
                 DatError::insufficient_resources(subtype::RESOURCE_MEMORY).with_detail(format!(
-                    "dat_cno_trigger: adding an EVD's completion channel to the CNO's epoll                      set: {e} (raise /proc/sys/fs/epoll/max_user_watches, or attach fewer                      EVDs)"
+                    "dat_cno_trigger: adding an EVD's completion channel to the CNO's epoll set: \
+                     {e} (raise /proc/sys/fs/epoll/max_user_watches, or attach fewer EVDs)"
                 ))
             })?;
             self.channels.push((evd.downgrade(), channel));

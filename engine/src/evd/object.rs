@@ -860,5 +860,4 @@ mod tests {
         evd.resume_waits();
         assert_eq!(evd.wait(0, 1).unwrap_err().return_type(), ret::ABORT, "still closed");
     }
-
 }
