@@ -91,6 +91,7 @@ pub use ring::{
     FilledPushError, PushError, Record, RecordFiller, RecordOverflow, RecordView, RingConsumer,
     RingError, RingProducer, SmallRecord,
 };
+pub use shm::{OutOfBounds, SharedMapping};
 pub use wake::{InstanceWaker, PendingSlots, QpNotifier, WaitOutcome};
 
 /// A 16-byte RoCE GID.

@@ -295,8 +295,7 @@ impl RecordFiller<'_> {
     /// Appends `bytes`.
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), RecordOverflow> {
         let at = self.claim(bytes.len())?;
-        // SAFETY: `bytes` is a live slice, readable for its length.
-        let copied = unsafe { self.map.copy_in_raw(at, bytes.as_ptr(), bytes.len()) };
+        let copied = self.map.copy_in(at, bytes);
         debug_assert!(copied.is_ok(), "reserved record overran the ring area");
         Ok(())
     }

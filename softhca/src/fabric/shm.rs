@@ -34,15 +34,30 @@ use super::FabricError;
 
 /// A byte range outside the mapping, or misaligned for the requested access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OutOfBounds {
-    pub(crate) offset: usize,
-    pub(crate) len: usize,
-    pub(crate) mapping_len: usize,
+pub struct OutOfBounds {
+    /// Where the range starts.
+    pub offset: usize,
+    /// Its length.
+    pub len: usize,
+    /// The mapping's length.
+    pub mapping_len: usize,
 }
+
+impl std::fmt::Display for OutOfBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} bytes at offset {} lie outside a {}-byte shared mapping (or are misaligned)",
+            self.len, self.offset, self.mapping_len
+        )
+    }
+}
+
+impl std::error::Error for OutOfBounds {}
 
 /// A read-write `MAP_SHARED` mapping of a whole file, unmapped on drop.
 #[derive(Debug)]
-pub(crate) struct SharedMapping {
+pub struct SharedMapping {
     base: NonNull<u8>,
     len: usize,
 }
@@ -56,7 +71,7 @@ unsafe impl Sync for SharedMapping {}
 
 impl SharedMapping {
     /// Maps the first `len` bytes of `file` read-write and shared. `path` is for errors only.
-    pub(crate) fn map(file: &File, len: usize, path: &Path) -> Result<Self, FabricError> {
+    pub fn map(file: &File, len: usize, path: &Path) -> Result<Self, FabricError> {
         if len == 0 {
             return Err(FabricError::bad_file(path, "the file is empty".to_string()));
         }
@@ -113,7 +128,7 @@ impl SharedMapping {
     /// The whole mapping as 8-byte words (its length rounded down), for the fast paths that
     /// reach words at fixed or masked offsets: slice indexing is then the only check.
     #[inline]
-    pub(crate) fn words(&self) -> &[AtomicU64] {
+    pub fn words(&self) -> &[AtomicU64] {
         // SAFETY: the base is page-aligned and the first `len / 8` words lie inside the
         // mapping, which stays mapped while `&self` lives; AtomicU64 has u64's layout and
         // permits concurrent mutation by other processes.
@@ -122,7 +137,7 @@ impl SharedMapping {
 
     /// The 8-byte word at `offset` (must be in bounds and 8-aligned; panics otherwise).
     #[inline]
-    pub(crate) fn u64_at(&self, offset: usize) -> &AtomicU64 {
+    pub fn u64_at(&self, offset: usize) -> &AtomicU64 {
         self.assert_word(offset, 8);
         // SAFETY: in bounds and 8-aligned (checked above; mmap returns page-aligned memory);
         // the memory stays mapped while `&self` lives; AtomicU64 has u64's layout and
@@ -214,7 +229,7 @@ impl SharedMapping {
     /// `src..src+len` must be readable for the duration of the call (it may be another
     /// mapping, even this one: the copy allows overlap).
     #[inline]
-    pub(crate) unsafe fn copy_in_raw(
+    pub unsafe fn copy_in_raw(
         &self,
         offset: usize,
         src: *const u8,
@@ -227,11 +242,27 @@ impl SharedMapping {
         Ok(())
     }
 
+    /// Copies `src` into the mapping at `offset` with one `memmove` (bulk payload, as
+    /// [`Self::copy_in_raw`], from a slice of ours).
+    #[inline]
+    pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<(), OutOfBounds> {
+        // SAFETY: a live slice is readable for its length throughout the call.
+        unsafe { self.copy_in_raw(offset, src.as_ptr(), src.len()) }
+    }
+
+    /// Fills `dst` from the mapping at `offset` with one `memmove` (bulk payload, as
+    /// [`Self::copy_out_raw`], into a slice of ours).
+    #[inline]
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {
+        // SAFETY: a live exclusive slice is writable for its length throughout the call.
+        unsafe { self.copy_out_raw(offset, dst.as_mut_ptr(), dst.len()) }
+    }
+
     /// Zeroes `len` bytes at `offset` with one `memset`: for space a ring consumer hands
     /// back, which no other process reads or writes until it sees the consumer's next
     /// Release store (so, as for bulk payload, no word-by-word volatile stores).
     #[inline]
-    pub(crate) fn zero_bytes(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
+    pub fn zero_bytes(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
         let dst = self.range_ptr(offset, len)?;
         // SAFETY: inside the mapping (`range_ptr`); no reference into it is formed.
         unsafe { std::ptr::write_bytes(dst, 0, len) };
@@ -244,7 +275,7 @@ impl SharedMapping {
     /// # Safety
     /// `dst..dst+len` must be writable for the duration of the call.
     #[inline]
-    pub(crate) unsafe fn copy_out_raw(
+    pub unsafe fn copy_out_raw(
         &self,
         offset: usize,
         dst: *mut u8,

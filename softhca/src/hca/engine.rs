@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 /// Capacity of each QP's outbound ring. Larger rings measured no faster (the ring, the
 /// source and the target buffer then compete for the cores' caches) and cost shared memory
 /// per QP; a full segment must fit in a record of at most half the ring.
-const RING_BYTES: usize = 256 * 1024;
+pub const RING_BYTES: usize = 256 * 1024;
 const _: () = assert!(
     ring_layout::RECORD_HEADER_BYTES + size_of::<PacketHeader>() + SEGMENT_BYTES
         <= RING_BYTES / 2 - ring_layout::RECORD_HEADER_BYTES
