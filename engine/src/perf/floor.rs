@@ -2,6 +2,8 @@
 //! HCA does on one host, a message and its answer each cross between cores at least once,
 //! so this round trip is the least any two-process ping-pong can cost on this machine.
 
+use super::shared_file;
+use ferrodat_softhca::fabric::SharedMapping;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ pub const STALL: Duration = Duration::from_secs(5);
 
 /// Spins between looks at the clock while waiting for an answer: a few hundred
 /// microseconds of spinning, and the hot loop of a live ping-pong never reads the clock.
-const SPINS_PER_CLOCK_READ: u32 = 1 << 12;
+pub(crate) const SPINS_PER_CLOCK_READ: u32 = 1 << 12;
 
 /// The answering side did not answer within the stall timeout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,44 +41,17 @@ impl std::error::Error for Stalled {}
 
 /// One shared cache line in a file both processes map.
 pub struct SharedLine {
-    ptr: *mut u8,
-    len: usize,
+    map: SharedMapping,
 }
-
-// SAFETY: the mapping is shared memory accessed only through the atomic below.
-unsafe impl Send for SharedLine {}
 
 impl SharedLine {
     /// Maps (creating if needed) `path`, 4 KiB, shared.
     pub fn map(path: &std::path::Path) -> std::io::Result<SharedLine> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        file.set_len(4096)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: a fresh shared mapping of a 4 KiB file we just sized; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(SharedLine { ptr: ptr.cast(), len: 4096 })
+        Ok(SharedLine { map: shared_file::map(path, 4096)? })
     }
 
     fn word(&self) -> &AtomicU64 {
-        // SAFETY: page-aligned, mapped for our lifetime; only atomics touch it.
-        unsafe { &*(self.ptr as *const AtomicU64) }
+        self.map.u64_at(0)
     }
 
     /// The pinging side: `rounds` round trips per sample, `samples` samples; then tells
@@ -147,19 +122,16 @@ impl SharedLine {
 /// the clock on its first call, says [`Stalled`] once `stall` has passed.
 #[cold]
 #[inline(never)]
-fn stalled(since: &mut Option<Instant>, stall: Duration, round_trips: u64) -> Result<(), Stalled> {
+pub(crate) fn stalled(
+    since: &mut Option<Instant>,
+    stall: Duration,
+    round_trips: u64,
+) -> Result<(), Stalled> {
     let waited = since.get_or_insert_with(Instant::now).elapsed();
     if waited >= stall {
         return Err(Stalled { waited, round_trips });
     }
     Ok(())
-}
-
-impl Drop for SharedLine {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
 }
 
 #[cfg(test)]

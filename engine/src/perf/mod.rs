@@ -4,4 +4,7 @@
 //! same way.
 
 pub mod floor;
+pub mod least_hca;
+pub mod pipeline;
+mod shared_file;
 pub mod stats;
