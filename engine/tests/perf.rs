@@ -8,9 +8,11 @@ use std::process::{Child, Command, Output, Stdio};
 
 /// Every row a run has, by its JSON id, in order: the baselines, then each RDMA test at
 /// the driver level and at the DAT level.
-const ROWS: [&str; 18] = [
+const ROWS: [&str; 20] = [
     "baseline.shm_floor.8",
+    "baseline.least_hca_pingpong.8",
     "baseline.memcpy.1048576",
+    "baseline.shm_pipeline.1048576",
     "baseline.tcp_pingpong.8",
     "baseline.tcp_pingpong.4096",
     "driver.send_recv_lat.8",
@@ -98,6 +100,12 @@ fn argument_errors_name_the_argument() {
     usage_error(&["perf", "--server", "--json"], "--json");
     usage_error(&["perf", "--port", "70000"], "--port");
     usage_error(&["perf", "--bind", "127.0.0.1"], "--server");
+    // The helpers' own option: a kind that does not exist is named, with the ones that do.
+    usage_error_saying(
+        &["perf", "--baseline-helper", "nosuch:/dev/shm/x"],
+        &["--baseline-helper", "nosuch", "floor, least-hca, pipeline"],
+    );
+    usage_error(&["perf", "--baseline-helper", "floor"], "KIND:FILE");
 }
 
 #[test]
@@ -205,16 +213,37 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
         names,
         [
             "send_recv_8_over_floor",
+            "least_hca_over_floor",
+            "send_recv_8_over_least_hca",
             "tcp_8_over_send_recv_8",
             "rdma_write_bw_1m_over_memcpy",
+            "pipeline_over_memcpy",
+            "rdma_write_bw_1m_over_pipeline",
             "dat_over_driver_send_recv_8"
         ]
     );
     let levels: Vec<&str> = ratios.iter().map(|r| r["level"].as_str().unwrap()).collect();
-    assert_eq!(levels, ["dat", "dat", "driver", "dat"]);
+    assert_eq!(levels, ["dat", "baseline", "dat", "dat", "driver", "baseline", "driver", "dat"]);
+    let value = |id: &str| {
+        let r = ratios.iter().find(|r| r["id"] == id).unwrap();
+        r["value"].as_f64().unwrap_or_else(|| panic!("no value in {r}"))
+    };
     for r in ratios {
         assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["met"].is_boolean(), "{r}");
+        // A target's ratio says whether it is met; the ratios that explain it have neither.
+        assert_eq!(r["met"].is_boolean(), r["target"].is_string(), "{r}");
+        assert!(r["met"].is_boolean() || (r["met"].is_null() && r["target"].is_null()), "{r}");
+    }
+    // Each explained target is the product of its two factors.
+    for (whole, parts) in [
+        ("send_recv_8_over_floor", ["least_hca_over_floor", "send_recv_8_over_least_hca"]),
+        (
+            "rdma_write_bw_1m_over_memcpy",
+            ["pipeline_over_memcpy", "rdma_write_bw_1m_over_pipeline"],
+        ),
+    ] {
+        let product = value(parts[0]) * value(parts[1]);
+        assert!((product / value(whole) - 1.0).abs() < 1e-9, "{whole} = {parts:?}: {ratios:?}");
     }
 }
 
@@ -227,7 +256,10 @@ fn a_short_local_run_gives_every_row_as_json() {
     assert_eq!(text.lines().count(), 1, "one JSON line: {text}");
     check_json(&text, "local");
     // The progress went to stderr, one line per row when it is not a terminal.
-    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("ferrodat perf: [")).count(), 18);
+    assert_eq!(
+        stderr(&out).lines().filter(|l| l.starts_with("ferrodat perf: [")).count(),
+        ROWS.len()
+    );
 }
 
 #[test]
@@ -239,6 +271,9 @@ fn a_short_local_run_prints_the_table() {
     // Each RDMA test is a driver row and a DAT row of the same title.
     for (title, times) in [
         ("shared-memory floor: two processes", 1),
+        ("least software HCA: WQE, ring slot, CQE, 8 B", 1),
+        ("two-copy pipeline: two processes, shm ring, 1 MiB", 1),
+        ("(no target; ", 4),
         ("TCP loopback ping-pong, 8 B", 1),
         ("TCP loopback ping-pong, 4 KiB", 1),
         ("memcpy, one core, 1 MiB", 1),
@@ -452,10 +487,12 @@ fn children_with_arg(parent: u32, arg: &str) -> Vec<u32> {
     found
 }
 
-#[test]
-fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
+/// A run whose `kind` helper (floor, least-hca) is killed while it answers ends with an
+/// error naming it and `says`, and leaves no file behind.
+fn a_helper_that_dies_ends_the_run(kind: &str, says: &str) {
     let _one = one_run_at_a_time();
-    // Long rows: the floor's first slice (and its helper) lasts seconds.
+    // Long rows: the first slices of the floor and the least software HCA (and their
+    // helpers) last seconds each.
     let client = ferrodat()
         .args(["perf", "--duration", "60", "--json"])
         .stdout(Stdio::piped())
@@ -463,13 +500,14 @@ fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
         .spawn()
         .expect("run ferrodat");
     let shm = private_shm_of(client.id());
-    let floor_line = PathBuf::from(format!("/dev/shm/ferrodat-perf-floor-{}", client.id()));
+    let file = PathBuf::from(format!("/dev/shm/ferrodat-perf-{kind}-{}", client.id()));
+    let arg = format!("{kind}:{}", file.display());
     let waited = std::time::Instant::now();
     let helper = loop {
-        if let Some(&pid) = children_with_arg(client.id(), "--floor-helper").first() {
+        if let Some(&pid) = children_with_arg(client.id(), &arg).first() {
             break pid;
         }
-        assert!(waited.elapsed().as_secs() < 60, "no floor helper process appeared");
+        assert!(waited.elapsed().as_secs() < 60, "no {kind} helper process appeared");
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     // Well inside the slice's 0.4 s warm-up and 3.8 s of measurement: it is answering.
@@ -491,20 +529,32 @@ fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     let out = client.wait_with_output().unwrap();
-    let left = [shm.exists(), floor_line.exists()];
+    let left = [shm.exists(), file.exists()];
     let _ = std::fs::remove_dir_all(&shm);
-    let _ = std::fs::remove_file(&floor_line);
+    let _ = std::fs::remove_file(&file);
     let err = stderr(&out);
     let status =
         status.unwrap_or_else(|| panic!("still running 30 s after its helper died: {err}"));
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(out.stdout.is_empty(), "no report from a failed run");
-    let named =
-        format!("the floor's helper process (pid {helper}, perf --floor-helper) stopped answering");
-    for m in [named.as_str(), "no answer on the shared line for 5.0 s", "it ended: signal: 9"] {
+    let named = format!(
+        "the {kind} helper process (pid {helper}, perf --baseline-helper {kind}:…) stopped \
+         answering"
+    );
+    for m in [named.as_str(), says, "it ended: signal: 9"] {
         assert!(err.contains(m), "missing {m:?} in: {err}");
     }
-    assert_eq!(left, [false, false], "left {} or {}", shm.display(), floor_line.display());
+    assert_eq!(left, [false, false], "left {} or {}", shm.display(), file.display());
+}
+
+#[test]
+fn a_floor_helper_that_dies_ends_the_run_with_an_error_naming_it() {
+    a_helper_that_dies_ends_the_run("floor", "no answer on the shared line for 5.0 s");
+}
+
+#[test]
+fn a_least_hca_helper_that_dies_ends_the_run_with_an_error_naming_it() {
+    a_helper_that_dies_ends_the_run("least-hca", "least HCA: no message for 5.0 s (after ");
 }
 
 /// Runs `ferrodat perf <args>` with `/etc/hosts` replaced by `hosts` (a private mount

@@ -1,10 +1,16 @@
 //! The baselines, measured in the same run as the ferrodat rows: the shared-memory floor,
-//! TCP ping-pong and single-core memcpy.
+//! the least software HCA, TCP ping-pong, single-core memcpy and the two-copy pipeline.
+//!
+//! The floor, the least software HCA and the pipeline each run against a helper process
+//! (this executable, `perf --baseline-helper KIND:FILE`) that answers through a shared
+//! file; the helper dies with this process.
 
 use super::control::Control;
 use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use super::{ChildGuard, RemoveOnDrop};
-use ferrodat_engine::perf::floor::{STALL, SharedLine, Stalled};
+use ferrodat_engine::perf::floor::{STALL, SharedLine};
+use ferrodat_engine::perf::least_hca::{End, LeastHca};
+use ferrodat_engine::perf::pipeline::{self, Pipeline};
 use ferrodat_engine::perf::stats::summarize;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -17,88 +23,207 @@ const MAX_TCP_MESSAGE: usize = 16 << 20;
 const TCP_CONTINUE: u8 = 0;
 const TCP_STOP: u8 = 1;
 
-/// The floor: this process and a helper (this executable, `perf --floor-helper`) bounce
-/// one cache line of shared memory; half the round trip. One slice of the floor's row
-/// (see [`super::plan::turns`]).
-pub fn floor(sizing: Sizing) -> Result<Timed, String> {
+/// What a helper process answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helper {
+    /// The floor's cache line.
+    Floor,
+    /// The least software HCA's ping-pong.
+    LeastHca,
+    /// The two-copy pipeline's consumer.
+    Pipeline,
+}
+
+impl Helper {
+    const ALL: [Helper; 3] = [Helper::Floor, Helper::LeastHca, Helper::Pipeline];
+
+    fn name(self) -> &'static str {
+        match self {
+            Helper::Floor => "floor",
+            Helper::LeastHca => "least-hca",
+            Helper::Pipeline => "pipeline",
+        }
+    }
+
+    /// What the errors call it.
+    fn title(self) -> String {
+        format!("the {} helper process", self.name())
+    }
+}
+
+/// `KIND:FILE`, as `--baseline-helper` takes it.
+pub fn parse_helper(s: &str) -> Result<(Helper, PathBuf), String> {
+    let (kind, file) = s.split_once(':').ok_or_else(|| format!("{s:?}: give KIND:FILE"))?;
+    let kind = Helper::ALL.into_iter().find(|h| h.name() == kind).ok_or_else(|| {
+        let kinds: Vec<_> = Helper::ALL.iter().map(|h| h.name()).collect();
+        format!("{kind:?} is not a helper: one of {}", kinds.join(", "))
+    })?;
+    Ok((kind, PathBuf::from(file)))
+}
+
+/// A scratch file for a helper's shared memory, removed when dropped.
+fn scratch_file(kind: Helper) -> RemoveOnDrop {
     let dir = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
         std::env::temp_dir()
     };
-    let path = dir.join(format!("ferrodat-perf-floor-{}", std::process::id()));
+    let path = dir.join(format!("ferrodat-perf-{}-{}", kind.name(), std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let _remove = RemoveOnDrop::new(path.clone());
-    {
-        let line = SharedLine::map(&path)
-            .map_err(|e| format!("cannot map the floor's shared line {}: {e}", path.display()))?;
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-        let child = Command::new(exe)
-            .arg("perf")
-            .arg("--floor-helper")
-            .arg(&path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start the floor's helper process: {e}"))?;
-        let mut helper = ChildGuard::new(child);
-        let mut ready = String::new();
-        if let Some(out) = helper.child().stdout.take() {
-            BufReader::new(out)
-                .read_line(&mut ready)
-                .map_err(|e| format!("reading the floor helper: {e}"))?;
-        }
-        if ready.trim() != "READY" {
-            return Err("the floor's helper process did not start (see its error above)".into());
-        }
-        let group = sizing.group();
-        // A helper that dies (or is killed) stops answering: the run ends with an error
-        // naming it instead of spinning forever.
-        let stalled = |e: Stalled, helper: &mut ChildGuard| {
-            let pid = helper.child().id();
-            // The look below may reap it: deregistered first, so the interrupt thread never
-            // signals its pid once reused (the helper dies with this process anyway).
-            super::interrupt::remove_child(pid);
-            let state = match helper.child().try_wait() {
-                Ok(Some(status)) => format!("it ended: {status}"),
-                _ => "it is still running, but got no CPU time or is stuck".to_string(),
-            };
-            format!(
-                "the floor's helper process (pid {pid}, perf --floor-helper) stopped answering: {e}; {state}"
-            )
-        };
-        let mut warm = sizing.warmup().meter();
-        line.ping_while(group, STALL, |_| {
-            let more = warm.more();
-            warm.add(u64::from(group));
-            more
-        })
-        .map_err(|e| stalled(e, &mut helper))?;
-        let mut meter = sizing.meter();
-        let samples = line
-            .ping_while(group, STALL, |_| {
-                let more = meter.more();
-                meter.add(u64::from(group));
-                more
-            })
-            .map_err(|e| stalled(e, &mut helper))?;
-        line.stop();
-        helper.finish("the floor's helper process")?;
-        Ok(Timed::new((samples, group), true))
-    }
+    RemoveOnDrop::new(path)
 }
 
-/// The floor's helper process: answers the cache line until told to stop.
-pub fn floor_helper(path: &Path) -> Result<(), String> {
+/// Starts the `kind` helper on `path` (which this process has set up) and waits until it
+/// is ready.
+fn start_helper(kind: Helper, path: &Path) -> Result<ChildGuard, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let arg = format!("{}:{}", kind.name(), path.display());
+    let child = Command::new(exe)
+        .args(["perf", "--baseline-helper", &arg])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", kind.title()))?;
+    let mut helper = ChildGuard::new(child);
+    let mut ready = String::new();
+    if let Some(out) = helper.child().stdout.take() {
+        BufReader::new(out)
+            .read_line(&mut ready)
+            .map_err(|e| format!("reading {}: {e}", kind.title()))?;
+    }
+    if ready.trim() != "READY" {
+        return Err(format!("{} did not start (see its error above)", kind.title()));
+    }
+    Ok(helper)
+}
+
+/// The error of a run whose helper stopped answering (`error` says how): names the helper
+/// and what became of it.
+fn helper_stopped(helper: &mut ChildGuard, kind: Helper, error: String) -> String {
+    let pid = helper.child().id();
+    // The look below may reap it: deregistered first, so the interrupt thread never
+    // signals its pid once reused (the helper dies with this process anyway).
+    super::interrupt::remove_child(pid);
+    let state = match helper.child().try_wait() {
+        Ok(Some(status)) => format!("it ended: {status}"),
+        _ => "it is still running, but got no CPU time or is stuck".to_string(),
+    };
+    let name = kind.name();
+    format!(
+        "the {name} helper process (pid {pid}, perf --baseline-helper {name}:…) stopped \
+         answering: {error}; {state}"
+    )
+}
+
+/// Runs `op` over a warm-up, then for the row, in groups of [`Sizing::group`] round
+/// trips, against a helper (`ping(group, more)` takes samples while `more` says).
+fn ping_row<E: ToString>(
+    sizing: Sizing,
+    helper: &mut ChildGuard,
+    kind: Helper,
+    mut ping: impl FnMut(u32, &mut dyn FnMut() -> bool) -> Result<Vec<std::time::Duration>, E>,
+) -> Result<Timed, String> {
+    let group = sizing.group();
+    let mut run = |sizing: Sizing| {
+        let mut meter = sizing.meter();
+        ping(group, &mut || {
+            let more = meter.more();
+            meter.add(u64::from(group));
+            more
+        })
+        .map_err(|e| helper_stopped(helper, kind, e.to_string()))
+    };
+    run(sizing.warmup())?;
+    let samples = run(sizing)?;
+    Ok(Timed::new((samples, group), true))
+}
+
+/// The floor: this process and a helper bounce one cache line of shared memory; half the
+/// round trip. One slice of the floor's row (see [`super::plan::turns`]).
+pub fn floor(sizing: Sizing) -> Result<Timed, String> {
+    let file = scratch_file(Helper::Floor);
+    let line = SharedLine::map(file.path()).map_err(|e| {
+        format!("cannot map the floor's shared line {}: {e}", file.path().display())
+    })?;
+    let mut helper = start_helper(Helper::Floor, file.path())?;
+    let timed = ping_row(sizing, &mut helper, Helper::Floor, |group, more| {
+        line.ping_while(group, STALL, |_| more())
+    })?;
+    line.stop();
+    helper.finish(&Helper::Floor.title())?;
+    Ok(timed)
+}
+
+/// The least software HCA: an 8-byte SEND/RECV ping-pong with a helper through the least
+/// work any software HCA does (`ferrodat_engine::perf::least_hca`); half the round trip.
+/// One slice of its row (it takes turns with the floor).
+pub fn least_hca(sizing: Sizing) -> Result<Timed, String> {
+    let file = scratch_file(Helper::LeastHca);
+    let mut hca = LeastHca::open(file.path(), End::Initiator)?;
+    let mut helper = start_helper(Helper::LeastHca, file.path())?;
+    let timed = ping_row(sizing, &mut helper, Helper::LeastHca, |group, more| {
+        hca.ping_while(group, STALL, |_| more())
+    })?;
+    hca.stop();
+    helper.finish(&Helper::LeastHca.title())?;
+    Ok(timed)
+}
+
+/// The two-copy pipeline: messages of `size` bytes copied through a shared ring into a
+/// helper's buffer (`ferrodat_engine::perf::pipeline`).
+pub fn pipeline(size: usize, sizing: Sizing) -> Result<Outcome, String> {
+    let file = scratch_file(Helper::Pipeline);
+    let pipe = Pipeline::create(file.path(), size.min(pipeline::MAX_MESSAGE))?;
+    let source: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let mut helper = start_helper(Helper::Pipeline, file.path())?;
+    let mut stream = |sizing: Sizing| {
+        let mut meter = sizing.meter();
+        pipe.stream_while(&source, STALL, |_| {
+            let more = meter.more();
+            meter.add(1);
+            more
+        })
+        .map_err(|e| helper_stopped(&mut helper, Helper::Pipeline, e))
+    };
+    stream(sizing.warmup())?;
+    let (messages, elapsed) = stream(sizing)?;
+    pipe.stop();
+    helper.finish(&Helper::Pipeline.title())?;
+    Ok(Outcome::Bandwidth {
+        bytes: messages * size as u64,
+        messages,
+        seconds: elapsed.as_secs_f64(),
+    })
+}
+
+/// A helper process: answers through `path` until the run tells it to stop.
+pub fn helper(kind: Helper, path: &Path) -> Result<(), String> {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and no pointers: the helper
     // spins, so it must die with the process that started it.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    let line = SharedLine::map(path)
-        .map_err(|e| format!("floor helper: cannot map {}: {e}", path.display()))?;
-    println!("READY");
-    std::io::stdout().flush().map_err(|e| e.to_string())?;
-    line.pong();
+    let ready = || {
+        println!("READY");
+        std::io::stdout().flush().map_err(|e| e.to_string())
+    };
+    match kind {
+        Helper::Floor => {
+            let line = SharedLine::map(path)
+                .map_err(|e| format!("floor helper: cannot map {}: {e}", path.display()))?;
+            ready()?;
+            line.pong();
+        }
+        Helper::LeastHca => {
+            let mut hca = LeastHca::open(path, End::Responder)?;
+            ready()?;
+            hca.pong()?;
+        }
+        Helper::Pipeline => {
+            let pipe = Pipeline::open(path)?;
+            let mut dest = vec![0u8; pipe.message_bytes()?];
+            ready()?;
+            pipe.drain(&mut dest)?;
+        }
+    }
     Ok(())
 }
 

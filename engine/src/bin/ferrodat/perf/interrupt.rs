@@ -1,7 +1,7 @@
 //! Cleanup when a run is interrupted (Ctrl-C, `kill`, a closed terminal).
 //!
-//! A run leaves scratch files (the private softhca fabric directory, the floor's shared
-//! line) and child processes (the local server, the floor's helper). Their guards
+//! A run leaves scratch files (the private softhca fabric directory, a baseline's shared
+//! file) and child processes (the local server, a baseline's helper). Their guards
 //! ([`super::RemoveOnDrop`], [`super::ChildGuard`]) clean up on every way out that unwinds;
 //! a signal's default action unwinds nothing. So [`install`] blocks SIGINT, SIGTERM and
 //! SIGHUP in the calling thread (every thread started later inherits the mask; children do

@@ -8,8 +8,8 @@
 //! the QP information both sides exchange ([`ferrodat_engine::cm`]'s `ConnInfo`,
 //! `local_conn_info` and `connect_qp`) and the TCP ping-pong baseline.
 //!
-//! Rows ([`plan`]): the baselines ([`baseline`]: the shared-memory floor, TCP ping-pong,
-//! single-core memcpy), then each RDMA test ([`workload`]) at the driver level ([`rdma`]:
+//! Rows ([`plan`]): the baselines ([`baseline`]: the shared-memory floor, the least
+//! software HCA, single-core memcpy, the two-copy pipeline, TCP ping-pong), then each RDMA test ([`workload`]) at the driver level ([`rdma`]:
 //! the QP posted to and polled directly) and at the DAT level ([`dat`]: the same test
 //! through the engine's EP and EVDs, connected by the engine's connection manager).
 
@@ -57,7 +57,7 @@ pub struct PerfArgs {
     #[arg(long, conflicts_with = "client")]
     server: bool,
     /// Run only the client side, against `ferrodat perf --server` on HOST; the baselines
-    /// that need no server (floor, memcpy) run on this host.
+    /// that need no server (floor, least software HCA, memcpy, pipeline) run on this host.
     #[arg(long, value_name = "HOST")]
     client: Option<String>,
     /// The TCP control port of the server. Its DAT service point (PSP) listens on the first
@@ -82,9 +82,10 @@ pub struct PerfArgs {
     /// or N messages (bandwidth) instead of a duration, after a warm-up of N/10.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "server")]
     iters: Option<u64>,
-    /// (internal) answer the floor's cache-line ping-pong through this file.
-    #[arg(long, value_name = "FILE", hide = true, exclusive = true)]
-    floor_helper: Option<PathBuf>,
+    /// (internal) a baseline's helper process: KIND (floor, least-hca, pipeline) answers
+    /// the run through the shared FILE.
+    #[arg(long, value_name = "KIND:FILE", hide = true, exclusive = true, value_parser = baseline::parse_helper)]
+    baseline_helper: Option<(baseline::Helper, PathBuf)>,
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -100,8 +101,8 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 
 /// Runs `ferrodat perf` as the arguments say; returns the text to print on stdout.
 pub fn run(args: PerfArgs) -> Result<String, String> {
-    if let Some(path) = &args.floor_helper {
-        baseline::floor_helper(path)?;
+    if let Some((kind, path)) = &args.baseline_helper {
+        baseline::helper(*kind, path)?;
         return Ok(String::new());
     }
     let device = match &args.device {
@@ -256,8 +257,8 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
     result
 }
 
-/// A scratch file or directory of the run (the private softhca fabric directory, the
-/// floor's shared line): removed when dropped, so on every way out of the run, a panic's
+/// A scratch file or directory of the run (the private softhca fabric directory, a
+/// baseline helper's shared file): removed when dropped, so on every way out of the run, a panic's
 /// unwinding included, and by [`interrupt`] on a signal.
 pub struct RemoveOnDrop(PathBuf);
 
@@ -283,7 +284,7 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// A child process of the run (the local server, the floor's helper): killed and
+/// A child process of the run (the local server, a baseline's helper): killed and
 /// reaped if the run ends before it does, by [`interrupt`] on a signal.
 pub struct ChildGuard(Child);
 
@@ -374,6 +375,7 @@ fn client(
                 Test::WriteLat(_, n) => workload::write_lat(&mut side, &mut ctl, n, sizing),
                 Test::ReadLat(_, n) => workload::read_lat(&mut side, &mut ctl, n, sizing),
                 Test::Floor => baseline::floor(sizing),
+                Test::LeastHca => baseline::least_hca(sizing),
                 other => unreachable!("{other:?} is not a latency test"),
             }
         };
@@ -397,6 +399,7 @@ fn client(
         }
         let result = match *test {
             Test::Memcpy(size) => baseline::memcpy(size, sizing),
+            Test::Pipeline(size) => baseline::pipeline(size, sizing)?,
             Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
             Test::WriteBw(Level::Dat, size) => {
                 workload::write_bw(&mut dat_side, &mut ctl, size, sizing)?

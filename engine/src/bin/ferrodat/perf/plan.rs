@@ -79,13 +79,17 @@ impl Meter {
 pub const SLICES: u32 = 16;
 
 /// The rows measured in turns when `test`'s row comes up, `test` first: the floor with
-/// the 8-byte SEND/RECV rows at both levels (their ratios are targets), a driver-level
+/// the least software HCA and the 8-byte SEND/RECV rows at both levels (their ratios are
+/// targets, or say what a target leaves to software), a driver-level
 /// latency test with its DAT twin, anything else alone.
 pub fn turns(test: Test) -> Vec<Test> {
     match test {
-        Test::Floor => {
-            vec![Test::Floor, Test::SendRecv(Level::Driver, 8), Test::SendRecv(Level::Dat, 8)]
-        }
+        Test::Floor => vec![
+            Test::Floor,
+            Test::LeastHca,
+            Test::SendRecv(Level::Driver, 8),
+            Test::SendRecv(Level::Dat, 8),
+        ],
         t if t.is_latency() => std::iter::once(t).chain(t.at_dat_level()).collect(),
         t => vec![t],
     }
@@ -182,6 +186,12 @@ pub enum Test {
     /// Two processes on this host bouncing one cache line: the least any two-process
     /// ping-pong costs here.
     Floor,
+    /// An 8-byte SEND/RECV ping-pong between two processes through the least work any
+    /// software HCA does: WQE, one shared ring slot, CQE (`perf::least_hca`).
+    LeastHca,
+    /// Two processes copying messages of this size through a shared ring: the least
+    /// work of a software HCA moving bulk data (`perf::pipeline`).
+    Pipeline(usize),
     /// TCP ping-pong over the control connection (the loopback in a local run).
     Tcp(usize),
     /// One core copying a buffer of this size over and over.
@@ -201,7 +211,9 @@ impl Test {
     /// The layer it measures.
     pub fn level(self) -> Level {
         match self {
-            Test::Floor | Test::Tcp(_) | Test::Memcpy(_) => Level::Baseline,
+            Test::Floor | Test::LeastHca | Test::Tcp(_) | Test::Memcpy(_) | Test::Pipeline(_) => {
+                Level::Baseline
+            }
             Test::SendRecv(level, _)
             | Test::WriteLat(level, _)
             | Test::ReadLat(level, _)
@@ -222,15 +234,16 @@ impl Test {
 
     /// Whether it measures latency (a ping-pong or one READ at a time).
     pub fn is_latency(self) -> bool {
-        matches!(self, Test::SendRecv(..) | Test::WriteLat(..) | Test::ReadLat(..))
+        matches!(self, Test::LeastHca | Test::SendRecv(..) | Test::WriteLat(..) | Test::ReadLat(..))
     }
 
     /// Its message size in bytes.
     pub fn bytes(self) -> usize {
         match self {
-            Test::Floor => 8,
+            Test::Floor | Test::LeastHca => 8,
             Test::Tcp(n)
             | Test::Memcpy(n)
+            | Test::Pipeline(n)
             | Test::SendRecv(_, n)
             | Test::WriteLat(_, n)
             | Test::ReadLat(_, n)
@@ -242,6 +255,8 @@ impl Test {
     pub fn id(self) -> String {
         let name = match self {
             Test::Floor => "shm_floor",
+            Test::LeastHca => "least_hca_pingpong",
+            Test::Pipeline(_) => "shm_pipeline",
             Test::Tcp(_) => "tcp_pingpong",
             Test::Memcpy(_) => "memcpy",
             Test::SendRecv(..) => "send_recv_lat",
@@ -257,6 +272,8 @@ impl Test {
         let size = size_name(self.bytes());
         match self {
             Test::Floor => "shared-memory floor: two processes, one cache line".into(),
+            Test::LeastHca => "least software HCA: WQE, ring slot, CQE, 8 B".into(),
+            Test::Pipeline(_) => format!("two-copy pipeline: two processes, shm ring, {size}"),
             Test::Tcp(_) if local => format!("TCP loopback ping-pong, {size}"),
             Test::Tcp(_) => format!("TCP ping-pong to the server, {size}"),
             Test::Memcpy(_) => format!("memcpy, one core, {size}"),
@@ -285,7 +302,14 @@ pub fn size_name(n: usize) -> String {
 /// ([`SLICES`]), those of a bandwidth test one after the other, so that rows compared with
 /// each other see the same conditions.
 pub fn rows() -> Vec<Test> {
-    let mut rows = vec![Test::Floor, Test::Memcpy(1 << 20), Test::Tcp(8), Test::Tcp(4096)];
+    let mut rows = vec![
+        Test::Floor,
+        Test::LeastHca,
+        Test::Memcpy(1 << 20),
+        Test::Pipeline(1 << 20),
+        Test::Tcp(8),
+        Test::Tcp(4096),
+    ];
     let rdma: [fn(Level) -> Test; 7] = [
         |l| Test::SendRecv(l, 8),
         |l| Test::SendRecv(l, 4096),
@@ -414,10 +438,10 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_takes_turns_with_the_8_byte_send_recv_rows_which_come_later() {
+    fn the_floor_takes_turns_with_the_least_hca_and_the_8_byte_send_recv_rows() {
         let rows = rows();
         let turns = turns(Test::Floor);
-        assert_eq!(turns[0], Test::Floor);
+        assert_eq!(turns[..2], [Test::Floor, Test::LeastHca]);
         let at = |t: &Test| rows.iter().position(|r| r == t).expect("a planned row");
         for t in &turns[1..] {
             assert!(t.is_latency() && t.bytes() == 8, "{t:?}");
