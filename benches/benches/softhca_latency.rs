@@ -1,5 +1,8 @@
 //! Two-process 8-byte SEND/RECV latency over softhca, next to the floor measured in the
-//! same run: two processes bouncing one cache line through shared memory.
+//! same run (two processes bouncing one cache line through shared memory) and the least
+//! software HCA (the WQE, ring slot and CQE any software HCA writes and reads per
+//! message, `ferrodat_engine::perf::least_hca`): softhca / floor is the target's ratio,
+//! the least software HCA / floor how much of it the machine takes.
 //!
 //! `cargo bench -p ferrodat-benches --bench softhca_latency` (`FERRODAT_BENCH_SAMPLES`
 //! and `FERRODAT_BENCH_ROUNDS` size the run). Latency is half a round trip, as perftest
@@ -12,7 +15,10 @@ mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, opcode};
 use ferrodat_benches::stats::{Summary, summarize};
-use ferrodat_benches::two_process::{FLOOR_ROLE, env_or, floor_child, measure_floor};
+use ferrodat_benches::two_process::{
+    FLOOR_ROLE, LEAST_HCA_ROLE, env_or, floor_child, least_hca_child, measure_floor,
+    measure_least_hca,
+};
 use ferrodat_softhca::fabric::{FabricDir, SHM_DIR_ENV};
 use ferrodat_softhca::hca::engine::Engine;
 use std::time::Instant;
@@ -24,6 +30,7 @@ const MESSAGE: usize = 8;
 fn main() {
     match std::env::var(ROLE_ENV).as_deref() {
         Ok(FLOOR_ROLE) => floor_child(),
+        Ok(LEAST_HCA_ROLE) => least_hca_child(),
         Ok("echo") => echo_child(),
         _ => parent(),
     }
@@ -137,6 +144,7 @@ fn parent() {
     let rounds = env_or("FERRODAT_BENCH_ROUNDS", 500);
     let started = Instant::now();
     let floor = measure_floor(samples, rounds);
+    let least = measure_least_hca(samples, rounds);
     let softhca = measure_softhca(samples, rounds);
     println!(
         "softhca two-process latency, half round trip, {samples} samples x {rounds} round trips ({:.1} s)",
@@ -147,10 +155,16 @@ fn parent() {
         println!("{name:<44} {:>10.0} {:>10.0} {:>10.0}", s.median_ns, s.p99_ns, s.min_ns)
     };
     row("floor: two processes bouncing one cache line", &floor);
+    row("least software HCA: WQE, ring slot, CQE", &least);
     row("softhca: 8-byte SEND/RECV ping-pong", &softhca);
     let ratio = softhca.median_ns / floor.median_ns;
     println!(
         "softhca / floor (median): {ratio:.2}x  (target: within 3x) {}",
         if ratio <= 3.0 { "met" } else { "NOT met" }
+    );
+    println!(
+        "  least software HCA / floor: {:.2}x; softhca / least software HCA: {:.2}x",
+        least.median_ns / floor.median_ns,
+        softhca.median_ns / least.median_ns
     );
 }

@@ -1,19 +1,25 @@
-//! What the two-process latency benchmarks share: sizing from the environment, and the
-//! floor — two processes bouncing one cache line, measured in the same run.
+//! What the two-process latency benchmarks share: sizing from the environment, the floor
+//! — two processes bouncing one cache line — and the least software HCA, both measured in
+//! the same run as the benchmark's own rows.
 
 #[path = "../../softhca/tests/support/child.rs"]
 #[allow(dead_code)]
 pub mod child;
 
-use crate::floor::SharedLine;
+use crate::floor::{STALL, SharedLine};
+use crate::least_hca::{End, LeastHca};
 use crate::stats::{Summary, summarize};
 use child::{ChildProc, say};
 
-/// The environment variable that hands the floor child its shared line.
+/// The environment variable that hands the floor's or the least software HCA's child its
+/// shared file.
 pub const FLOOR_PATH_ENV: &str = "FERRODAT_BENCH_FLOOR_PATH";
 
 /// The role of the child process that answers the floor's ping.
 pub const FLOOR_ROLE: &str = "floor";
+
+/// The role of the child process that answers the least software HCA's ping-pong.
+pub const LEAST_HCA_ROLE: &str = "least-hca";
 
 /// `name` from the environment as a number, `default` when unset or not a number.
 pub fn env_or(name: &str, default: u32) -> u32 {
@@ -41,6 +47,41 @@ pub fn measure_floor(samples: usize, rounds: u32) -> Summary {
     let warmup = samples / 10 + 1;
     let rtt =
         line.ping(warmup + samples, rounds).unwrap_or_else(|e| panic!("the floor's child: {e}"));
+    drop(child);
+    let _ = std::fs::remove_file(&path);
+    summarize(&rtt[warmup..], rounds).halved()
+}
+
+/// The least software HCA's child: echoes every message until the parent stops it.
+pub fn least_hca_child() {
+    let path = std::env::var(FLOOR_PATH_ENV).expect("the least software HCA's file");
+    let mut hca = LeastHca::open(std::path::Path::new(&path), End::Responder)
+        .unwrap_or_else(|e| panic!("{e}"));
+    say("READY");
+    hca.pong().unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The least software HCA's half round trip (`ferrodat_engine::perf::least_hca`):
+/// `samples` samples of `rounds` round trips each (after a tenth as many warm-up samples),
+/// against a child of this binary in [`LEAST_HCA_ROLE`].
+pub fn measure_least_hca(samples: usize, rounds: u32) -> Summary {
+    let path = std::path::PathBuf::from(format!(
+        "/dev/shm/ferrodat-bench-least-hca-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let mut hca = LeastHca::open(&path, End::Initiator).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = ChildProc::spawn(
+        "",
+        LEAST_HCA_ROLE,
+        &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))],
+    );
+    child.expect("READY");
+    let warmup = samples / 10 + 1;
+    let rtt = hca
+        .ping_while(rounds, STALL, |taken| taken < warmup + samples)
+        .unwrap_or_else(|e| panic!("{e}"));
+    hca.stop();
     drop(child);
     let _ = std::fs::remove_file(&path);
     summarize(&rtt[warmup..], rounds).halved()
