@@ -11,7 +11,6 @@ use super::{ChildGuard, RemoveOnDrop};
 use ferrodat_engine::perf::floor::{STALL, SharedLine};
 use ferrodat_engine::perf::least_hca::{End, LeastHca};
 use ferrodat_engine::perf::pipeline::{self, Pipeline};
-use ferrodat_engine::perf::stats::summarize;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -251,7 +250,7 @@ pub fn memcpy(size: usize, sizing: Sizing) -> Outcome {
 
 /// TCP ping-pong of `size`-byte messages with the server over the control connection;
 /// half the round trip.
-pub fn tcp(ctl: &mut Control, size: usize, sizing: Sizing) -> Result<Outcome, String> {
+pub fn tcp(ctl: &mut Control, size: usize, sizing: Sizing) -> Result<Timed, String> {
     ctl.start_tcp(size)?;
     let mut message = vec![0x5a; size];
     message[0] = TCP_CONTINUE;
@@ -263,11 +262,7 @@ pub fn tcp(ctl: &mut Control, size: usize, sizing: Sizing) -> Result<Outcome, St
     message[0] = TCP_STOP;
     ctl.write_all(&message)?;
     ctl.wait_done()?;
-    Ok(Outcome::Latency {
-        summary: summarize(&samples, group).halved(),
-        samples: samples.len(),
-        group,
-    })
+    Ok(Timed::new((samples, group), true))
 }
 
 /// Server: echoes `size`-byte messages until one starts with the stop byte.

@@ -25,7 +25,7 @@ mod workload;
 
 use clap::Args;
 use control::Control;
-use plan::{Level, Row, SLICES, Sizing, Test, Timed};
+use plan::{Level, Measured, Row, SLICES, Sizing, Test};
 use progress::Progress;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -350,64 +350,65 @@ fn client(
     let mut progress = Progress::new(rows_planned.len(), sizing);
     let started = Instant::now();
     let mut rows = Vec::with_capacity(rows_planned.len());
-    let mut latency: Vec<(Test, Timed)> = Vec::new();
+    // Rows measured ahead of their place in the table (in turns with an earlier row).
+    let mut measured: Vec<(Test, Measured)> = Vec::new();
     for (i, test) in rows_planned.iter().enumerate() {
         progress.row(i, &test.title(local));
         // Rows compared with each other are measured in turns (plan::turns, SLICES):
         // all are taken when the first comes up, and reported in the rows' order.
-        if let Some(at) = latency.iter().position(|(t, _)| t == test) {
-            let (test, timed) = latency.remove(at);
-            rows.push(Row { test, title: test.title(local), result: timed.outcome() });
+        if let Some(at) = measured.iter().position(|(t, _)| t == test) {
+            let (test, so_far) = measured.remove(at);
+            rows.push(Row { test, title: test.title(local), result: so_far.outcome() });
             continue;
         }
-        let mut timed_slice = |test: Test, sizing: Sizing| -> Result<Timed, String> {
-            match test {
+        let mut slice = |test: Test, sizing: Sizing| -> Result<Measured, String> {
+            Ok(match test {
                 Test::SendRecv(Level::Dat, n) => {
-                    workload::send_recv(&mut dat_side, &mut ctl, n, sizing)
+                    Measured::Latency(workload::send_recv(&mut dat_side, &mut ctl, n, sizing)?)
                 }
                 Test::WriteLat(Level::Dat, n) => {
-                    workload::write_lat(&mut dat_side, &mut ctl, n, sizing)
+                    Measured::Latency(workload::write_lat(&mut dat_side, &mut ctl, n, sizing)?)
                 }
                 Test::ReadLat(Level::Dat, n) => {
-                    workload::read_lat(&mut dat_side, &mut ctl, n, sizing)
+                    Measured::Latency(workload::read_lat(&mut dat_side, &mut ctl, n, sizing)?)
                 }
-                Test::SendRecv(_, n) => workload::send_recv(&mut side, &mut ctl, n, sizing),
-                Test::WriteLat(_, n) => workload::write_lat(&mut side, &mut ctl, n, sizing),
-                Test::ReadLat(_, n) => workload::read_lat(&mut side, &mut ctl, n, sizing),
-                Test::Floor => baseline::floor(sizing),
-                Test::LeastHca => baseline::least_hca(sizing),
-                other => unreachable!("{other:?} is not a latency test"),
-            }
+                Test::WriteBw(Level::Dat, n) => {
+                    Measured::Bandwidth(workload::write_bw(&mut dat_side, &mut ctl, n, sizing)?)
+                }
+                Test::SendRecv(_, n) => {
+                    Measured::Latency(workload::send_recv(&mut side, &mut ctl, n, sizing)?)
+                }
+                Test::WriteLat(_, n) => {
+                    Measured::Latency(workload::write_lat(&mut side, &mut ctl, n, sizing)?)
+                }
+                Test::ReadLat(_, n) => {
+                    Measured::Latency(workload::read_lat(&mut side, &mut ctl, n, sizing)?)
+                }
+                Test::WriteBw(_, n) => {
+                    Measured::Bandwidth(workload::write_bw(&mut side, &mut ctl, n, sizing)?)
+                }
+                Test::Floor => Measured::Latency(baseline::floor(sizing)?),
+                Test::LeastHca => Measured::Latency(baseline::least_hca(sizing)?),
+                Test::Tcp(n) => Measured::Latency(baseline::tcp(&mut ctl, n, sizing)?),
+                Test::Memcpy(n) => Measured::Bandwidth(baseline::memcpy(n, sizing)),
+                Test::Pipeline(n) => Measured::Bandwidth(baseline::pipeline(n, sizing)?),
+            })
         };
         let turns = plan::turns(*test);
-        if turns.len() > 1 {
-            let slice = sizing.slice(SLICES);
-            let mut timed = Vec::with_capacity(turns.len());
-            for &t in &turns {
-                timed.push(timed_slice(t, slice)?);
-            }
-            for _ in 1..SLICES {
-                for (&t, so_far) in turns.iter().zip(&mut timed) {
-                    so_far.absorb(timed_slice(t, slice)?);
-                }
-            }
-            let mut timed = turns.into_iter().zip(timed);
-            let (first, measured) = timed.next().expect("a test takes turns with itself");
-            rows.push(Row { test: first, title: first.title(local), result: measured.outcome() });
-            latency.extend(timed);
-            continue;
+        let slices = if turns.len() > 1 { SLICES } else { 1 };
+        let mut so_far: Vec<Measured> = Vec::with_capacity(turns.len());
+        for &t in &turns {
+            so_far.push(slice(t, sizing.slice(slices))?);
         }
-        let result = match *test {
-            Test::Memcpy(size) => baseline::memcpy(size, sizing),
-            Test::Pipeline(size) => baseline::pipeline(size, sizing)?,
-            Test::Tcp(size) => baseline::tcp(&mut ctl, size, sizing)?,
-            Test::WriteBw(Level::Dat, size) => {
-                workload::write_bw(&mut dat_side, &mut ctl, size, sizing)?
+        for _ in 1..slices {
+            for (&t, row) in turns.iter().zip(&mut so_far) {
+                row.absorb(slice(t, sizing.slice(slices))?);
             }
-            Test::WriteBw(_, size) => workload::write_bw(&mut side, &mut ctl, size, sizing)?,
-            other => timed_slice(other, sizing)?.outcome(),
-        };
-        rows.push(Row { test: *test, title: test.title(local), result });
+        }
+        let mut taken = turns.into_iter().zip(so_far);
+        let (first, result) = taken.next().expect("a test takes turns with itself");
+        rows.push(Row { test: first, title: first.title(local), result: result.outcome() });
+        measured.extend(taken);
     }
     progress.finish();
     dat_side.disconnect()?;

@@ -73,15 +73,18 @@ impl Meter {
 /// DAT, driver, DAT, … The hypervisor moves this machine's vCPUs now and then, which
 /// moves latency by a factor of two or more; in turns, both rows of a test see each
 /// placement for about as long, so their ratio means something. The floor takes turns
-/// with the 8-byte SEND/RECV rows the same way (see [`turns`]). Sixteen rather than four:
-/// with four, one change of placement within a test could still leave one row mostly
-/// before it and the other mostly after (DAT / driver read 2.18x in such a run).
+/// with the 8-byte SEND/RECV rows the same way, and memcpy with the 1 MiB bandwidth rows
+/// (see [`turns`]). Sixteen rather than four: with four, one change of placement within a
+/// test could still leave one row mostly before it and the other mostly after (DAT /
+/// driver read 2.18x in such a run).
 pub const SLICES: u32 = 16;
 
 /// The rows measured in turns when `test`'s row comes up, `test` first: the floor with
-/// the least software HCA and the 8-byte SEND/RECV rows at both levels (their ratios are
-/// targets, or say what a target leaves to software), a driver-level
-/// latency test with its DAT twin, anything else alone.
+/// the least software HCA and the 8-byte SEND/RECV rows at both levels, memcpy with the
+/// two-copy pipeline and the 1 MiB RDMA WRITE streams (their ratios are targets, or say
+/// what a target leaves to software: the host runs cross-core copies at half speed for
+/// seconds at a time, so rows one after the other can see different machines), a
+/// driver-level latency test with its DAT twin, anything else alone.
 pub fn turns(test: Test) -> Vec<Test> {
     match test {
         Test::Floor => vec![
@@ -90,8 +93,49 @@ pub fn turns(test: Test) -> Vec<Test> {
             Test::SendRecv(Level::Driver, 8),
             Test::SendRecv(Level::Dat, 8),
         ],
+        Test::Memcpy(n) => vec![
+            Test::Memcpy(n),
+            Test::Pipeline(n),
+            Test::WriteBw(Level::Driver, n),
+            Test::WriteBw(Level::Dat, n),
+        ],
         t if t.is_latency() => std::iter::once(t).chain(t.at_dat_level()).collect(),
         t => vec![t],
+    }
+}
+
+/// What a row's slices measured so far, until the row is reported.
+#[derive(Clone, Debug)]
+pub enum Measured {
+    /// A latency row's samples.
+    Latency(Timed),
+    /// A bandwidth row's totals ([`Outcome::Bandwidth`]).
+    Bandwidth(Outcome),
+}
+
+impl Measured {
+    /// Adds a later slice of the same row.
+    pub fn absorb(&mut self, later: Measured) {
+        match (self, later) {
+            (Measured::Latency(so_far), Measured::Latency(slice)) => so_far.absorb(slice),
+            (
+                Measured::Bandwidth(Outcome::Bandwidth { bytes, messages, seconds }),
+                Measured::Bandwidth(Outcome::Bandwidth { bytes: b, messages: m, seconds: s }),
+            ) => {
+                *bytes += b;
+                *messages += m;
+                *seconds += s;
+            }
+            (so_far, slice) => debug_assert!(false, "slices differ: {so_far:?}, {slice:?}"),
+        }
+    }
+
+    /// The row's result.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Measured::Latency(timed) => timed.outcome(),
+            Measured::Bandwidth(outcome) => *outcome,
+        }
     }
 }
 
@@ -453,7 +497,31 @@ mod tests {
             [Test::WriteLat(Level::Driver, 8), Test::WriteLat(Level::Dat, 8)]
         );
         assert_eq!(super::turns(Test::WriteBw(Level::Driver, 4096)).len(), 1);
-        assert_eq!(super::turns(Test::Memcpy(1 << 20)).len(), 1);
+    }
+
+    #[test]
+    fn memcpy_takes_turns_with_the_pipeline_and_the_1_mib_streams_which_come_later() {
+        let rows = rows();
+        let turns = turns(Test::Memcpy(1 << 20));
+        let at = |t: &Test| rows.iter().position(|r| r == t).expect("a planned row");
+        assert_eq!(turns[..2], [Test::Memcpy(1 << 20), Test::Pipeline(1 << 20)]);
+        for t in &turns[1..] {
+            assert!(!t.is_latency() && t.bytes() == 1 << 20, "{t:?}");
+            assert!(at(t) > at(&Test::Memcpy(1 << 20)), "{t:?}");
+        }
+        assert!(turns.contains(&Test::WriteBw(Level::Driver, 1 << 20)));
+        assert!(turns.contains(&Test::WriteBw(Level::Dat, 1 << 20)));
+    }
+
+    #[test]
+    fn bandwidth_slices_add_up_to_one_row() {
+        let slice = |bytes, seconds| {
+            Measured::Bandwidth(Outcome::Bandwidth { bytes, messages: bytes / 4, seconds })
+        };
+        let mut row = slice(4000, 1.0);
+        row.absorb(slice(2000, 0.5));
+        assert_eq!(row.outcome(), Outcome::Bandwidth { bytes: 6000, messages: 1500, seconds: 1.5 });
+        assert_eq!(row.outcome().mb_per_s(), Some(6000.0 / 1.5 / 1e6));
     }
 
     #[test]

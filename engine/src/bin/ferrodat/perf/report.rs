@@ -211,6 +211,9 @@ pub fn table(r: &Report) -> String {
     );
     for x in ratios(&r.rows) {
         let value = match x.value {
+            // Three decimals below 10, so that a ratio just short of its target never
+            // prints as the target itself.
+            Some(v) if v < 10.0 => format!("{v:.3}x"),
             Some(v) => format!("{v:.2}x"),
             None => "-".into(),
         };
