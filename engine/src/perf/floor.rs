@@ -139,9 +139,7 @@ mod tests {
     use super::*;
 
     fn line(name: &str) -> (SharedLine, std::path::PathBuf) {
-        let path =
-            std::env::temp_dir().join(format!("ferrodat-floor-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let path = shared_file::test_path("floor", name);
         let line = SharedLine::map(&path).unwrap();
         (line, path)
     }

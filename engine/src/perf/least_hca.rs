@@ -414,17 +414,20 @@ mod tests {
     use super::*;
 
     fn path(name: &str) -> std::path::PathBuf {
-        let path = std::env::temp_dir()
-            .join(format!("ferrodat-least-hca-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        path
+        shared_file::test_path("least-hca", name)
+    }
+
+    /// Both ends on one file: the initiator, the responder and the file.
+    fn pair(name: &str) -> (LeastHca, LeastHca, std::path::PathBuf) {
+        let path = path(name);
+        let initiator = LeastHca::open(&path, End::Initiator).unwrap();
+        let responder = LeastHca::open(&path, End::Responder).unwrap();
+        (initiator, responder, path)
     }
 
     #[test]
     fn a_ping_pong_past_every_queue_and_ring_wrap_echoes_each_message() {
-        let path = path("wraps");
-        let mut initiator = LeastHca::open(&path, End::Initiator).unwrap();
-        let mut responder = LeastHca::open(&path, End::Responder).unwrap();
+        let (mut initiator, mut responder, path) = pair("wraps");
         let echo = std::thread::spawn(move || responder.pong());
         // Three laps of the rings, hundreds of the SQ, RQ and CQ.
         let rounds = 100;
@@ -460,9 +463,7 @@ mod tests {
 
     #[test]
     fn a_message_with_no_receive_posted_is_an_error_not_a_lost_message() {
-        let path = path("rnr");
-        let mut initiator = LeastHca::open(&path, End::Initiator).unwrap();
-        let mut responder = LeastHca::open(&path, End::Responder).unwrap();
+        let (mut initiator, mut responder, path) = pair("rnr");
         for value in 1..=RECEIVES_POSTED as u64 + 1 {
             initiator.post_send(value).unwrap();
         }
@@ -476,9 +477,7 @@ mod tests {
 
     #[test]
     fn a_receive_that_does_not_hold_the_message_is_refused() {
-        let path = path("short");
-        let mut initiator = LeastHca::open(&path, End::Initiator).unwrap();
-        let mut responder = LeastHca::open(&path, End::Responder).unwrap();
+        let (mut initiator, mut responder, path) = pair("short");
         // The first receive now points past the end of the buffer.
         let seg = WqeDataSeg {
             byte_count: U32::new(8),

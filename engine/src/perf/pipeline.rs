@@ -200,10 +200,7 @@ mod tests {
     use super::*;
 
     fn path(name: &str) -> std::path::PathBuf {
-        let path = std::env::temp_dir()
-            .join(format!("ferrodat-pipeline-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        path
+        shared_file::test_path("pipeline", name)
     }
 
     #[test]

@@ -16,3 +16,13 @@ pub fn map(path: &Path, len: usize) -> std::io::Result<SharedMapping> {
     file.set_len(len as u64)?;
     SharedMapping::map(&file, len, path).map_err(|e| std::io::Error::other(e.to_string()))
 }
+
+/// A scratch file for a test of `module`, named `name`, not there yet; the test removes
+/// it (a leftover of an earlier run is removed here).
+#[cfg(test)]
+pub(crate) fn test_path(module: &str, name: &str) -> std::path::PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("ferrodat-{module}-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}

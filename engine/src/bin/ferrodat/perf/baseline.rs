@@ -14,7 +14,7 @@ use ferrodat_engine::perf::pipeline::{self, Pipeline};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Largest TCP message the server echoes.
 const MAX_TCP_MESSAGE: usize = 16 << 20;
@@ -114,58 +114,63 @@ fn helper_stopped(helper: &mut ChildGuard, kind: Helper, error: String) -> Strin
     )
 }
 
-/// Runs `op` over a warm-up, then for the row, in groups of [`Sizing::group`] round
-/// trips, against a helper (`ping(group, more)` takes samples while `more` says).
-fn ping_row<E: ToString>(
-    sizing: Sizing,
-    helper: &mut ChildGuard,
+/// One slice of a ping-pong baseline's row against a `kind` helper: the initiator `open`s
+/// the shared file, the helper starts, `ping(initiator, group, more)` takes samples of
+/// `group` round trips while `more` says (a warm-up, then the slice), `stop` ends the
+/// helper. Half the round trip.
+fn ping_pong<P, E: ToString>(
     kind: Helper,
-    mut ping: impl FnMut(u32, &mut dyn FnMut() -> bool) -> Result<Vec<std::time::Duration>, E>,
+    sizing: Sizing,
+    open: impl FnOnce(&Path) -> Result<P, String>,
+    mut ping: impl FnMut(&mut P, u32, &mut dyn FnMut() -> bool) -> Result<Vec<Duration>, E>,
+    stop: impl FnOnce(&P),
 ) -> Result<Timed, String> {
+    let file = scratch_file(kind);
+    let mut initiator = open(file.path())?;
+    let mut helper = start_helper(kind, file.path())?;
     let group = sizing.group();
     let mut run = |sizing: Sizing| {
         let mut meter = sizing.meter();
-        ping(group, &mut || {
+        ping(&mut initiator, group, &mut || {
             let more = meter.more();
             meter.add(u64::from(group));
             more
         })
-        .map_err(|e| helper_stopped(helper, kind, e.to_string()))
+        .map_err(|e| helper_stopped(&mut helper, kind, e.to_string()))
     };
     run(sizing.warmup())?;
     let samples = run(sizing)?;
+    stop(&initiator);
+    helper.finish(&kind.title())?;
     Ok(Timed::new((samples, group), true))
 }
 
 /// The floor: this process and a helper bounce one cache line of shared memory; half the
 /// round trip. One slice of the floor's row (see [`super::plan::turns`]).
 pub fn floor(sizing: Sizing) -> Result<Timed, String> {
-    let file = scratch_file(Helper::Floor);
-    let line = SharedLine::map(file.path()).map_err(|e| {
-        format!("cannot map the floor's shared line {}: {e}", file.path().display())
-    })?;
-    let mut helper = start_helper(Helper::Floor, file.path())?;
-    let timed = ping_row(sizing, &mut helper, Helper::Floor, |group, more| {
-        line.ping_while(group, STALL, |_| more())
-    })?;
-    line.stop();
-    helper.finish(&Helper::Floor.title())?;
-    Ok(timed)
+    ping_pong(
+        Helper::Floor,
+        sizing,
+        |path| {
+            SharedLine::map(path)
+                .map_err(|e| format!("cannot map the floor's shared line {}: {e}", path.display()))
+        },
+        |line, group, more| line.ping_while(group, STALL, |_| more()),
+        SharedLine::stop,
+    )
 }
 
 /// The least software HCA: an 8-byte SEND/RECV ping-pong with a helper through the least
 /// work any software HCA does (`ferrodat_engine::perf::least_hca`); half the round trip.
 /// One slice of its row (it takes turns with the floor).
 pub fn least_hca(sizing: Sizing) -> Result<Timed, String> {
-    let file = scratch_file(Helper::LeastHca);
-    let mut hca = LeastHca::open(file.path(), End::Initiator)?;
-    let mut helper = start_helper(Helper::LeastHca, file.path())?;
-    let timed = ping_row(sizing, &mut helper, Helper::LeastHca, |group, more| {
-        hca.ping_while(group, STALL, |_| more())
-    })?;
-    hca.stop();
-    helper.finish(&Helper::LeastHca.title())?;
-    Ok(timed)
+    ping_pong(
+        Helper::LeastHca,
+        sizing,
+        |path| LeastHca::open(path, End::Initiator),
+        |hca, group, more| hca.ping_while(group, STALL, |_| more()),
+        LeastHca::stop,
+    )
 }
 
 /// The two-copy pipeline: messages of `size` bytes copied through a shared ring into a
