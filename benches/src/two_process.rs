@@ -29,7 +29,7 @@ pub fn env_or(name: &str, default: u32) -> u32 {
 /// The floor's child: answers every ping on the shared line until killed.
 pub fn floor_child() {
     let path = std::env::var(FLOOR_PATH_ENV).expect("the floor's line path");
-    let line = SharedLine::map(std::path::Path::new(&path)).expect("map the floor line");
+    let line = SharedLine::open(std::path::Path::new(&path)).expect("map the floor line");
     say("READY");
     line.pong();
 }

@@ -109,6 +109,29 @@ fn argument_errors_name_the_argument() {
 }
 
 #[test]
+fn a_helper_without_its_run_exits_at_once_and_creates_nothing() {
+    // Started by a run that has ended (another parent now): it must not spin for ever.
+    let file = std::env::temp_dir().join(format!("ferrodat-orphan-{}", std::process::id()));
+    for kind in ["floor", "least-hca", "pipeline"] {
+        let arg = format!("{kind}:{}", file.display());
+        let out = ferrodat()
+            .args(["perf", "--baseline-helper", &arg])
+            .env("FERRODAT_PERF_HELPER_PARENT", "1")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        assert!(err.contains("the run that started it has ended"), "{kind}: {err}");
+        // Its run removed the shared file (or never made it): the helper does not make one.
+        let out = run(&["perf", "--baseline-helper", &arg]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        assert!(err.contains(&file.display().to_string()), "{kind}: {err}");
+        assert!(!file.exists(), "{kind} made {}", file.display());
+    }
+}
+
+#[test]
 fn a_duration_too_short_for_a_sample_is_an_argument_error() {
     // It used to run, panic summarising no samples (exit 101) and leave its fabric
     // directory behind.

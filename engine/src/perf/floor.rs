@@ -2,7 +2,7 @@
 //! HCA does on one host, a message and its answer each cross between cores at least once,
 //! so this round trip is the least any two-process ping-pong can cost on this machine.
 
-use super::shared_file;
+use super::shared_file::{self, Role};
 use ferrodat_softhca::fabric::SharedMapping;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -45,9 +45,14 @@ pub struct SharedLine {
 }
 
 impl SharedLine {
-    /// Maps (creating if needed) `path`, 4 KiB, shared.
+    /// Maps (creating if needed) `path`, 4 KiB, shared: the pinging side.
     pub fn map(path: &std::path::Path) -> std::io::Result<SharedLine> {
-        Ok(SharedLine { map: shared_file::map(path, 4096)? })
+        Ok(SharedLine { map: shared_file::map(path, 4096, Role::Create)? })
+    }
+
+    /// Maps the line the pinging side created: the answering side.
+    pub fn open(path: &std::path::Path) -> std::io::Result<SharedLine> {
+        Ok(SharedLine { map: shared_file::map(path, 4096, Role::Join)? })
     }
 
     fn word(&self) -> &AtomicU64 {
@@ -159,7 +164,7 @@ mod tests {
     #[test]
     fn an_answering_side_that_stops_halfway_ends_the_ping_with_its_count() {
         let (line, path) = line("quits");
-        let answerer = SharedLine::map(&path).unwrap();
+        let answerer = SharedLine::open(&path).unwrap();
         // Answers 25 pings, then stops answering without being told to (as if killed).
         let quitter = std::thread::spawn(move || {
             let w = answerer.word();
@@ -183,7 +188,7 @@ mod tests {
     #[test]
     fn a_live_answering_side_is_pinged_to_the_end() {
         let (line, path) = line("live");
-        let answerer = SharedLine::map(&path).unwrap();
+        let answerer = SharedLine::open(&path).unwrap();
         let ponger = std::thread::spawn(move || answerer.pong());
         let samples = line.ping(20, 10).unwrap();
         ponger.join().unwrap();

@@ -23,7 +23,7 @@
 //! this one is what softhca's semantics and generality cost.
 
 use super::floor::{SPINS_PER_CLOCK_READ, Stalled, stalled};
-use super::shared_file;
+use super::shared_file::{self, Role};
 use ferrodat_abi::mlx5::{
     CQE_OPCODE_SHIFT, CQE_OWNER_MASK, Cqe64, INLINE_SEG, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg,
     WqeDataSeg, WqeInlDataSeg, cqe_opcode, opcode,
@@ -108,10 +108,14 @@ pub struct LeastHca {
 }
 
 impl LeastHca {
-    /// Maps the shared rings in `path` (created if needed: both ends name the same file)
-    /// and sets up this end's queues, with its first receives posted.
+    /// Maps the shared rings in `path` (the initiator creates the file, the responder
+    /// opens it) and sets up this end's queues, with its first receives posted.
     pub fn open(path: &Path, end: End) -> Result<LeastHca, String> {
-        let map = shared_file::map(path, FILE_BYTES)
+        let role = match end {
+            End::Initiator => Role::Create,
+            End::Responder => Role::Join,
+        };
+        let map = shared_file::map(path, FILE_BYTES, role)
             .map_err(|e| format!("cannot map the least-HCA rings {}: {e}", path.display()))?;
         let second_ring = FIRST_RING_WORD + SLOTS * SLOT_WORDS;
         let (out_ring, in_ring) = match end {

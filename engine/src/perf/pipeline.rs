@@ -14,7 +14,7 @@
 //! (`process_vm_writev`), which the README measures slower here still.
 
 use super::floor::{SPINS_PER_CLOCK_READ, stalled};
-use super::shared_file;
+use super::shared_file::{self, Role};
 use ferrodat_softhca::fabric::SharedMapping;
 use ferrodat_softhca::hca::engine::RING_BYTES;
 use ferrodat_softhca::hca::wire::SEGMENT_BYTES;
@@ -51,14 +51,18 @@ impl Pipeline {
                 "pipeline: a message of {message} bytes; give 1 to {MAX_MESSAGE} bytes"
             ));
         }
-        let pipeline = Pipeline::open(path)?;
+        let pipeline = Pipeline::map(path, Role::Create)?;
         pipeline.words()[MESSAGE_WORD].store(message as u64, Ordering::Release);
         Ok(pipeline)
     }
 
-    /// Maps the pipeline in `path` (the consumer's end opens the producer's file).
+    /// The consumer's end: maps the producer's file.
     pub fn open(path: &Path) -> Result<Pipeline, String> {
-        let map = shared_file::map(path, FILE_BYTES)
+        Pipeline::map(path, Role::Join)
+    }
+
+    fn map(path: &Path, role: Role) -> Result<Pipeline, String> {
+        let map = shared_file::map(path, FILE_BYTES, role)
             .map_err(|e| format!("cannot map the pipeline's ring {}: {e}", path.display()))?;
         Ok(Pipeline { map })
     }

@@ -4,16 +4,39 @@
 use ferrodat_softhca::fabric::SharedMapping;
 use std::path::Path;
 
-/// Maps `path`, created if needed and sized to `len` bytes, read-write and shared. Both
-/// processes call it with the same `len`; a new file reads as zeros.
-pub fn map(path: &Path, len: usize) -> std::io::Result<SharedMapping> {
+/// Who brings the file into being: the side that sets up a measurement creates it, the
+/// side that joins opens it, so a joiner that comes late (its parent already gone and the
+/// file removed) fails instead of making a file nobody removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Creates the file if needed and sizes it.
+    Create,
+    /// Opens the file the other side created; it must have the size both expect.
+    Join,
+}
+
+/// Maps `path`, `len` bytes, read-write and shared, as `role` says. A new file reads as
+/// zeros.
+pub fn map(path: &Path, len: usize, role: Role) -> std::io::Result<SharedMapping> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
+        .create(role == Role::Create)
         .truncate(false)
         .open(path)?;
-    file.set_len(len as u64)?;
+    match role {
+        Role::Create => file.set_len(len as u64)?,
+        Role::Join => {
+            // Mapping past the end of a shorter file would fault (SIGBUS) on first touch.
+            let size = file.metadata()?.len();
+            if size != len as u64 {
+                return Err(std::io::Error::other(format!(
+                    "{} holds {size} bytes, not the {len} its creator makes",
+                    path.display()
+                )));
+            }
+        }
+    }
     SharedMapping::map(&file, len, path).map_err(|e| std::io::Error::other(e.to_string()))
 }
 

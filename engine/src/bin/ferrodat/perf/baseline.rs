@@ -22,6 +22,9 @@ const MAX_TCP_MESSAGE: usize = 16 << 20;
 const TCP_CONTINUE: u8 = 0;
 const TCP_STOP: u8 = 1;
 
+/// The pid of the run that started a helper (the helper checks it is still its parent).
+const HELPER_PARENT_ENV: &str = "FERRODAT_PERF_HELPER_PARENT";
+
 /// What a helper process answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Helper {
@@ -77,13 +80,14 @@ fn scratch_file(kind: Helper) -> RemoveOnDrop {
 fn start_helper(kind: Helper, path: &Path) -> Result<ChildGuard, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let arg = format!("{}:{}", kind.name(), path.display());
-    let child = Command::new(exe)
-        .args(["perf", "--baseline-helper", &arg])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", kind.title()))?;
-    let mut helper = ChildGuard::new(child);
+    let mut helper = ChildGuard::spawn(
+        Command::new(exe)
+            .args(["perf", "--baseline-helper", &arg])
+            .env(HELPER_PARENT_ENV, std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped()),
+    )
+    .map_err(|e| format!("cannot start {}: {e}", kind.title()))?;
     let mut ready = String::new();
     if let Some(out) = helper.child().stdout.take() {
         BufReader::new(out)
@@ -205,13 +209,19 @@ pub fn helper(kind: Helper, path: &Path) -> Result<(), String> {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and no pointers: the helper
     // spins, so it must die with the process that started it.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    // A run killed before that call took effect sends no signal: then this process has
+    // another parent already, and must not start spinning.
+    let started_by = std::env::var(HELPER_PARENT_ENV).ok().and_then(|p| p.parse::<u32>().ok());
+    if started_by.is_some_and(|pid| pid != std::os::unix::process::parent_id()) {
+        return Err(format!("{}: the run that started it has ended", kind.title()));
+    }
     let ready = || {
         println!("READY");
         std::io::stdout().flush().map_err(|e| e.to_string())
     };
     match kind {
         Helper::Floor => {
-            let line = SharedLine::map(path)
+            let line = SharedLine::open(path)
                 .map_err(|e| format!("floor helper: cannot map {}: {e}", path.display()))?;
             ready()?;
             line.pong();

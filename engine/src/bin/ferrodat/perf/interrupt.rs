@@ -37,8 +37,14 @@ pub fn remove_path(path: &Path) {
     registered().paths.retain(|p| p != path);
 }
 
-pub fn add_child(pid: u32) {
-    registered().children.push(pid);
+/// Starts `command` and registers the child in one step, under the lock the cleanup
+/// takes: a signal's cleanup either sees the child or runs before it exists (and then
+/// never lets it start), so no child escapes it.
+pub fn spawn_child(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut r = registered();
+    let child = command.spawn()?;
+    r.children.push(child.id());
+    Ok(child)
 }
 
 pub fn remove_child(pid: u32) {
@@ -108,7 +114,8 @@ fn wait_and_clean_up(set: libc::sigset_t) {
         return;
     }
     // Everything under the lock, which the guards take to deregister before they reap: a
-    // pid seen here is a child not reaped yet (alive or a zombie), never a reused one.
+    // pid seen here is a child not reaped yet (alive or a zombie), never a reused one. The
+    // lock is never let go (the process dies holding it), so no child starts after this.
     let r = registered();
     for &pid in &r.children {
         // SAFETY: kill and waitpid take plain integers and a null status pointer; `pid` is

@@ -222,13 +222,22 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
     let result = (|| {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-        let child = Command::new(exe)
-            .args(["perf", "--server", "--bind", "127.0.0.1", "--port", "0", "--device", device])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start the server process: {e}"))?;
-        let mut server = ChildGuard::new(child);
+        let mut server = ChildGuard::spawn(
+            Command::new(exe)
+                .args([
+                    "perf",
+                    "--server",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--device",
+                    device,
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped()),
+        )
+        .map_err(|e| format!("cannot start the server process: {e}"))?;
         let stdout = server.child().stdout.take().ok_or("the server process has no stdout")?;
         let mut line = String::new();
         BufReader::new(stdout)
@@ -289,9 +298,9 @@ impl Drop for RemoveOnDrop {
 pub struct ChildGuard(Child);
 
 impl ChildGuard {
-    pub fn new(child: Child) -> Self {
-        interrupt::add_child(child.id());
-        Self(child)
+    /// Starts `command` as a child of the run (see [`interrupt::spawn_child`]).
+    pub fn spawn(command: &mut Command) -> std::io::Result<Self> {
+        interrupt::spawn_child(command).map(Self)
     }
 
     pub fn child(&mut self) -> &mut Child {
