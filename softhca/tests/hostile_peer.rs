@@ -1186,6 +1186,91 @@ fn a_corrupt_inbound_ring_moves_the_qp_to_err_and_is_read_no_more() {
     }
 }
 
+/// A peer that shrinks its ring file under the reader's mapping used to kill the reading
+/// process: touching a page past the new end of a shared file raises SIGBUS. The pages now
+/// read as zeros, the ring is reported corrupt and the QP moves to ERR as for any corrupt
+/// ring; the fake peer's own mapping of the file (in this process too) survives as well.
+#[test]
+fn a_ring_file_truncated_under_its_reader_is_a_corrupt_ring_not_a_sigbus() {
+    let whole = flag::FIRST | flag::LAST | flag::ACK_REQUEST;
+    // All of it, or all but the first page (the header and the ring's first bytes stay:
+    // the reader's next look is past them).
+    for (i, size) in [0, 4096].into_iter().enumerate() {
+        let mut v = Victim::new("truncated-ring");
+        // Messages first, until the reader's head is past the first page.
+        let mut psn = rc_attrs().rq_psn;
+        for _ in 0..64 {
+            v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
+            v.push(&v.header(kind::SEND, whole, psn, 8), &[7; 8]);
+            let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+            assert_eq!((wcs.len(), wcs[0].syndrome), (1, None), "case {i}: {wcs:?}");
+            psn = wire::next_psn(psn);
+        }
+        let _ = v.sent();
+        v.qp.post_recv(&[(v.region.addr(), 2048, v.region.key)]);
+        open_rw(v.out.path()).set_len(size).expect("truncate the ring file");
+        v.run();
+        v.run();
+        assert_eq!(v.state(), qp_state::ERR, "case {i} (truncated to {size})");
+        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "case {i}: the second receive is flushed");
+        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
+        assert!(v.sent().iter().any(|p| p.kind == kind::NAK), "case {i}: the peer is told");
+        // The peer's producer writes into its lost mapping without a fault, too.
+        let h = v.header(kind::SEND, whole, psn, 8);
+        v.out.try_push(u16::from(h.kind), h.as_bytes(), &[&[1; 8]]).expect("room");
+        v.notifier.notify();
+        v.engine.progress();
+        assert!(!v.engine.progress(), "case {i}: the truncated ring is still being read");
+    }
+}
+
+/// A SIGBUS that is not about a softhca mapping still ends the process, as without
+/// softhca: the guard passes it on rather than swallow a fault that is not its own.
+#[test]
+fn a_sigbus_elsewhere_still_ends_the_process() {
+    use support::child::{ChildProc, ROLE_ENV};
+    if std::env::var(ROLE_ENV).as_deref() == Ok("stray-sigbus") {
+        // Guard one mapping (the handler is installed), then fault on a file of our own.
+        let _v = Victim::new("stray-sigbus");
+        let path = std::env::temp_dir().join(format!("ferrodat-sigbus-{}", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        file.set_len(8192).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: a fresh shared mapping of our own 8 KiB file.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        file.set_len(0).unwrap();
+        let _ = std::fs::remove_file(&path);
+        support::child::say("FAULTING");
+        // SAFETY: deliberately touches a page past the end of the file: SIGBUS.
+        let byte = unsafe { std::ptr::read_volatile(p.cast::<u8>().add(4096)) };
+        support::child::say(&format!("SURVIVED {byte}"));
+        return;
+    }
+    let mut child =
+        ChildProc::spawn("a_sigbus_elsewhere_still_ends_the_process", "stray-sigbus", &[]);
+    child.expect("FAULTING");
+    let status = child.child.wait().expect("wait for the child");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGBUS), "{status:?}");
+}
+
 /// A request of a kind softhca does not know (6..=15: neither SEND, WRITE, READ nor an
 /// atomic) used to be dropped without a word: the responder kept waiting for that PSN, so
 /// every later request was dropped as out of sequence and the connection wedged until the

@@ -56,7 +56,8 @@
 //!   reference to plain data another process may write ever exists.
 //! - Everything read from a file another process writes is validated: a dead or hostile
 //!   peer yields an error (`RingError`, `None` from a lookup), never a panic or an
-//!   out-of-bounds access. Exception: truncating a file we have mapped (SIGBUS).
+//!   out-of-bounds access; a file truncated under its mapping reads as zeros instead of
+//!   raising SIGBUS (`sigbus.rs`), and a ring whose file was truncated is corrupt.
 //!   `tests/hostile_peer.rs` fuzzes this with fixed seeds: ring files and the registry
 //!   scribbled over, and crafted packets through a real QP.
 //! - A process that dies leaves nothing that breaks the next run: its instance slot, QP
@@ -79,6 +80,7 @@ mod liveness;
 mod registry;
 mod ring;
 mod shm;
+mod sigbus;
 mod wake;
 
 use std::fmt;

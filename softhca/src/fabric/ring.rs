@@ -898,6 +898,10 @@ impl RingConsumer {
     /// Reads `tail`, following a new epoch if the producer reset. Returns the tail
     /// position of our epoch, or `None` when no epoch is addressed to us (yet).
     fn sync(&mut self) -> Result<Option<u32>, RingError> {
+        if self.map.lost() {
+            // The producer (or anyone) shrank the file: what it held is gone.
+            return Err(self.corrupt("the ring file was truncated under its mapping", 0));
+        }
         let tail = self.map.u64_at(lay::OFF_TAIL).load(Ordering::Acquire);
         let (tail_epoch, tail_position) = ((tail >> 32) as u32, tail as u32);
         if self.epoch == Some(tail_epoch) {

@@ -21,8 +21,9 @@
 //! value softhca *acts on* (headers, lengths, positions) still goes through the atomic and
 //! volatile accessors and is validated.
 //!
-//! Not defended against: a peer that *truncates* a file we have mapped. Touching a page
-//! past the new end raises `SIGBUS`; our own processes never truncate a published file.
+//! A peer that *truncates* a file we have mapped would make touching a page past the new
+//! end raise `SIGBUS`; every mapping is guarded against that ([`super::sigbus`]): the pages
+//! become zero-filled private memory and [`SharedMapping::lost`] says so.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -31,6 +32,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::FabricError;
+use super::sigbus::{self, Guard};
 
 /// A byte range outside the mapping, or misaligned for the requested access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,8 @@ impl std::error::Error for OutOfBounds {}
 pub struct SharedMapping {
     base: NonNull<u8>,
     len: usize,
+    /// The range registered with the SIGBUS handler.
+    guard: Guard,
 }
 
 // SAFETY: the mapping is plain process memory owned by this value; every access goes
@@ -98,7 +102,15 @@ impl SharedMapping {
         let base = NonNull::new(raw.cast::<u8>()).ok_or_else(|| {
             FabricError::bad_file(path, "mmap returned a null address".to_string())
         })?;
-        Ok(Self { base, len })
+        let guard = sigbus::guard(base.as_ptr() as usize, len);
+        Ok(Self { base, len, guard })
+    }
+
+    /// Whether the file was truncated under the mapping (by a peer: ours never shrink a
+    /// published file). The mapping then shows zero-filled private memory, and whatever
+    /// it held is gone: treat its producer as broken.
+    pub fn lost(&self) -> bool {
+        self.guard.lost()
     }
 
     fn checked_range(&self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
@@ -290,9 +302,43 @@ impl SharedMapping {
 
 impl Drop for SharedMapping {
     fn drop(&mut self) {
+        // Unregistered before the range is unmapped (and may be reused by another mapping).
+        self.guard.release();
         // SAFETY: base/len describe exactly the mapping created in `map`, and no reference
         // into it outlives `self` (accessors borrow `self`).
         let rc = unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
         debug_assert_eq!(rc, 0, "munmap of a mapping we created failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_truncated_under_its_mapping_reads_as_zeros_and_is_lost() {
+        let path =
+            std::env::temp_dir().join(format!("ferrodat-shm-truncated-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        file.set_len(3 * 4096).unwrap();
+        let map = SharedMapping::map(&file, 3 * 4096, &path).unwrap();
+        map.u64_at(8192).store(0x5a5a, std::sync::atomic::Ordering::Relaxed);
+        assert!(!map.lost());
+        file.set_len(4096).unwrap();
+        let _ = std::fs::remove_file(&path);
+        // Past the new end: no SIGBUS; the whole mapping is now private zeros.
+        assert_eq!(map.u64_at(8192).load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert!(map.lost());
+        map.u64_at(0).store(7, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(map.u64_at(0).load(std::sync::atomic::Ordering::Relaxed), 7);
+        let mut out = [1u8; 16];
+        map.copy_out(4096 + 8, &mut out).unwrap();
+        assert_eq!(out, [0; 16]);
     }
 }
