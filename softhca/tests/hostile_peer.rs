@@ -1226,49 +1226,119 @@ fn a_ring_file_truncated_under_its_reader_is_a_corrupt_ring_not_a_sigbus() {
 }
 
 /// A SIGBUS that is not about a softhca mapping still ends the process, as without
-/// softhca: the guard passes it on rather than swallow a fault that is not its own.
+/// softhca: the guard passes it on rather than swallow a fault that is not its own. Three
+/// ways: a fault (Rust's stack-overflow handler before softhca's); a fault with a handler
+/// installed before softhca's that resets itself (SA_RESETHAND, as crash reporters do: it
+/// must run once, and the retried fault then ends the process, not loop back into it);
+/// and a SIGBUS sent with kill to a process with the default disposition before softhca's.
 #[test]
 fn a_sigbus_elsewhere_still_ends_the_process() {
-    use support::child::{ChildProc, ROLE_ENV};
-    if std::env::var(ROLE_ENV).as_deref() == Ok("stray-sigbus") {
-        // Guard one mapping (the handler is installed), then fault on a file of our own.
-        let _v = Victim::new("stray-sigbus");
-        let path = std::env::temp_dir().join(format!("ferrodat-sigbus-{}", std::process::id()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        file.set_len(8192).unwrap();
-        use std::os::fd::AsRawFd;
-        // SAFETY: a fresh shared mapping of our own 8 KiB file.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                8192,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        file.set_len(0).unwrap();
-        let _ = std::fs::remove_file(&path);
-        support::child::say("FAULTING");
-        // SAFETY: deliberately touches a page past the end of the file: SIGBUS.
-        let byte = unsafe { std::ptr::read_volatile(p.cast::<u8>().add(4096)) };
-        support::child::say(&format!("SURVIVED {byte}"));
-        return;
-    }
-    let mut child =
-        ChildProc::spawn("a_sigbus_elsewhere_still_ends_the_process", "stray-sigbus", &[]);
-    child.expect("FAULTING");
-    let status = child.child.wait().expect("wait for the child");
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(libc::SIGBUS), "{status:?}");
+    use support::child::{ChildProc, ROLE_ENV};
+    const ENTRY: &str = "a_sigbus_elsewhere_still_ends_the_process";
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("fault") => stray_fault(false),
+        Ok("fault-after-reporter") => stray_fault(true),
+        Ok("sent") => {
+            // As in a C program: no handler before softhca's. (Rust's own, for stack
+            // overflows, ignores a SIGBUS that is sent rather than raised by a fault.)
+            // SAFETY: restores the default disposition before any handler is installed.
+            unsafe { libc::signal(libc::SIGBUS, libc::SIG_DFL) };
+            let _v = Victim::new("sent-sigbus");
+            support::child::say("GUARDED");
+            std::thread::sleep(Duration::from_secs(30));
+            support::child::say("SURVIVED");
+        }
+        _ => {
+            let ends_by_sigbus = |mut child: ChildProc, what: &str| {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                let status = loop {
+                    if let Some(status) = child.child.try_wait().expect("wait") {
+                        break status;
+                    }
+                    assert!(Instant::now() < deadline, "{what}: still running (looping?)");
+                    std::thread::sleep(Duration::from_millis(10));
+                };
+                assert_eq!(status.signal(), Some(libc::SIGBUS), "{what}: {status:?}");
+            };
+            let mut child = ChildProc::spawn(ENTRY, "fault", &[]);
+            child.expect("FAULTING");
+            ends_by_sigbus(child, "a plain fault");
+            let mut child = ChildProc::spawn(ENTRY, "fault-after-reporter", &[]);
+            child.expect("FAULTING");
+            child.expect("REPORTED");
+            ends_by_sigbus(child, "a fault with a resetting handler before softhca's");
+            let mut child = ChildProc::spawn(ENTRY, "sent", &[]);
+            child.expect("GUARDED");
+            // SAFETY: kill(2) on our own child, alive (it just answered).
+            assert_eq!(unsafe { libc::kill(child.pid() as i32, libc::SIGBUS) }, 0);
+            ends_by_sigbus(child, "a SIGBUS sent with kill");
+        }
+    }
+}
+
+/// In a child: guards a mapping (the handler is installed), then faults on a file of its
+/// own; with `reporter`, after installing a one-shot SIGBUS handler first.
+fn stray_fault(reporter: bool) {
+    extern "C" fn report(_: libc::c_int) {
+        let line = b"@@ REPORTED\n";
+        // SAFETY: write(2) is async-signal-safe; the buffer is a static string.
+        unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
+    }
+    if reporter {
+        // SAFETY: a plain handler with SA_RESETHAND, installed before softhca's.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = report as *const () as usize;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+        }
+    }
+    let _v = Victim::new("stray-sigbus");
+    let path = std::env::temp_dir().join(format!("ferrodat-sigbus-{}", std::process::id()));
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path);
+    let file = file.expect("a file of our own");
+    file.set_len(8192).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh shared mapping of our own 8 KiB file.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            8192,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    file.set_len(0).unwrap();
+    let _ = std::fs::remove_file(&path);
+    support::child::say("FAULTING");
+    // SAFETY: deliberately touches a page past the end of the file: SIGBUS.
+    let byte = unsafe { std::ptr::read_volatile(p.cast::<u8>().add(4096)) };
+    support::child::say(&format!("SURVIVED {byte}"));
+}
+
+/// A registry truncated under this process's mapping reads as zeros (no SIGBUS) and
+/// refuses to hand out instances and QPNs that the other processes would never see.
+#[test]
+fn a_registry_truncated_under_its_mapping_refuses_to_go_on_alone() {
+    let fabric = TestFabric::new("truncated-registry");
+    let registry = fabric.dir.open_hca("softhca0", LOCALHOST_GID).expect("registry");
+    let instance = registry.register_instance().expect("an instance");
+    let qpn = instance.alloc_qpn().expect("a QPN").qpn;
+    assert!(!registry.lost());
+    open_rw(registry.path()).set_len(4096).expect("truncate the registry");
+    // A look past the first page (the QP table) finds zeros, not a SIGBUS.
+    assert!(registry.owner_of(qpn).is_none());
+    assert!(registry.lost());
+    for err in [registry.register_instance().err(), instance.alloc_qpn().err()] {
+        let err = err.expect("refused").to_string();
+        assert!(err.contains("truncated under this process's mapping"), "{err}");
+    }
+    assert!(registry.sweep().is_err());
 }
 
 /// A request of a kind softhca does not know (6..=15: neither SEND, WRITE, READ nor an

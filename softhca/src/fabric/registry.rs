@@ -204,6 +204,20 @@ pub(crate) fn create_zeroed_file(path: &Path, len: u64) -> Result<File, FabricEr
         let _ = std::fs::remove_file(path);
         return Err(FabricError::os("ftruncate", path, e, "is /dev/shm full? (df -h /dev/shm)"));
     }
+    // The space reserved now: on a full /dev/shm a sparse file's first touch of a page
+    // would fault (SIGBUS) later instead of failing here with a reason.
+    // SAFETY: posix_fallocate on a descriptor we own, over the length just set.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    if rc != 0 {
+        let _ = std::fs::remove_file(path);
+        let e = io::Error::from_raw_os_error(rc);
+        return Err(FabricError::os(
+            "posix_fallocate",
+            path,
+            e,
+            "is /dev/shm full? (df -h /dev/shm)",
+        ));
+    }
     Ok(file)
 }
 
@@ -583,6 +597,7 @@ impl Registry {
         if !same_inode(path, &self.inner.file) {
             return Err(FabricError::Replaced { path: path.clone() });
         }
+        self.check_not_lost()?;
         let me = ProcessIdentity::current();
         for attempt in 0..2 {
             let start = me.pid as usize % reg::INSTANCE_CAPACITY;
@@ -606,6 +621,8 @@ impl Registry {
                     .store(me.start_time, Ordering::Relaxed);
                 self.wake_area(index).clear();
                 state.store(pack_word(reg::STATE_LIVE, 0, me.pid), Ordering::Release);
+                // The claim itself may have touched a lost page: then nobody else sees it.
+                self.check_not_lost()?;
                 return Ok(Instance::new(self.clone(), index, uid));
             }
             if attempt == 0 {
@@ -662,6 +679,27 @@ impl Registry {
         self.inner.map.u64_at(reg::QP_TABLE_OFFSET + index * reg::QP_ENTRY_BYTES + field)
     }
 
+    /// Whether the file was truncated under this process's mapping, or its backing store
+    /// failed: what this process sees of it is then zero-filled private memory, not the
+    /// registry the other processes share.
+    pub fn lost(&self) -> bool {
+        self.inner.map.lost()
+    }
+
+    /// [`Self::lost`] as the error of an operation that must not go on alone.
+    fn check_not_lost(&self) -> Result<(), FabricError> {
+        if self.lost() {
+            return Err(FabricError::bad_file(
+                &self.inner.path,
+                "it was truncated under this process's mapping (or its backing store failed), \
+                 so this process no longer sees the registry the others share: close the \
+                 device and open it again"
+                    .to_string(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Claims the next free QPN for instance (`index`, `uid`) with `pending_slot`.
     /// Returns (qpn, generation).
     pub(crate) fn claim_qpn(
@@ -670,6 +708,7 @@ impl Registry {
         instance_uid: u64,
         pending_slot: u16,
     ) -> Result<(u32, u32), FabricError> {
+        self.check_not_lost()?;
         let pid = std::process::id();
         for attempt in 0..2 {
             for _ in 0..reg::QP_CAPACITY {
@@ -697,6 +736,8 @@ impl Registry {
                 self.qp_word(qpn, reg::QP_OFF_OWNER_UID).store(instance_uid, Ordering::Relaxed);
                 self.qp_word(qpn, reg::QP_OFF_PUBLISHED).store(0, Ordering::Relaxed);
                 word.store(pack_word(reg::STATE_LIVE, qpn, pid), Ordering::Release);
+                // The claim itself may have touched a lost page: then nobody else sees it.
+                self.check_not_lost()?;
                 return Ok((qpn, generation));
             }
             if attempt == 0 {
@@ -803,6 +844,7 @@ impl Registry {
     /// Reclaims the instance slots, QP entries and files of processes that are gone (see
     /// the module docs). Safe to run concurrently with other sweepers and live users.
     pub fn sweep(&self) -> Result<SweepReport, FabricError> {
+        self.check_not_lost()?;
         let me = std::process::id();
         let mut report = SweepReport::default();
         let mut gone_cache: HashMap<(u32, u64), bool> = HashMap::new();
