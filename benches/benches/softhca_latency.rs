@@ -1,6 +1,6 @@
 //! Two-process 8-byte SEND/RECV latency over softhca, next to the floor measured in the
 //! same run (two processes bouncing one cache line through shared memory) and the least
-//! software HCA (the WQE, ring slot and CQE any software HCA writes and reads per
+//! software HCA (the WQE, shared slot and CQE a software HCA writes and reads per
 //! message, `ferrodat_engine::perf::least_hca`): softhca / floor is the target's ratio,
 //! the least software HCA / floor how much of it the machine takes.
 //!
@@ -155,7 +155,7 @@ fn parent() {
         println!("{name:<44} {:>10.0} {:>10.0} {:>10.0}", s.median_ns, s.p99_ns, s.min_ns)
     };
     row("floor: two processes bouncing one cache line", &floor);
-    row("least software HCA: WQE, ring slot, CQE", &least);
+    row("least software HCA: WQE, shared slot, CQE", &least);
     row("softhca: 8-byte SEND/RECV ping-pong", &softhca);
     let ratio = softhca.median_ns / floor.median_ns;
     println!(

@@ -123,11 +123,20 @@ fn a_helper_without_its_run_exits_at_once_and_creates_nothing() {
         assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
         assert!(err.contains("the run that started it has ended"), "{kind}: {err}");
         // Its run removed the shared file (or never made it): the helper does not make one.
-        let out = run(&["perf", "--baseline-helper", &arg]);
+        let out = ferrodat()
+            .args(["perf", "--baseline-helper", &arg])
+            .env("FERRODAT_PERF_HELPER_PARENT", std::process::id().to_string())
+            .output()
+            .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
         assert!(err.contains(&file.display().to_string()), "{kind}: {err}");
         assert!(!file.exists(), "{kind} made {}", file.display());
+        // Not started by a run at all: it says what the option is for.
+        let out = run(&["perf", "--baseline-helper", &arg]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        assert!(err.contains("run `ferrodat perf` instead"), "{kind}: {err}");
     }
 }
 
@@ -194,7 +203,8 @@ fn check_json(text: &str, mode: &str) {
 fn check_json_of_device(text: &str, mode: &str, device: &str) {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["tool"], "ferrodat perf");
-    assert_eq!(v["version"], 2);
+    // 3: the least software HCA and the pipeline rows, ratios without a target.
+    assert_eq!(v["version"], 3);
     assert_eq!(v["mode"], mode);
     assert_eq!(v["device"], device);
     assert_eq!(v["sizing"]["iters"], 200);
@@ -294,7 +304,7 @@ fn a_short_local_run_prints_the_table() {
     // Each RDMA test is a driver row and a DAT row of the same title.
     for (title, times) in [
         ("shared-memory floor: two processes", 1),
-        ("least software HCA: WQE, ring slot, CQE, 8 B", 1),
+        ("least software HCA: WQE, shared slot, CQE, 8 B", 1),
         ("two-copy pipeline: two processes, shm ring, 1 MiB", 1),
         ("(no target; ", 4),
         ("TCP loopback ping-pong, 8 B", 1),

@@ -15,17 +15,27 @@ pub enum Role {
     Join,
 }
 
-/// Maps `path`, `len` bytes, read-write and shared, as `role` says. A new file reads as
-/// zeros.
+/// Maps `path`, `len` bytes, read-write and shared, as `role` says. A created file reads
+/// as zeros (whatever an old file of that name held is dropped).
 pub fn map(path: &Path, len: usize, role: Role) -> std::io::Result<SharedMapping> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(role == Role::Create)
-        .truncate(false)
+        .truncate(role == Role::Create)
         .open(path)?;
     match role {
-        Role::Create => file.set_len(len as u64)?,
+        Role::Create => {
+            // Fresh zeros, with their space reserved: on a full /dev/shm the first touch
+            // of a page would fault instead of failing here.
+            file.set_len(len as u64)?;
+            use std::os::fd::AsRawFd;
+            // SAFETY: posix_fallocate on a descriptor we own, over the length just set.
+            let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+            if rc != 0 {
+                return Err(std::io::Error::from_raw_os_error(rc));
+            }
+        }
         Role::Join => {
             // Mapping past the end of a shorter file would fault (SIGBUS) on first touch.
             let size = file.metadata()?.len();

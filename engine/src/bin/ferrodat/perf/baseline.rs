@@ -10,7 +10,7 @@ use super::plan::{Outcome, Sizing, Timed, timed_groups};
 use super::{ChildGuard, RemoveOnDrop};
 use ferrodat_engine::perf::floor::{STALL, SharedLine};
 use ferrodat_engine::perf::least_hca::{End, LeastHca};
-use ferrodat_engine::perf::pipeline::{self, Pipeline};
+use ferrodat_engine::perf::pipeline::Pipeline;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -165,7 +165,8 @@ pub fn floor(sizing: Sizing) -> Result<Timed, String> {
 }
 
 /// The least software HCA: an 8-byte SEND/RECV ping-pong with a helper through the least
-/// work any software HCA does (`ferrodat_engine::perf::least_hca`); half the round trip.
+/// work a software HCA does per message (`ferrodat_engine::perf::least_hca`); half the
+/// round trip.
 /// One slice of its row (it takes turns with the floor).
 pub fn least_hca(sizing: Sizing) -> Result<Timed, String> {
     ping_pong(
@@ -181,7 +182,7 @@ pub fn least_hca(sizing: Sizing) -> Result<Timed, String> {
 /// helper's buffer (`ferrodat_engine::perf::pipeline`).
 pub fn pipeline(size: usize, sizing: Sizing) -> Result<Outcome, String> {
     let file = scratch_file(Helper::Pipeline);
-    let pipe = Pipeline::create(file.path(), size.min(pipeline::MAX_MESSAGE))?;
+    let pipe = Pipeline::create(file.path(), size)?;
     let source: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let mut helper = start_helper(Helper::Pipeline, file.path())?;
     let mut stream = |sizing: Sizing| {
@@ -211,8 +212,15 @@ pub fn helper(kind: Helper, path: &Path) -> Result<(), String> {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     // A run killed before that call took effect sends no signal: then this process has
     // another parent already, and must not start spinning.
-    let started_by = std::env::var(HELPER_PARENT_ENV).ok().and_then(|p| p.parse::<u32>().ok());
-    if started_by.is_some_and(|pid| pid != std::os::unix::process::parent_id()) {
+    let Some(started_by) =
+        std::env::var(HELPER_PARENT_ENV).ok().and_then(|p| p.parse::<u32>().ok())
+    else {
+        return Err(format!(
+            "--baseline-helper is for the processes ferrodat perf starts itself \
+             ({HELPER_PARENT_ENV} names the run); run `ferrodat perf` instead"
+        ));
+    };
+    if started_by != std::os::unix::process::parent_id() {
         return Err(format!("{}: the run that started it has ended", kind.title()));
     }
     let ready = || {

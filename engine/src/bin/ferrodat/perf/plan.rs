@@ -231,7 +231,7 @@ pub enum Test {
     /// ping-pong costs here.
     Floor,
     /// An 8-byte SEND/RECV ping-pong between two processes through the least work any
-    /// software HCA does: WQE, one shared ring slot, CQE (`perf::least_hca`).
+    /// software HCA does: WQE, one shared slot per direction, CQE (`perf::least_hca`).
     LeastHca,
     /// Two processes copying messages of this size through a shared ring: the least
     /// work of a software HCA moving bulk data (`perf::pipeline`).
@@ -316,7 +316,7 @@ impl Test {
         let size = size_name(self.bytes());
         match self {
             Test::Floor => "shared-memory floor: two processes, one cache line".into(),
-            Test::LeastHca => "least software HCA: WQE, ring slot, CQE, 8 B".into(),
+            Test::LeastHca => "least software HCA: WQE, shared slot, CQE, 8 B".into(),
             Test::Pipeline(_) => format!("two-copy pipeline: two processes, shm ring, {size}"),
             Test::Tcp(_) if local => format!("TCP loopback ping-pong, {size}"),
             Test::Tcp(_) => format!("TCP ping-pong to the server, {size}"),

@@ -211,8 +211,8 @@ pub fn table(r: &Report) -> String {
     );
     for x in ratios(&r.rows) {
         let value = match x.value {
-            // Three decimals below 10, so that a ratio just short of its target never
-            // prints as the target itself.
+            // Three decimals below 10: a ratio just short of its target shows how short
+            // (0.497x), unless it misses by less than a thousandth.
             Some(v) if v < 10.0 => format!("{v:.3}x"),
             Some(v) => format!("{v:.2}x"),
             None => "-".into(),
@@ -306,7 +306,7 @@ pub fn json(r: &Report) -> String {
         })
         .collect();
     format!(
-        "{{\"tool\":\"ferrodat perf\",\"version\":2,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"ratios\":[{}]}}\n",
+        "{{\"tool\":\"ferrodat perf\",\"version\":3,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"ratios\":[{}]}}\n",
         jstr(if r.local { "local" } else { "client" }),
         jstr(&r.device),
         jstr(&r.server_device),
