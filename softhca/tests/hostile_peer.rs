@@ -1057,6 +1057,16 @@ impl Victim {
     fn state(&self) -> u8 {
         self.engine.qp_state(self.qp.qpn).expect("the victim exists")
     }
+
+    /// The victim gave up on a broken inbound ring: in ERR, its one posted receive flushed,
+    /// the peer told with a NAK (`case` names the case in the messages).
+    fn gave_up_on_its_ring(&mut self, case: &str) {
+        assert_eq!(self.state(), qp_state::ERR, "{case}");
+        let wcs = self.cq.wait(&self.engine, 1, Duration::from_secs(5));
+        assert_eq!(wcs.len(), 1, "{case}: the receive is flushed");
+        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
+        assert!(self.sent().iter().any(|p| p.kind == kind::NAK), "{case}: the peer is told");
+    }
 }
 
 /// A request message whose segments carry more or fewer bytes than the length its first
@@ -1175,11 +1185,7 @@ fn a_corrupt_inbound_ring_moves_the_qp_to_err_and_is_read_no_more() {
             }
         }
         v.run();
-        assert_eq!(v.state(), qp_state::ERR, "case {i} ({corruption})");
-        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
-        assert_eq!(wcs.len(), 1, "case {i}: the receive is flushed");
-        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
-        assert!(v.sent().iter().any(|p| p.kind == kind::NAK), "case {i}: the peer is told");
+        v.gave_up_on_its_ring(&format!("case {i} ({corruption})"));
         v.notifier.notify();
         v.engine.progress();
         assert!(!v.engine.progress(), "case {i}: the corrupt ring is still being read");
@@ -1211,11 +1217,7 @@ fn a_ring_file_truncated_under_its_reader_is_a_corrupt_ring_not_a_sigbus() {
         open_rw(v.out.path()).set_len(size).expect("truncate the ring file");
         v.run();
         v.run();
-        assert_eq!(v.state(), qp_state::ERR, "case {i} (truncated to {size})");
-        let wcs = v.cq.wait(&v.engine, 1, Duration::from_secs(5));
-        assert_eq!(wcs.len(), 1, "case {i}: the second receive is flushed");
-        assert_eq!(wcs[0].syndrome, Some(ferrodat_abi::mlx5::cqe_syndrome::WR_FLUSH_ERR));
-        assert!(v.sent().iter().any(|p| p.kind == kind::NAK), "case {i}: the peer is told");
+        v.gave_up_on_its_ring(&format!("case {i} (truncated to {size})"));
         // The peer's producer writes into its lost mapping without a fault, too.
         let h = v.header(kind::SEND, whole, psn, 8);
         v.out.try_push(u16::from(h.kind), h.as_bytes(), &[&[1; 8]]).expect("room");
