@@ -1198,10 +1198,18 @@ fn a_corrupt_inbound_ring_moves_the_qp_to_err_and_is_read_no_more() {
 /// ring; the fake peer's own mapping of the file (in this process too) survives as well.
 #[test]
 fn a_ring_file_truncated_under_its_reader_is_a_corrupt_ring_not_a_sigbus() {
+    // A guard that failed to replace the mapping would fault for ever.
+    let watchdog = Watchdog::new("truncated ring", Duration::from_secs(60));
+    truncated_ring_cases(&watchdog);
+}
+
+/// The truncated-ring cases (also run by a child whose own SIGBUS handler came first).
+fn truncated_ring_cases(watchdog: &Watchdog) {
     let whole = flag::FIRST | flag::LAST | flag::ACK_REQUEST;
     // All of it, or all but the first page (the header and the ring's first bytes stay:
     // the reader's next look is past them).
     for (i, size) in [0, 4096].into_iter().enumerate() {
+        watchdog.case(i as u64);
         let mut v = Victim::new("truncated-ring");
         // Messages first, until the reader's head is past the first page.
         let mut psn = rc_attrs().rq_psn;
@@ -1233,6 +1241,8 @@ fn a_ring_file_truncated_under_its_reader_is_a_corrupt_ring_not_a_sigbus() {
 /// installed before softhca's that resets itself (SA_RESETHAND, as crash reporters do: it
 /// must run once, and the retried fault then ends the process, not loop back into it);
 /// and a SIGBUS sent with kill to a process with the default disposition before softhca's.
+/// And an application handler before softhca's that recovers from its own fault is
+/// called and leaves softhca's guard in place.
 #[test]
 fn a_sigbus_elsewhere_still_ends_the_process() {
     use std::os::unix::process::ExitStatusExt;
@@ -1240,6 +1250,23 @@ fn a_sigbus_elsewhere_still_ends_the_process() {
     const ENTRY: &str = "a_sigbus_elsewhere_still_ends_the_process";
     match std::env::var(ROLE_ENV).as_deref() {
         Ok("fault") => stray_fault(false),
+        Ok("recovering-handler") => {
+            // SAFETY: a SA_SIGINFO handler installed before softhca's.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = recover as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO;
+                libc::sigemptyset(&mut action.sa_mask);
+                assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+            }
+            let v = Victim::new("recovering-handler");
+            let byte = fault_on_a_file_of_our_own();
+            support::child::say(&format!("RECOVERED {byte}"));
+            drop(v);
+            // softhca's guard is still there: a ring truncated now is a corrupt ring.
+            truncated_ring_cases(&Watchdog::new("truncated ring after", Duration::from_secs(60)));
+            support::child::say("GUARDED");
+        }
         Ok("fault-after-reporter") => stray_fault(true),
         Ok("sent") => {
             // As in a C program: no handler before softhca's. (Rust's own, for stack
@@ -1270,6 +1297,10 @@ fn a_sigbus_elsewhere_still_ends_the_process() {
             child.expect("FAULTING");
             child.expect("REPORTED");
             ends_by_sigbus(child, "a fault with a resetting handler before softhca's");
+            let mut child = ChildProc::spawn(ENTRY, "recovering-handler", &[]);
+            assert_eq!(child.expect("RECOVERED"), "0", "the application's handler mapped zeros");
+            child.expect("GUARDED");
+            child.finish();
             let mut child = ChildProc::spawn(ENTRY, "sent", &[]);
             child.expect("GUARDED");
             // SAFETY: kill(2) on our own child, alive (it just answered).
@@ -1298,6 +1329,13 @@ fn stray_fault(reporter: bool) {
         }
     }
     let _v = Victim::new("stray-sigbus");
+    support::child::say("FAULTING");
+    let byte = fault_on_a_file_of_our_own();
+    support::child::say(&format!("SURVIVED {byte}"));
+}
+
+/// Reads a page of a shared mapping of a file of our own past the file's end: SIGBUS.
+fn fault_on_a_file_of_our_own() -> u8 {
     let path = std::env::temp_dir().join(format!("ferrodat-sigbus-{}", std::process::id()));
     let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path);
     let file = file.expect("a file of our own");
@@ -1317,16 +1355,31 @@ fn stray_fault(reporter: bool) {
     assert_ne!(p, libc::MAP_FAILED);
     file.set_len(0).unwrap();
     let _ = std::fs::remove_file(&path);
-    support::child::say("FAULTING");
     // SAFETY: deliberately touches a page past the end of the file: SIGBUS.
-    let byte = unsafe { std::ptr::read_volatile(p.cast::<u8>().add(4096)) };
-    support::child::say(&format!("SURVIVED {byte}"));
+    unsafe { std::ptr::read_volatile(p.cast::<u8>().add(4096)) }
+}
+
+/// An application's SIGBUS handler that recovers: maps a zero page over the faulting one.
+extern "C" fn recover(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel's siginfo; mmap over the faulting page of our own file's mapping.
+    unsafe {
+        let page = ((*info).si_addr() as usize) & !4095;
+        libc::mmap(
+            page as *mut libc::c_void,
+            4096,
+            libc::PROT_READ,
+            libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+    }
 }
 
 /// A registry truncated under this process's mapping reads as zeros (no SIGBUS) and
 /// refuses to hand out instances and QPNs that the other processes would never see.
 #[test]
 fn a_registry_truncated_under_its_mapping_refuses_to_go_on_alone() {
+    let _watchdog = Watchdog::new("truncated registry", Duration::from_secs(60));
     let fabric = TestFabric::new("truncated-registry");
     let registry = fabric.dir.open_hca("softhca0", LOCALHOST_GID).expect("registry");
     let instance = registry.register_instance().expect("an instance");

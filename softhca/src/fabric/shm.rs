@@ -102,7 +102,16 @@ impl SharedMapping {
         let base = NonNull::new(raw.cast::<u8>()).ok_or_else(|| {
             FabricError::bad_file(path, "mmap returned a null address".to_string())
         })?;
-        let guard = sigbus::guard(base.as_ptr() as usize, len);
+        let Some(guard) = sigbus::guard(base.as_ptr() as usize, len) else {
+            // SAFETY: the mapping just made, referenced by nothing yet.
+            unsafe { libc::munmap(raw, len) };
+            return Err(FabricError::Exhausted {
+                what: "shared mappings guarded against truncation",
+                capacity: sigbus::MAX_GUARDED,
+                path: path.to_path_buf(),
+                hint: "destroy unused QPs (each maps two rings)",
+            });
+        };
         Ok(Self { base, len, guard })
     }
 

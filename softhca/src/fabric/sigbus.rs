@@ -16,29 +16,30 @@
 //! registry reports itself lost ([`super::Registry`]'s operations fail). This is how display
 //! servers survive clients that shrink their shared buffers.
 //!
-//! A `SIGBUS` at any other address goes to the disposition that was in place when the
-//! handler was installed (Rust's own stack-overflow handler, an application's handler, or
-//! the default action, which ends the process): faults that are not softhca's are never
-//! swallowed. To give that disposition exactly the delivery it asked for (its flags, such
-//! as `SA_RESETHAND`, and its mask), the handler puts it back in place and lets the
-//! kernel deliver again: a faulting access is retried on return, a signal sent with
-//! `kill` is raised again. softhca's guard is then gone for good, as after any such
-//! signal an application survives. An application that installs its own `SIGBUS` handler
-//! after softhca's takes the signal first and must chain to the previous one for this
-//! protection to hold.
+//! Only a synchronous `BUS_ADRERR` fault (an access past the end of a file, or to a page
+//! the file system cannot back) inside a registered mapping is handled so. Every other
+//! `SIGBUS` goes to the disposition that was in place when the handler was installed
+//! (Rust's own stack-overflow handler, an application's handler, or the default action,
+//! which ends the process): faults that are not softhca's are never swallowed. A previous
+//! handler is called as the kernel would call it (its mask blocked, and with
+//! `SA_RESETHAND` the disposition reset to the default first), so a handler that
+//! recovers keeps softhca's guard in place; with the default disposition, a fault is
+//! retried under it and any other `SIGBUS` is queued again with its `siginfo`, both ending
+//! the process. An application that installs its own `SIGBUS` handler after softhca's
+//! takes the signal first and must chain to the previous one for this protection to hold.
 //!
 //! The handler takes no lock and allocates nothing: the ranges live in a fixed table of
-//! atomics ([`MAX_GUARDED`] mappings; a mapping beyond that, or too large to describe in
-//! one word, is simply not guarded), each range one word, so the handler never pairs one
+//! atomics ([`MAX_GUARDED`] mappings; mapping more is an error, see
+//! [`super::SharedMapping::map`]), each range one word, so the handler never pairs one
 //! mapping's start with another's length.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-/// Mappings guarded at the same time (two rings per QP, the registries, the perf
-/// baselines' files). The table is zero-initialised static memory: its pages cost
-/// nothing until used.
-pub const MAX_GUARDED: usize = 16 * 1024;
+/// Mappings guarded at the same time (two rings per QP: an instance owns at most 4096 QPs
+/// per HCA; the registries; the perf baselines' files). The table is zero-initialised
+/// static memory: its pages cost nothing until used.
+pub const MAX_GUARDED: usize = 32 * 1024;
 
 /// Bits of a slot word: the range's first page number, and its length in pages.
 const PAGE_SHIFT: u32 = 12;
@@ -46,14 +47,22 @@ const PAGES_BITS: u32 = 24;
 /// A slot word that marks a slot claimed but not yet filled in.
 const CLAIMED: u64 = u64::MAX;
 
-/// One guarded range: `first_page << PAGES_BITS | pages`, 0 while the slot is free.
+/// One guarded range: `first_page << PAGES_BITS | pages`, 0 while the slot is free, and
+/// what became of it ([`LIVE`], [`REPLACING`], [`LOST`]).
 struct Slot {
     range: AtomicU64,
-    lost: AtomicBool,
+    state: AtomicU8,
 }
 
+/// The mapping is the file's.
+const LIVE: u8 = 0;
+/// A handler is replacing it (another thread faulting in it returns and faults again).
+const REPLACING: u8 = 1;
+/// It is zero-filled private memory now.
+const LOST: u8 = 2;
+
 #[allow(clippy::declare_interior_mutable_const)] // the array's initialiser, not shared
-const FREE: Slot = Slot { range: AtomicU64::new(0), lost: AtomicBool::new(false) };
+const FREE: Slot = Slot { range: AtomicU64::new(0), state: AtomicU8::new(LIVE) };
 
 static SLOTS: [Slot; MAX_GUARDED] = [FREE; MAX_GUARDED];
 /// One past the highest slot ever used: what the handler scans.
@@ -92,7 +101,7 @@ impl Guard {
     /// Whether the mapping was lost: a fault on it (its file truncated under it, or its
     /// backing store failing) replaced it with zero-filled private memory.
     pub fn lost(&self) -> bool {
-        self.slot.is_some_and(|i| SLOTS[i].lost.load(Ordering::Acquire))
+        self.slot.is_some_and(|i| SLOTS[i].state.load(Ordering::Acquire) == LOST)
     }
 
     /// Unregisters the range now (before it is unmapped); idempotent.
@@ -110,24 +119,25 @@ impl Drop for Guard {
 }
 
 /// Guards the mapping of `len` bytes at `start` (page-aligned, as mmap returns), installing
-/// the handler on first use.
-pub fn guard(start: usize, len: usize) -> Guard {
+/// the handler on first use. `None`: the table is full, or the range cannot be described
+/// (beyond 64 GiB, or above 2^52).
+pub fn guard(start: usize, len: usize) -> Option<Guard> {
     INSTALL.call_once(install);
-    let Some(word) = pack(start, len) else { return Guard { slot: None } };
+    let word = pack(start, len)?;
     for (i, slot) in SLOTS.iter().enumerate() {
         if slot.range.load(Ordering::Relaxed) != 0 {
             continue;
         }
-        // Claim the slot, reset its flag, then publish the range in one store.
+        // Claim the slot, reset its state, then publish the range in one store.
         if slot.range.compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed).is_err() {
             continue;
         }
-        slot.lost.store(false, Ordering::Relaxed);
+        slot.state.store(LIVE, Ordering::Relaxed);
         IN_USE.fetch_max(i + 1, Ordering::AcqRel);
         slot.range.store(word, Ordering::Release);
-        return Guard { slot: Some(i) };
+        return Some(Guard { slot: Some(i) });
     }
-    Guard { slot: None }
+    None
 }
 
 fn install() {
@@ -153,28 +163,29 @@ fn install() {
     PREVIOUS.store(previous, Ordering::Release);
 }
 
-extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: errno is this thread's; the handler may change it (mmap), the interrupted
-    // code must not see that.
+extern "C" fn on_sigbus(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    // SAFETY: errno is this thread's; the handler may change it (mmap, sigaction), the
+    // interrupted code must not see that.
     let errno = unsafe { *libc::__errno_location() };
     // SAFETY: the kernel passes a valid siginfo for a SA_SIGINFO handler.
     let (addr, code) = unsafe { ((*info).si_addr() as usize, (*info).si_code) };
-    // A fault (si_code > 0) in a guarded mapping: replace it. A sent signal has no
-    // faulting address worth looking up.
-    if code > 0 && replace_guarded(addr) {
-        // SAFETY: as above.
-        unsafe { *libc::__errno_location() = errno };
-        return;
+    // Only a synchronous access fault has a faulting address in a mapping that some
+    // thread is using right now.
+    if !(code == libc::BUS_ADRERR && replace_guarded(addr)) {
+        // SAFETY: called from the handler with the kernel's arguments.
+        unsafe { pass_on(signal, info, context) };
     }
-    // SAFETY: called from the handler with the signal it handles.
-    unsafe { pass_on(signal, code) };
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// Replaces the guarded mapping that holds `addr` with zero-filled private memory (once:
-/// a second fault in it, from a thread that faulted at the same time, finds it done).
-/// False if no guarded mapping holds `addr`, or the replacement failed.
+/// Replaces the guarded mapping that holds `addr` with zero-filled private memory. True
+/// if `addr` lies in one: replaced now, or by another thread (that faulted in it at the
+/// same time) before or while we look; the faulting access is then retried.
 fn replace_guarded(addr: usize) -> bool {
     for slot in SLOTS.iter().take(IN_USE.load(Ordering::Acquire)) {
         let word = slot.range.load(Ordering::Acquire);
@@ -185,14 +196,21 @@ fn replace_guarded(addr: usize) -> bool {
         if !(start..start.saturating_add(len)).contains(&addr) {
             continue;
         }
-        if slot.lost.load(Ordering::Acquire) {
+        if slot
+            .state
+            .compare_exchange(LIVE, REPLACING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Replaced already, or being replaced: retry the access (and fault again,
+            // until the other thread is done).
             return true;
         }
-        // SAFETY: `start..start + len` is one registered mapping, read in one word: it is
-        // still mapped (its owner unregisters before it unmaps, and a thread is accessing
-        // it now, which keeps its owner alive). Replacing it with private zero pages at
-        // the same addresses invalidates no pointer and touches no other memory. mmap is
-        // safe to call in a signal handler on Linux.
+        // SAFETY: `start..start + len` is one registered mapping, read in one word, and a
+        // thread of ours just faulted accessing it (BUS_ADRERR is synchronous): it is
+        // still mapped, since its owner unregisters before it unmaps and cannot do that
+        // while the access borrows it. Replacing it with private zero pages at the same
+        // addresses invalidates no pointer and touches no other memory. mmap is a plain
+        // system call on Linux, safe in a signal handler.
         let replaced = unsafe {
             libc::mmap(
                 start as *mut libc::c_void,
@@ -204,32 +222,101 @@ fn replace_guarded(addr: usize) -> bool {
             )
         };
         if replaced == libc::MAP_FAILED {
+            slot.state.store(LIVE, Ordering::Release);
             return false;
         }
-        slot.lost.store(true, Ordering::Release);
+        slot.state.store(LOST, Ordering::Release);
         return true;
     }
     false
 }
 
-/// A `SIGBUS` that is not ours: puts the disposition installed before ours back (the
-/// default one if that is not known yet) and has the kernel deliver again with its own
-/// flags and mask: a fault is retried when the handler returns; a sent signal (`code`
-/// <= 0) is raised again, to be delivered once the handler returns.
+/// Whether `code` says the access that raised the signal is retried when the handler
+/// returns (a fault), rather than the signal being sent or reported asynchronously.
+fn is_synchronous_fault(code: libc::c_int) -> bool {
+    matches!(code, libc::BUS_ADRALN | libc::BUS_ADRERR | libc::BUS_OBJERR | libc::BUS_MCEERR_AR)
+}
+
+/// A `SIGBUS` that is not ours, to the disposition installed before ours.
 ///
 /// # Safety
-/// Called only from the handler, for the signal it handles.
-unsafe fn pass_on(signal: libc::c_int, code: libc::c_int) {
+/// Called only from the handler, with the arguments the kernel gave it.
+unsafe fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: the kernel's siginfo.
+    let code = unsafe { (*info).si_code };
+    let sync = is_synchronous_fault(code);
     let previous = PREVIOUS.load(Ordering::Acquire);
-    // SAFETY: PREVIOUS is null or the leaked, never freed sigaction written at install;
-    // sigaction and raise are async-signal-safe.
-    unsafe {
-        if previous.is_null() {
-            libc::signal(signal, libc::SIG_DFL);
-        } else {
-            libc::sigaction(signal, previous, std::ptr::null_mut());
+    // SAFETY: PREVIOUS is null or the leaked, never freed sigaction written at install.
+    let Some(previous) = (unsafe { previous.as_ref() }) else {
+        // Ours was installed a moment ago and the one before is not stored yet: a fault
+        // is retried (by then it is); anything else gets the default action.
+        if !sync {
+            // SAFETY: async-signal-safe calls with plain arguments.
+            unsafe { default_action(signal, info) };
         }
-        if code <= 0 {
+        return;
+    };
+    let handler = previous.sa_sigaction;
+    if handler == libc::SIG_IGN && !sync {
+        return; // ignored, as before softhca
+    }
+    if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+        // (An ignored fault would be retried for ever: the kernel forces the default.)
+        if sync {
+            // SAFETY: signal(2) is async-signal-safe; the retried fault ends the process.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        } else {
+            // SAFETY: as in `default_action`.
+            unsafe { default_action(signal, info) };
+        }
+        return;
+    }
+    // A handler: called as the kernel would, its mask blocked (and the signal itself
+    // unless SA_NODEFER), one-shot with SA_RESETHAND.
+    // SAFETY: sigset_t is plain data; sigaddset, pthread_sigmask and signal are
+    // async-signal-safe; the handler pointer is the previous disposition's, called with
+    // the arguments its flags say it takes.
+    unsafe {
+        let mut mask = previous.sa_mask;
+        if previous.sa_flags & libc::SA_NODEFER == 0 {
+            libc::sigaddset(&mut mask, signal);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &mask, &mut old);
+        if previous.sa_flags & libc::SA_RESETHAND != 0 {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                std::mem::transmute(handler);
+            f(signal, info, context);
+        } else {
+            let f: extern "C" fn(libc::c_int) = std::mem::transmute(handler);
+            f(signal);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+}
+
+/// The default action for a `SIGBUS` that is not a fault: the default disposition back,
+/// and the signal queued again to this thread with its `siginfo` (delivered, and ending
+/// the process, once the handler returns).
+///
+/// # Safety
+/// Called only from the handler, with the kernel's `info`.
+unsafe fn default_action(signal: libc::c_int, info: *mut libc::siginfo_t) {
+    // SAFETY: signal(2) and the raw rt_tgsigqueueinfo(2) system call are async-signal-safe;
+    // `info` is the kernel's, valid for the handler's duration.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        let queued = libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            libc::syscall(libc::SYS_gettid),
+            signal,
+            info,
+        );
+        if queued != 0 {
             libc::raise(signal);
         }
     }
@@ -265,8 +352,8 @@ mod tests {
         };
         assert_ne!(base, libc::MAP_FAILED);
         let (first, second) = (base as usize, base as usize + 4096);
-        let mut a = guard(first, 4096);
-        let b = guard(second, 4096);
+        let mut a = guard(first, 4096).expect("a free slot");
+        let b = guard(second, 4096).expect("a free slot");
         let (sa, sb) = (a.slot.expect("a free slot"), b.slot.expect("a free slot"));
         assert_ne!(sa, sb);
         assert_eq!(unpack(SLOTS[sa].range.load(Ordering::Acquire)), (first, 4096));
