@@ -210,6 +210,11 @@ fn sockaddr(a: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     (ss, len as libc::socklen_t)
 }
 
+/// Whether `sock` is connected to itself (same address and port at both ends).
+fn is_self_connected(sock: &TcpStream) -> bool {
+    matches!((sock.local_addr(), sock.peer_addr()), (Ok(l), Ok(p)) if l == p)
+}
+
 /// The event for a TCP connect that failed with `err`.
 pub(super) fn outcome_of(conn: ConnId, err: &io::Error) -> CmEvent {
     match err.raw_os_error() {
@@ -288,6 +293,13 @@ impl Reactor {
     pub(super) fn connect_ready(&mut self, id: ConnId) {
         let Some(c) = self.conns.get_mut(&id) else { return };
         match c.sock.take_error() {
+            Ok(None) if is_self_connected(&c.sock) => {
+                // A connect to a port of this host that nothing listens on can land on
+                // itself: the kernel chose that very port as the socket's own, and TCP's
+                // simultaneous open connected the socket to itself (our REQ would come
+                // back as the peer's). Nobody listens there.
+                self.refused(id, io::Error::from_raw_os_error(libc::ECONNREFUSED));
+            }
             Ok(None) => {
                 // Writable without error: connected (a reset right after shows up on the
                 // first read or write).
@@ -339,6 +351,30 @@ impl Reactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_connected_to_itself_is_told_from_a_connection() {
+        // What a connect to a dead port of this host can become: bound to the port it
+        // connects to, the socket opens a connection with itself.
+        use std::os::fd::FromRawFd;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        // SAFETY: socket() takes no pointers; the fd is handed to a TcpStream at once.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh fd we own.
+        let sock = unsafe { TcpStream::from_raw_fd(fd) };
+        let (sa, len) = sockaddr(port);
+        // SAFETY: sa is a live sockaddr_storage of which len bytes are initialised.
+        unsafe {
+            assert_eq!(libc::bind(fd, (&raw const sa).cast(), len), 0);
+            assert_eq!(libc::connect(fd, (&raw const sa).cast(), len), 0, "self-connect");
+        }
+        assert!(is_self_connected(&sock));
+        // An ordinary connection is not.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        assert!(!is_self_connected(&other));
+    }
 
     #[test]
     fn connect_errors_map_to_dat_events() {
