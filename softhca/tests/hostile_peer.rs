@@ -1251,14 +1251,7 @@ fn a_sigbus_elsewhere_still_ends_the_process() {
     match std::env::var(ROLE_ENV).as_deref() {
         Ok("fault") => stray_fault(false),
         Ok("recovering-handler") => {
-            // SAFETY: a SA_SIGINFO handler installed before softhca's.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = recover as *const () as usize;
-                action.sa_flags = libc::SA_SIGINFO;
-                libc::sigemptyset(&mut action.sa_mask);
-                assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
-            }
+            install_sigbus_handler(recover as *const () as usize, libc::SA_SIGINFO);
             let v = Victim::new("recovering-handler");
             let byte = fault_on_a_file_of_our_own();
             support::child::say(&format!("RECOVERED {byte}"));
@@ -1319,19 +1312,25 @@ fn stray_fault(reporter: bool) {
         unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
     }
     if reporter {
-        // SAFETY: a plain handler with SA_RESETHAND, installed before softhca's.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = report as *const () as usize;
-            action.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
-        }
+        install_sigbus_handler(report as *const () as usize, libc::SA_RESETHAND);
     }
     let _v = Victim::new("stray-sigbus");
     support::child::say("FAULTING");
     let byte = fault_on_a_file_of_our_own();
     support::child::say(&format!("SURVIVED {byte}"));
+}
+
+/// Installs `handler` (an `extern "C"` function of the form `flags` say) for SIGBUS, as an
+/// application would before softhca's.
+fn install_sigbus_handler(handler: usize, flags: libc::c_int) {
+    // SAFETY: a sigaction of plain data naming a live function of the right form.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        action.sa_flags = flags;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+    }
 }
 
 /// Reads a page of a shared mapping of a file of our own past the file's end: SIGBUS.
