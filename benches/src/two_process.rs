@@ -34,22 +34,47 @@ pub fn floor_child() {
     line.pong();
 }
 
-/// The floor's half round trip: `samples` samples of `rounds` round trips each (after a
-/// tenth as many warm-up samples), against a child of this binary in [`FLOOR_ROLE`].
-pub fn measure_floor(samples: usize, rounds: u32) -> Summary {
+/// The half round trip of a ping-pong against a child of this binary in `role`, through
+/// a shared file in /dev/shm named after `name`: `open` maps it (before the child starts),
+/// `ping(initiator, samples)` takes `samples` samples of `rounds` round trips, `stop` ends
+/// the child; the first tenth (and one) of the samples are a warm-up.
+fn measure_against_child<P>(
+    name: &str,
+    role: &str,
+    samples: usize,
+    rounds: u32,
+    open: impl FnOnce(&std::path::Path) -> P,
+    ping: impl FnOnce(&mut P, usize) -> Vec<std::time::Duration>,
+    stop: impl FnOnce(&P),
+) -> Summary {
     let path =
-        std::path::PathBuf::from(format!("/dev/shm/ferrodat-bench-floor-{}", std::process::id()));
+        std::path::PathBuf::from(format!("/dev/shm/ferrodat-bench-{name}-{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let line = SharedLine::map(&path).expect("map the floor line");
+    let mut initiator = open(&path);
     let mut child =
-        ChildProc::spawn("", FLOOR_ROLE, &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))]);
+        ChildProc::spawn("", role, &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))]);
     child.expect("READY");
     let warmup = samples / 10 + 1;
-    let rtt =
-        line.ping(warmup + samples, rounds).unwrap_or_else(|e| panic!("the floor's child: {e}"));
+    let rtt = ping(&mut initiator, warmup + samples);
+    stop(&initiator);
     drop(child);
     let _ = std::fs::remove_file(&path);
     summarize(&rtt[warmup..], rounds).halved()
+}
+
+/// The floor's half round trip: `samples` samples of `rounds` round trips each (after a
+/// tenth as many warm-up samples), against a child of this binary in [`FLOOR_ROLE`].
+pub fn measure_floor(samples: usize, rounds: u32) -> Summary {
+    measure_against_child(
+        "floor",
+        FLOOR_ROLE,
+        samples,
+        rounds,
+        |path| SharedLine::map(path).expect("map the floor line"),
+        // `ping` stops the child itself.
+        |line, total| line.ping(total, rounds).unwrap_or_else(|e| panic!("the floor's child: {e}")),
+        |_| {},
+    )
 }
 
 /// The least software HCA's child: echoes every message until the parent stops it.
@@ -65,24 +90,15 @@ pub fn least_hca_child() {
 /// `samples` samples of `rounds` round trips each (after a tenth as many warm-up samples),
 /// against a child of this binary in [`LEAST_HCA_ROLE`].
 pub fn measure_least_hca(samples: usize, rounds: u32) -> Summary {
-    let path = std::path::PathBuf::from(format!(
-        "/dev/shm/ferrodat-bench-least-hca-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
-    let mut hca = LeastHca::open(&path, End::Initiator).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = ChildProc::spawn(
-        "",
+    measure_against_child(
+        "least-hca",
         LEAST_HCA_ROLE,
-        &[(FLOOR_PATH_ENV, path.to_str().expect("utf-8 path"))],
-    );
-    child.expect("READY");
-    let warmup = samples / 10 + 1;
-    let rtt = hca
-        .ping_while(rounds, STALL, |taken| taken < warmup + samples)
-        .unwrap_or_else(|e| panic!("{e}"));
-    hca.stop();
-    drop(child);
-    let _ = std::fs::remove_file(&path);
-    summarize(&rtt[warmup..], rounds).halved()
+        samples,
+        rounds,
+        |path| LeastHca::open(path, End::Initiator).unwrap_or_else(|e| panic!("{e}")),
+        |hca, total| {
+            hca.ping_while(rounds, STALL, |taken| taken < total).unwrap_or_else(|e| panic!("{e}"))
+        },
+        LeastHca::stop,
+    )
 }

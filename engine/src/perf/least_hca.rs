@@ -89,21 +89,19 @@ pub struct LeastHca {
     /// First word of the slot this end writes, and of the one it reads.
     out_slot: usize,
     in_slot: usize,
-    /// Messages this end sent and received (the next sequence words are these plus one).
+    /// Messages the device sent and received (the next sequence words are these plus
+    /// one). Each WQE is executed at its doorbell and each message takes one receive and
+    /// writes one CQE, so these are also the device's SQ, RQ and CQ counters.
     sent: u64,
     received: u64,
     sq: Vec<u8>,
-    /// The driver's SQ counter and the device's: WQEs posted and executed.
+    /// The driver's SQ and RQ counters: WQEs posted.
     sq_posted: u16,
-    sq_executed: u16,
     rq: Vec<u8>,
     rq_posted: u16,
-    /// Receives the device took and whose completions the driver polled.
-    rq_taken: u16,
-    rq_polled: u16,
     cq: Vec<u8>,
-    /// CQEs written by the device and polled by the driver.
-    cq_written: u32,
+    /// CQEs the driver polled: each completes one receive, so also its RQ counter of
+    /// completed receives.
     cq_polled: u32,
     /// Registered memory must not move while receives name it: on the heap.
     recv_buf: Box<[u8; RECV_BYTES]>,
@@ -136,13 +134,9 @@ impl LeastHca {
             received: 0,
             sq: vec![0; SQ_WQEBBS * SEND_WQE_BB],
             sq_posted: 0,
-            sq_executed: 0,
             rq: vec![0; RQ_ENTRIES * SEND_WQE_DS],
             rq_posted: 0,
-            rq_taken: 0,
-            rq_polled: 0,
             cq,
-            cq_written: 0,
             cq_polled: 0,
             recv_buf: Box::new([0; RECV_BYTES]),
         };
@@ -154,6 +148,16 @@ impl LeastHca {
 
     fn words(&self) -> &[AtomicU64] {
         self.map.words()
+    }
+
+    /// The device's SQ counter: WQEs executed.
+    fn sq_executed(&self) -> u16 {
+        self.sent as u16
+    }
+
+    /// The device's RQ counter: receives taken.
+    fn rq_taken(&self) -> u16 {
+        self.received as u16
     }
 
     /// The receive buffer's address, as a receive WQE names it.
@@ -194,7 +198,7 @@ impl LeastHca {
     /// The device executes the WQE at its SQ counter: into the outbound slot (which the
     /// peer has read: it answered the last message).
     fn execute_send(&mut self) -> Result<(), String> {
-        let at = usize::from(self.sq_executed) % SQ_WQEBBS * SEND_WQE_BB;
+        let at = usize::from(self.sq_executed()) % SQ_WQEBBS * SEND_WQE_BB;
         let wqe: &[u8; 2 * SEND_WQE_DS] =
             self.sq[at..at + 2 * SEND_WQE_DS].try_into().expect("two WQE segments");
         // Each field read as it was written (a wider load over two narrower stores, as a
@@ -205,12 +209,11 @@ impl LeastHca {
         let seg = be32(wqe, SEND_WQE_DS);
         let len = (seg & !INLINE_SEG) as usize;
         if op != opcode::SEND || ds != 2 || seg & INLINE_SEG == 0 || len != MESSAGE_BYTES {
-            return Err(not_a_small_send(self.sq_executed, op, ds, seg));
+            return Err(not_a_small_send(self.sq_executed(), op, ds, seg));
         }
         let rest = &wqe[SEND_WQE_DS..];
         let mut payload = [0u8; MESSAGE_BYTES];
         payload.copy_from_slice(&rest[4..4 + MESSAGE_BYTES]);
-        self.sq_executed = self.sq_executed.wrapping_add(1);
         let slot = self.out_slot;
         let w = self.words();
         w[slot + 2].store(u64::from_ne_bytes(payload), Ordering::Relaxed);
@@ -230,10 +233,10 @@ impl LeastHca {
         }
         let len = w[slot + 1].load(Ordering::Relaxed) as usize;
         let payload = w[slot + 2].load(Ordering::Relaxed).to_ne_bytes();
-        if self.rq_taken == self.rq_posted {
+        if self.rq_taken() == self.rq_posted {
             return Err(no_receive());
         }
-        let at = usize::from(self.rq_taken) % RQ_ENTRIES * SEND_WQE_DS;
+        let at = usize::from(self.rq_taken()) % RQ_ENTRIES * SEND_WQE_DS;
         let entry: &[u8; SEND_WQE_DS] =
             self.rq[at..at + SEND_WQE_DS].try_into().expect("a whole receive WQE");
         // Field by field, as the driver stored them (see `execute_send`).
@@ -252,19 +255,18 @@ impl LeastHca {
         self.recv_buf[offset..offset + MESSAGE_BYTES].copy_from_slice(&payload);
         // The CQE: every field the device leaves zero, then the ones a receive reports,
         // the owner byte last (in place: no staging copy of the 64 bytes).
-        let owner = (self.cq_written / CQ_ENTRIES as u32) as u8 & CQE_OWNER_MASK;
-        let at = self.cq_written as usize % CQ_ENTRIES * CQE_BYTES;
+        let (written, counter) = (self.received as u32, self.rq_taken());
+        let owner = (written / CQ_ENTRIES as u32) as u8 & CQE_OWNER_MASK;
+        let at = written as usize % CQ_ENTRIES * CQE_BYTES;
         let entry: &mut [u8; CQE_BYTES] =
             (&mut self.cq[at..at + CQE_BYTES]).try_into().expect("a whole CQE");
         entry[..BYTE_CNT].fill(0);
         entry[BYTE_CNT..BYTE_CNT + 4].copy_from_slice(&(len as u32).to_be_bytes());
         entry[BYTE_CNT + 4..QPN_AT].fill(0);
         entry[QPN_AT..QPN_AT + 4].copy_from_slice(&QPN.to_be_bytes());
-        entry[COUNTER_AT..COUNTER_AT + 2].copy_from_slice(&self.rq_taken.to_be_bytes());
+        entry[COUNTER_AT..COUNTER_AT + 2].copy_from_slice(&counter.to_be_bytes());
         entry[COUNTER_AT + 2] = 0;
         entry[OP_OWN] = cqe_opcode::RESP_SEND << CQE_OPCODE_SHIFT | owner;
-        self.rq_taken = self.rq_taken.wrapping_add(1);
-        self.cq_written = self.cq_written.wrapping_add(1);
         self.received += 1;
         Ok(true)
     }
@@ -276,7 +278,8 @@ impl LeastHca {
         format!(
             "least HCA: message {} of {len} bytes does not fit receive {} (key {lkey:#x}, \
              {byte_count} bytes at {addr:#x})",
-            self.received, self.rq_taken
+            self.received,
+            self.rq_taken()
         )
     }
 
@@ -294,11 +297,10 @@ impl LeastHca {
         if op_own >> CQE_OPCODE_SHIFT != cqe_opcode::RESP_SEND
             || be32(entry, BYTE_CNT) as usize != MESSAGE_BYTES
             || be32(entry, QPN_AT) & 0x00ff_ffff != QPN
-            || counter != self.rq_polled
+            || counter != self.cq_polled as u16
         {
             return Err(unexpected_cqe(entry));
         }
-        self.rq_polled = self.rq_polled.wrapping_add(1);
         self.cq_polled = self.cq_polled.wrapping_add(1);
         let mut word = [0u8; MESSAGE_BYTES];
         word.copy_from_slice(&self.recv_buf[..MESSAGE_BYTES]);
@@ -452,7 +454,7 @@ mod tests {
         assert_eq!(cqe.op_own >> 4, cqe_opcode::RESP_SEND);
         assert_eq!(cqe.op_own & 1, (last / CQ_ENTRIES as u32) as u8 & 1);
         assert_eq!(cqe.byte_cnt.get(), 8);
-        assert_eq!(cqe.wqe_counter.get(), initiator.rq_taken.wrapping_sub(1));
+        assert_eq!(cqe.wqe_counter.get(), initiator.rq_taken().wrapping_sub(1));
         let _ = std::fs::remove_file(path);
     }
 
