@@ -53,6 +53,7 @@ fn peer_role() {
     );
     let mr = Mr::new(&engine, pdn, PEER_MR_BYTES, ALL_ACCESS);
     mr.buf.write(0, &pattern(1, PEER_MR_BYTES));
+    let mut shared: Option<SharedMr> = None;
     say(&format!("READY {} {} {}", qp.qpn, mr.addr(), mr.key));
     loop {
         let cmd = read_command();
@@ -120,6 +121,19 @@ fn peer_role() {
                     qp.post_send(&engine, &wr);
                 }
                 say("ECHOED");
+            }
+            ["SHARED_MR", len] => {
+                // A region in a shared memfd mapping: exported, peers place WRITEs in it.
+                let region = SharedMr::new(&engine, pdn, len.parse().unwrap(), ALL_ACCESS);
+                say(&format!("SHARED {} {}", region.addr, region.key));
+                shared = Some(region);
+            }
+            ["DUMP_SHARED", off, len] => {
+                let region = shared.as_ref().expect("SHARED_MR first");
+                say(&format!(
+                    "DATA {}",
+                    hex(&region.read(off.parse().unwrap(), len.parse().unwrap()))
+                ));
             }
             ["EXIT"] | [] => break,
             other => panic!("unknown command {other:?}"),
@@ -288,6 +302,63 @@ fn every_opcode_across_two_processes() {
     bad.remote = Some((pa, pk ^ 0x100));
     assert_eq!(r.post(&bad).syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
     assert_eq!(r.peer_data(0, 16), data[..16], "untouched");
+    r.peer.send("EXIT");
+}
+
+/// A region the peer registered from a shared memfd mapping takes RDMA WRITEs placed by
+/// this process directly, while the peer sits blocked in its pipe; WRITE with immediate
+/// and READ use the ring as before.
+#[test]
+fn writes_into_a_peers_shared_region_are_placed_across_processes() {
+    let mut r = connect("placed", 64, 64, 14, 7);
+    r.peer.send(&format!("SHARED_MR {}", 4 << 20));
+    let shared = r.peer.expect("SHARED");
+    let f: Vec<&str> = shared.split_whitespace().collect();
+    let (sa, sk): (u64, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+    let data = pattern(9, PEER_MR_BYTES);
+    r.mr.buf.write(0, &data);
+    let (base, lkey) = (r.mr.addr(), r.mr.key);
+
+    let write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(base, PEER_MR_BYTES as u32, lkey)],
+        remote: Some((sa + 12_345, sk)),
+        signaled: true,
+        ..Default::default()
+    };
+    assert_eq!(r.post(&write).syndrome, None);
+    assert_eq!(r.engine.placed_writes(), 1, "placed into the peer's memory");
+    let check = |r: &mut Requester, off: usize, len: usize| {
+        r.peer.send(&format!("DUMP_SHARED {off} {len}"));
+        unhex(&r.peer.expect("DATA"))
+    };
+    assert_eq!(check(&mut r, 12_345, PEER_MR_BYTES), data);
+    assert_eq!(check(&mut r, 0, 12_345), vec![0; 12_345], "bytes before the range");
+
+    // With immediate: through the ring, and it consumes a receive.
+    r.peer.send("RECV 1 64");
+    r.peer.expect("POSTED");
+    let mut wi = write.clone();
+    wi.opcode = opcode::RDMA_WRITE_IMM;
+    wi.imm = 0x5151;
+    wi.sges = vec![(base, 4096, lkey)];
+    wi.remote = Some((sa + (2 << 20), sk));
+    assert_eq!(r.post(&wi).syndrome, None);
+    let got = r.peer_poll(1);
+    assert_eq!((got[0].0, got[0].1, got[0].2), (cqe_opcode::RESP_WR_IMM, 4096, 0x5151));
+    assert_eq!(r.engine.placed_writes(), 1);
+    assert_eq!(check(&mut r, 2 << 20, 4096), data[..4096]);
+
+    // READ back what was placed (the responder reads its own memory).
+    let read = SendWr {
+        opcode: opcode::RDMA_READ,
+        sges: vec![(base + 500_000, 1000, lkey)],
+        remote: Some((sa + 12_345, sk)),
+        signaled: true,
+        ..Default::default()
+    };
+    assert_eq!(r.post(&read).byte_cnt, 1000);
+    assert_eq!(r.mr.buf.read(500_000, 1000), data[..1000]);
     r.peer.send("EXIT");
 }
 

@@ -123,8 +123,9 @@ pub mod ring {
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FDRING\0\x01");
     /// Layout version (3: packets may use the compact header of `hca::wire`; 4: record
     /// headers are written last and consumed records are zeroed, see `ring.rs`; 5: packets
-    /// carry up to 64 KiB of payload, `hca::wire::SEGMENT_BYTES`).
-    pub const VERSION: u32 = 5;
+    /// carry up to 64 KiB of payload, `hca::wire::SEGMENT_BYTES`; 6: the owning QP's facts
+    /// at [`OFF_QP_FACTS`]).
+    pub const VERSION: u32 = 6;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
     /// `u64`: [`MAGIC`].
@@ -147,6 +148,10 @@ pub mod ring {
     pub const OFF_PRODUCER_START_TIME: usize = 48;
     /// `u64`: uid of the registry incarnation the QPN was allocated in.
     pub const OFF_REGISTRY_UID: usize = 56;
+    /// `u64`: what the owning QP tells its peer's requester about itself, for one-sided
+    /// placement (`hca::placement`): `state | remote access flags << 8 | pdn << 32`, stored
+    /// at every state change; 0 until the first. Read-mostly, like the rest of this line.
+    pub const OFF_QP_FACTS: usize = 64;
 
     /// `u64`: `epoch << 32 | tail position` (bytes ever written, wrapping), producer line.
     pub const OFF_TAIL: usize = LINE;
@@ -174,4 +179,55 @@ pub mod ring {
     pub const MAX_CAPACITY: usize = 1 << 30;
     /// Default capacity.
     pub const DEFAULT_CAPACITY: usize = 256 * 1024;
+}
+
+/// An export file `<dir>/<hca>/mr-0x<key index>`: a registered memory region its owner
+/// lets peers write directly (`fabric/memory_export.rs`).
+pub mod export {
+    use super::LINE;
+
+    /// `"FDMREXP\x01"`.
+    pub const MAGIC: u64 = u64::from_le_bytes(*b"FDMREXP\x01");
+    /// Layout version.
+    pub const VERSION: u32 = 1;
+
+    // ---- line 0: written once, before the file is published ----
+    /// `u64`: [`MAGIC`], stored last.
+    pub const OFF_MAGIC: usize = 0;
+    /// `u32`: [`VERSION`].
+    pub const OFF_VERSION: usize = 8;
+    /// `u32`: the region's key (`index << 8 | variant`).
+    pub const OFF_KEY: usize = 12;
+    /// `u32`: the region's PD number.
+    pub const OFF_PDN: usize = 16;
+    /// `u32`: the region's `uverbs::access` flags.
+    pub const OFF_ACCESS: usize = 20;
+    /// `u64`: the first address of the region in the key's address space (iova).
+    pub const OFF_IOVA: usize = 24;
+    /// `u64`: the region's length in bytes.
+    pub const OFF_LENGTH: usize = 32;
+    /// `u64`: the exporting process's pid.
+    pub const OFF_EXPORTER_PID: usize = 40;
+    /// `u64`: the exporting process's start time (as in the registry's instance slots).
+    pub const OFF_EXPORTER_START_TIME: usize = 48;
+    /// `u64`: the exporter's descriptor of the backing file (peers open
+    /// `/proc/<pid>/fd/<fd>`).
+    pub const OFF_FD: usize = 56;
+    /// `u64`: the byte offset in the backing file where the region starts.
+    pub const OFF_FILE_OFFSET: usize = 64;
+    /// `u64`: the backing file's device number (`st_dev`), checked by the opener.
+    pub const OFF_DEV: usize = 72;
+    /// `u64`: the backing file's inode number (`st_ino`), checked by the opener.
+    pub const OFF_INO: usize = 80;
+
+    /// `u64`: the key while the region takes placements, 0 once it is withdrawn.
+    pub const OFF_LIVE: usize = LINE;
+    /// `u64` each: the pid of a process placing data into the region right now, or 0.
+    pub const OFF_USER_SLOTS: usize = 2 * LINE;
+    /// Number of user slots (processes placing into one region at the same moment).
+    pub const USER_SLOTS: usize = 64;
+    /// File size.
+    pub const TOTAL_BYTES: usize = 4096;
+
+    const _: () = assert!(OFF_USER_SLOTS + USER_SLOTS * 8 <= TOTAL_BYTES);
 }

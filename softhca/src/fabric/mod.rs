@@ -5,7 +5,8 @@
 //! ├── softhca0.hca                      Registry: GID, allocators, instance table, QP table
 //! └── softhca0/
 //!     ├── qp-0x000100                   outbound ring of QP 0x100 (written by its owner)
-//!     └── qp-0x000101
+//!     ├── qp-0x000101
+//!     └── mr-0x000123                   export of a region peers may write directly
 //! ```
 //!
 //! - [`Registry`] (`registry.rs`): one file per HCA name holding the HCA's GID, atomic
@@ -77,6 +78,7 @@
 mod instance;
 pub mod layout;
 mod liveness;
+mod memory_export;
 mod registry;
 mod ring;
 mod shm;
@@ -88,6 +90,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use instance::{Instance, QpAllocation};
+pub use memory_export::{ExportedRegion, ImportedMemory, MemoryExport, PlaceError, Placement};
 pub use registry::{QpOwner, Registry, SweepReport};
 pub use ring::{
     FilledPushError, PushError, Record, RecordFiller, RecordOverflow, RecordView, RingConsumer,

@@ -62,6 +62,7 @@ use std::sync::atomic::{AtomicU64, Ordering, fence};
 use super::instance::Instance;
 use super::layout::registry as reg;
 use super::liveness::{ProcessIdentity, unique_id};
+use super::memory_export;
 use super::ring::{self, RingConsumer};
 use super::shm::SharedMapping;
 use super::wake::{InstanceWaker, QpNotifier, WakeArea};
@@ -528,6 +529,12 @@ impl Registry {
         self.inner.ring_dir.join(format!("qp-{qpn:#08x}"))
     }
 
+    /// The export file of the memory region with key index `index`
+    /// (`<dir>/<hca>/mr-0x<index>`, see `memory_export.rs`).
+    pub fn export_path(&self, index: u32) -> PathBuf {
+        self.inner.ring_dir.join(format!("mr-{index:#08x}"))
+    }
+
     pub(crate) fn ring_dir(&self) -> &Path {
         &self.inner.ring_dir
     }
@@ -926,7 +933,8 @@ impl Registry {
         Ok(report)
     }
 
-    /// Removes temp files of gone pids, and (if `rings`) ring files nobody owns.
+    /// Removes temp files of gone pids, and (if `rings`) ring files nobody owns and export
+    /// files of gone exporters.
     fn sweep_directory(
         &self,
         dir: &Path,
@@ -947,6 +955,8 @@ impl Registry {
             } else if let Some(qpn) = rings.then(|| parse_ring_name(&file_name)).flatten() {
                 self.owner_of(qpn).is_none()
                     && ring::producer_of_file(&path).is_none_or(|p| is_gone(p.pid, p.start_time))
+            } else if rings && file_name.starts_with("mr-0x") {
+                memory_export::exporter_of_file(&path).is_none_or(|p| is_gone(p.pid, p.start_time))
             } else {
                 false
             };

@@ -446,6 +446,13 @@ impl RingProducer {
         self.free_from_cache()
     }
 
+    /// Stores what the owning QP tells its peer about itself (see
+    /// [`lay::OFF_QP_FACTS`]); Release: a peer that reads them reads what the QP stored
+    /// before.
+    pub fn publish_qp_facts(&self, facts: u64) {
+        self.map.u64_at(lay::OFF_QP_FACTS).store(facts, Ordering::Release);
+    }
+
     /// The consumer's head word as it is now (it moves when the consumer reads).
     pub fn consumer_head(&self) -> u64 {
         self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire)
@@ -864,6 +871,15 @@ impl RingConsumer {
     /// Bytes of record space.
     pub fn capacity(&self) -> usize {
         self.capacity as usize
+    }
+
+    /// What the producing QP last told about itself ([`lay::OFF_QP_FACTS`]), if its ring
+    /// is addressed to our QP now (a producer that reconnected to another QP tells that
+    /// one, not us).
+    pub fn producer_qp_facts(&self) -> Option<u64> {
+        let facts = self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::Acquire);
+        let dest = self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed);
+        (dest == self.my_qpn).then_some(facts)
     }
 
     /// The epoch being read; `None` until the producer addresses an epoch to our QP.

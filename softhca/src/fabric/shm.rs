@@ -76,11 +76,20 @@ unsafe impl Sync for SharedMapping {}
 impl SharedMapping {
     /// Maps the first `len` bytes of `file` read-write and shared. `path` is for errors only.
     pub fn map(file: &File, len: usize, path: &Path) -> Result<Self, FabricError> {
+        Self::map_at(file, 0, len, path)
+    }
+
+    /// Maps `len` bytes of `file` from `offset` (a multiple of the page size) read-write
+    /// and shared. `path` is for errors only.
+    pub fn map_at(file: &File, offset: u64, len: usize, path: &Path) -> Result<Self, FabricError> {
         if len == 0 {
             return Err(FabricError::bad_file(path, "the file is empty".to_string()));
         }
+        let offset = libc::off_t::try_from(offset).map_err(|_| {
+            FabricError::bad_file(path, format!("offset {offset} is beyond any file"))
+        })?;
         // SAFETY: a null address hint, a non-zero length and an open descriptor: the kernel
-        // validates everything else and reports failure as MAP_FAILED, checked below.
+        // validates everything else (an unaligned offset included) and reports failure as MAP_FAILED, checked below.
         let raw = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -88,7 +97,7 @@ impl SharedMapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
-                0,
+                offset,
             )
         };
         if raw == libc::MAP_FAILED {

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-use crate::fabric::{RecordFiller, RecordView};
+use crate::fabric::{RecordFiller, RecordView, SharedMapping};
 
 /// A range of application memory the HCA may access. Cheap to copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +118,21 @@ impl AppSpan {
         let at = self.check(offset, len)?;
         // SAFETY: in bounds of a span the constructor's contract keeps mapped and readable.
         unsafe { record.append_raw(at as *const u8, len) }.map_err(|_| OutOfSpan)
+    }
+
+    /// Copies `len` bytes from `offset` into a shared mapping at `map_offset`: a placed
+    /// RDMA WRITE, straight from application memory into the peer's exported region.
+    #[inline]
+    pub fn copy_into_mapping(
+        &self,
+        offset: usize,
+        len: usize,
+        map: &SharedMapping,
+        map_offset: usize,
+    ) -> Result<(), OutOfSpan> {
+        let at = self.check(offset, len)?;
+        // SAFETY: in bounds of a span the constructor's contract keeps mapped and readable.
+        unsafe { map.copy_in_raw(map_offset, at as *const u8, len) }.map_err(|_| OutOfSpan)
     }
 
     /// Copies `len` bytes from `record_offset` in a ring record to `offset`: the

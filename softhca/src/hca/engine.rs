@@ -40,13 +40,17 @@ use super::cqe::CqProducer;
 use super::events::EventSink;
 use super::id_map::IdMap;
 use super::mr::{MemoryRegion, MemoryRegions};
+use super::placement::Imports;
 use super::queue_pair::{Hardware, Link, QpAttributes, QpSetup, QueuePair};
 use super::shared_receive_queue::{SharedReceiveQueue, SrqSetup};
 use super::wire::{PacketHeader, SEGMENT_BYTES};
 use crate::fabric::layout::ring as ring_layout;
-use crate::fabric::{FabricDir, FabricError, Gid, Instance, QpAllocation, Registry};
+use crate::fabric::{
+    ExportedRegion, FabricDir, FabricError, Gid, Instance, MemoryExport, QpAllocation, Registry,
+};
 use crate::objects::UarPages;
 use std::collections::HashMap;
+use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -207,6 +211,8 @@ struct Tables {
     scratch: Vec<u8>,
     /// Reused list of the QPs one pass visits.
     work: Vec<u32>,
+    /// Peers' exported regions our requesters place WRITEs into.
+    imports: Imports,
     /// `earliest` or the `errored` list may have changed since the last
     /// [`Background::publish`] (which then looks at them; most passes change neither).
     unpublished: bool,
@@ -229,6 +235,7 @@ impl Tables {
             scratch: &mut self.scratch,
             now: None,
             coarse_now: self.last_clock,
+            imports: &mut self.imports,
         };
         f(qp, &mut hw);
         if let Some(now) = hw.now {
@@ -502,6 +509,8 @@ pub struct Engine {
     registry: Registry,
     instance: Instance,
     tables: Mutex<Tables>,
+    /// Regions of ours that peers may write directly, by key index (`memory_export.rs`).
+    exports: Mutex<HashMap<u32, MemoryExport>>,
     background: Background,
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     /// The progress thread watches doorbells (hardware-like mode).
@@ -545,7 +554,9 @@ impl Engine {
                 peers: HashMap::new(),
                 scratch: Vec::new(),
                 work: Vec::new(),
+                imports: Imports::default(),
             }),
+            exports: Mutex::new(HashMap::new()),
             background: Background {
                 always: AtomicBool::new(false),
                 errored: AtomicBool::new(false),
@@ -589,9 +600,40 @@ impl Engine {
         self.tables().regions.window(index)
     }
 
-    /// DEREG_MR or DEALLOC_MW of the key with index `index`.
+    /// Exports the region with key `key` (just registered from a shared file mapping),
+    /// so that peers place RDMA WRITEs into it directly. Best effort: a region that cannot
+    /// be exported is still registered, and its WRITEs travel through the ring.
+    pub fn export_memory_region(
+        &self,
+        region: ExportedRegion,
+        backing: File,
+    ) -> Result<(), FabricError> {
+        let export = MemoryExport::create(&self.registry, region, backing)?;
+        let previous = self.exports().insert(region.key >> 8, export);
+        drop(previous);
+        Ok(())
+    }
+
+    /// DEREG_MR or DEALLOC_MW of the key with index `index`. An exported region is
+    /// withdrawn first: once this returns, no peer writes into it.
     pub fn remove_memory_region(&self, index: u32) {
+        let export = self.exports().remove(&index);
+        drop(export); // waits for placements in progress (not under the tables lock)
         self.tables().regions.remove(index);
+    }
+
+    /// Whether the region with key index `index` is exported.
+    pub fn is_exported(&self, index: u32) -> bool {
+        self.exports().contains_key(&index)
+    }
+
+    /// RDMA WRITEs this process's requesters placed into peers' memory directly.
+    pub fn placed_writes(&self) -> u64 {
+        self.tables().imports.placed_writes
+    }
+
+    fn exports(&self) -> MutexGuard<'_, HashMap<u32, MemoryExport>> {
+        self.exports.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// CREATE_CQ.

@@ -8,6 +8,7 @@ pub mod events;
 pub mod fifo;
 pub mod id_map;
 pub mod mr;
+pub mod placement;
 pub mod queue_pair;
 pub mod recv_wqe;
 pub mod send_wqe;

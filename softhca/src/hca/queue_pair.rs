@@ -25,13 +25,14 @@ use super::events::EventSink;
 use super::fifo::Fifo;
 use super::id_map::IdMap;
 use super::mr::{KeyError, MemoryRegions};
+use super::placement::{Imports, QpFacts};
 use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{
-    FilledPushError, QpNotifier, RecordFiller, RecordView, Registry, RingConsumer, RingError,
-    RingProducer, SmallRecord,
+    FilledPushError, PlaceError, QpNotifier, RecordFiller, RecordView, Registry, RingConsumer,
+    RingError, RingProducer, SharedMapping, SmallRecord,
 };
 use ferrodat_abi::mlx5::{
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
@@ -139,6 +140,8 @@ pub struct Hardware<'a> {
     pub now: Option<Instant>,
     /// The engine's last clock reading: never later than the true time, possibly earlier.
     pub coarse_now: Instant,
+    /// Peers' exported regions this process's requesters place WRITEs into.
+    pub imports: &'a mut Imports,
 }
 
 impl Hardware<'_> {
@@ -182,6 +185,8 @@ struct Outstanding {
     /// Completed: `Ok(byte_cnt)` or `Err(syndrome)`.
     outcome: Option<Result<u32, u8>>,
     rnr_naks: u8,
+    /// An RDMA WRITE whose data the requester placed itself (`placement.rs`).
+    placed: bool,
 }
 
 impl Outstanding {
@@ -485,6 +490,7 @@ impl QueuePair {
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.ack_deadline = self.ack_timeout.map(|t| self.last_response + t);
         self.state = state;
+        self.publish_facts();
         match state {
             qp_state::RESET => self.forget_everything(),
             qp_state::INIT if previous == qp_state::RESET => self.forget_everything(),
@@ -507,6 +513,17 @@ impl QueuePair {
             qp_state::ERR => self.enter_error(hw),
             _ => {}
         }
+    }
+
+    /// Tells the peer's requester what it needs for placing WRITEs (`placement.rs`): the
+    /// state, the remote rights and the PD, in the ring's header.
+    fn publish_facts(&self) {
+        let facts = QpFacts {
+            state: self.state,
+            remote_access: self.attrs.access_flags,
+            pdn: self.setup.pdn,
+        };
+        self.link.outbound.publish_qp_facts(facts.encode());
     }
 
     fn forget_everything(&mut self) {
@@ -679,6 +696,7 @@ impl QueuePair {
                 // The failed WQE carries the error; nothing behind it completes normally,
                 // not even a WQE that needed no response (NOP, bind): RC completes in order.
                 self.state = qp_state::ERR;
+                self.publish_facts();
                 self.flush_everything(hw);
                 return;
             }
@@ -692,6 +710,7 @@ impl QueuePair {
     #[inline(never)]
     fn enter_error(&mut self, hw: &mut Hardware<'_>) {
         self.state = qp_state::ERR;
+        self.publish_facts();
         self.complete_in_order(hw);
         self.flush_everything(hw);
     }
@@ -748,6 +767,7 @@ impl QueuePair {
                 operation: Operation::Local,
                 outcome: None,
                 rnr_naks: 0,
+                placed: false,
             };
             let cqe = self.requester_cqe(&o, Err(cqe_syndrome::WR_FLUSH_ERR));
             self.push_cqe(self.setup.send_cqn, cqe, hw);
@@ -905,6 +925,7 @@ impl QueuePair {
                     operation: Operation::Local,
                     outcome: Some(Err(syndrome)),
                     rnr_naks: 0,
+                    placed: false,
                 }
             }
         };
@@ -1015,6 +1036,7 @@ impl QueuePair {
             operation: Operation::Transfer,
             outcome: None,
             rnr_naks: 0,
+            placed: false,
         });
         let kind = wire::COMPACT_RECORD | u16::from(kind::SEND);
         if self.link.outbound.try_push_words(kind, &words, header_len + len).is_ok() {
@@ -1056,6 +1078,7 @@ impl QueuePair {
             operation: Operation::Local,
             outcome: None,
             rnr_naks: 0,
+            placed: false,
         };
         let pdn = self.setup.pdn;
         let checked = match wqe.opcode {
@@ -1234,6 +1257,14 @@ impl QueuePair {
         hw: &mut Hardware<'_>,
     ) -> Option<bool> {
         let (total, base_addr) = (header.length, header.remote_addr);
+        if header.kind == kind::WRITE
+            && header.flags & flag::IMMEDIATE == 0
+            && self.cursor.offset == 0
+            && total > 0
+            && let Some(pushed) = self.place_write(wqe, &header, hw)
+        {
+            return Some(pushed);
+        }
         loop {
             let offset = self.cursor.offset;
             let len = (total - offset).min(SEGMENT_BYTES as u64) as usize;
@@ -1264,6 +1295,81 @@ impl QueuePair {
             if self.cursor.offset >= total {
                 return Some(true);
             }
+        }
+    }
+
+    /// Places the RDMA WRITE at the cursor straight into the peer's exported memory and
+    /// pushes its header, when `placement.rs`'s conditions hold. `Some(true)`: placed and
+    /// sent (or failed while copying: the WQE then completes in error); `Some(false)`: the
+    /// ring is full, nothing done; `None`: send it through the ring instead.
+    fn place_write(
+        &mut self,
+        wqe: &SendWqe<'_>,
+        header: &PacketHeader,
+        hw: &mut Hardware<'_>,
+    ) -> Option<bool> {
+        let index = self.cursor.index;
+        if self
+            .outstanding
+            .iter()
+            .take(index)
+            .any(|o| o.outcome.is_none() && !o.placed && !matches!(o.operation, Operation::Local))
+        {
+            return None; // an earlier request is not done at the responder yet
+        }
+        let Hardware { regions, imports, .. } = hw;
+        let peer = self.link.peer.as_ref()?;
+        let facts = QpFacts::decode(peer.inbound.as_ref()?.producer_qp_facts()?);
+        if !matches!(facts.state, qp_state::RTR | qp_state::RTS)
+            || facts.remote_access & access::REMOTE_WRITE == 0
+        {
+            return None;
+        }
+        let peer_registry_uid = peer.registry.uid();
+        let placed: Result<(), PlaceError> = 'place: {
+            let import = imports.get(&peer.registry, header.rkey)?;
+            let region = import.region();
+            if region.pdn != facts.pdn || region.access & access::REMOTE_WRITE == 0 {
+                return None;
+            }
+            let placement = match import.claim(header.remote_addr, header.length) {
+                Ok(placement) => placement,
+                Err(e) => break 'place Err(e),
+            };
+            // The header goes first, while the slot is held: the responder only
+            // acknowledges it, and the ACK is handled on this QP's lock, after the copy; a
+            // later request is pushed after the copy too.
+            let mut h = *header;
+            h.flags |= flag::FIRST | flag::LAST | flag::PLACED;
+            if !self.push(&h, &[]) {
+                return Some(false);
+            }
+            self.cursor.offset = header.length;
+            let pdn = self.setup.pdn;
+            placement.copy(|map, at| {
+                gather_into_mapping(wqe, regions, pdn, header.length as usize, map, at)
+            })
+        };
+        match placed {
+            Ok(()) => {
+                self.outstanding[index].placed = true;
+                imports.placed_writes += 1;
+                Some(true)
+            }
+            Err(PlaceError::CopyFailed) => {
+                // The responder will acknowledge a header whose data did not all land:
+                // the WRITE fails here instead, as a WRITE into a region that went away
+                // does.
+                self.outstanding[index].outcome = Some(Err(cqe_syndrome::REMOTE_ACCESS_ERR));
+                self.cursor = TransmitCursor { index: self.outstanding.len(), offset: 0 };
+                self.recount_awaiting();
+                Some(false)
+            }
+            Err(PlaceError::Withdrawn) => {
+                imports.forget(peer_registry_uid, header.rkey);
+                None
+            }
+            Err(_) => None,
         }
     }
 
@@ -2085,7 +2191,22 @@ impl QueuePair {
                 true
             }
             kind::WRITE => {
-                let target = if h.length == 0 {
+                let placed = h.flags & flag::PLACED != 0;
+                if placed {
+                    // The data is in place already (the requester checked the region and
+                    // this QP's published rights); a placed header that could not have
+                    // been is a requester breaking the protocol.
+                    let whole = flag::FIRST | flag::LAST;
+                    if with_imm || h.payload_len != 0 || h.flags & whole != whole || h.offset != 0 {
+                        self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                        return false;
+                    }
+                    if !qp_allows(access::REMOTE_WRITE) {
+                        self.responder_fatal(h.psn, nak::REMOTE_ACCESS, event::QP_ACCESS_ERR, hw);
+                        return false;
+                    }
+                }
+                let target = if h.length == 0 || placed {
                     None
                 } else {
                     match hw.regions.translate_remote(
@@ -2122,7 +2243,7 @@ impl QueuePair {
                     psn: h.psn,
                     kind: kind::WRITE,
                     length: h.length,
-                    received: 0,
+                    received: if placed { h.length } else { 0 },
                     entry,
                     targets: target.into_iter().collect(),
                     imm: with_imm.then_some(h.imm),
@@ -2373,6 +2494,33 @@ fn gather_into_record(
     gather_pieces(wqe, regions, pdn, offset, len, |piece| match piece {
         Piece::Inline(bytes) => record.append(bytes).ok(),
         Piece::Buffer { span, offset, len } => span.copy_into_record(offset, len, record).ok(),
+    })
+}
+
+/// Copies the WQE's local data (`len` bytes from its start) into a peer's exported memory
+/// at `at` in `map`: a placed RDMA WRITE.
+fn gather_into_mapping(
+    wqe: &SendWqe<'_>,
+    regions: &MemoryRegions,
+    pdn: u32,
+    len: usize,
+    map: &SharedMapping,
+    at: usize,
+) -> Option<()> {
+    let mut done = 0;
+    gather_pieces(wqe, regions, pdn, 0, len, |piece| {
+        let n = match piece {
+            Piece::Inline(bytes) => {
+                map.copy_in(at + done, bytes).ok()?;
+                bytes.len()
+            }
+            Piece::Buffer { span, offset, len } => {
+                span.copy_into_mapping(offset, len, map, at + done).ok()?;
+                len
+            }
+        };
+        done += n;
+        Some(())
     })
 }
 

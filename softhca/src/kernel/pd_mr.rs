@@ -10,9 +10,11 @@ use super::Session;
 use super::call::Call;
 use super::handles::{Kind, Object};
 use crate::errno::Errno;
+use crate::fabric::ExportedRegion;
 use crate::hca::app_memory::AppSpan;
 use crate::hca::mr::MemoryRegion;
 use crate::objects::{Mr, Pd};
+use crate::shared_backing;
 use crate::user_memory::{self, Access};
 use ferrodat_abi::mlx5;
 use ferrodat_abi::uverbs::{self, access};
@@ -101,6 +103,22 @@ pub(crate) fn reg_mr(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         memory,
         access: cmd.access_flags,
     });
+    // Memory mapped from a shared file can take RDMA WRITEs placed by the peer itself
+    // (one copy, none on this process's CPU); other memory takes them through the ring.
+    if cmd.access_flags & access::REMOTE_WRITE != 0
+        && let Some(backing) = shared_backing::find(cmd.start, cmd.length)
+    {
+        let region = ExportedRegion {
+            key,
+            pdn,
+            access: cmd.access_flags,
+            iova: cmd.hca_va,
+            length: cmd.length,
+            file_offset: backing.file_offset,
+        };
+        // Best effort: a full /dev/shm leaves the region registered, unexported.
+        let _ = s.dev.engine().export_memory_region(region, backing.file);
+    }
     s.dev.state().mrs.insert(index, mr);
     s.file.handles.insert(Object::Mr(index));
     Ok(())

@@ -147,6 +147,88 @@ impl Mr {
     }
 }
 
+/// A registered buffer in a shared memfd mapping, exported as REG_MR exports one (peers
+/// place RDMA WRITEs into it directly). Dropping it deregisters (withdraws) it.
+pub struct SharedMr {
+    pub engine: Arc<Engine>,
+    pub addr: u64,
+    pub len: usize,
+    pub key: u32,
+    _memfd: std::fs::File,
+}
+
+impl SharedMr {
+    pub fn new(engine: &Arc<Engine>, pdn: u32, len: usize, access_flags: u32) -> SharedMr {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: a valid NUL-terminated name; the result is checked.
+        let fd =
+            unsafe { libc::memfd_create(c"softhca-test-shared-mr".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+        // SAFETY: the descriptor just created, owned from here on.
+        let memfd = unsafe { std::fs::File::from_raw_fd(fd) };
+        memfd.set_len(len as u64).unwrap();
+        // SAFETY: a fresh shared mapping of our memfd; checked below, unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                memfd.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        let addr = p as u64;
+        let key = engine.registry().alloc_mkey();
+        engine.add_memory_region(MemoryRegion {
+            key,
+            pdn,
+            iova: addr,
+            // SAFETY: the mapping lives until drop, after the region is removed.
+            memory: unsafe { AppSpan::new(addr as usize, len) },
+            access: access_flags,
+        });
+        if access_flags & access::REMOTE_WRITE != 0 {
+            let backing = ferrodat_softhca::shared_backing::find(addr, len as u64)
+                .expect("a shared memfd mapping has a backing file");
+            let region = ferrodat_softhca::fabric::ExportedRegion {
+                key,
+                pdn,
+                access: access_flags,
+                iova: addr,
+                length: len as u64,
+                file_offset: backing.file_offset,
+            };
+            engine.export_memory_region(region, backing.file).unwrap();
+        }
+        SharedMr { engine: engine.clone(), addr, len, key, _memfd: memfd }
+    }
+
+    pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.len);
+        // SAFETY: inside our live mapping; volatile, as the peer may write it.
+        (0..len)
+            .map(|i| unsafe {
+                std::ptr::read_volatile((self.addr as usize + offset + i) as *const u8)
+            })
+            .collect()
+    }
+
+    pub fn fill(&self, byte: u8) {
+        // SAFETY: our live mapping, nobody writes it at this point of a test.
+        unsafe { std::ptr::write_bytes(self.addr as *mut u8, byte, self.len) };
+    }
+}
+
+impl Drop for SharedMr {
+    fn drop(&mut self) {
+        self.engine.remove_memory_region(self.key >> 8);
+        // SAFETY: the mapping made in `new`; the region using it is gone.
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+    }
+}
+
 /// The consumer side of a CQ.
 pub struct Cq {
     pub cqn: u32,

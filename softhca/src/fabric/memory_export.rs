@@ -1,0 +1,367 @@
+//! Registered memory that peers may write directly: the export files of one-sided
+//! placement.
+//!
+//! softhca carries an RDMA WRITE's data through the ring and the responder copies it into
+//! place: two copies, one of them on the target's CPU. A real HCA writes any registered
+//! memory by DMA, without the target's CPU. softhca cannot reach another process's private
+//! memory, but it can reach memory the application registered from a `MAP_SHARED` file
+//! mapping (a memfd, a file in `/dev/shm` or hugetlbfs): REG_MR *exports* such a region,
+//! and a requester that finds the export copies the data straight into it (*places* it),
+//! then tells the responder so in the request's header (`hca::placement`).
+//!
+//! An export is a file `<hca>/mr-0x<key index>` (layout in [`layout::export`]): the
+//! region's key, PD, rights and range, the exporter's pid, and its own descriptor of the
+//! backing file with the file's device, inode and the region's offset in it. A peer opens
+//! the backing file through `/proc/<pid>/fd/<fd>` (the same check as `ptrace` read access:
+//! same user, or root), checks device and inode, and maps the region.
+//!
+//! # Withdrawal (DEREG_MR)
+//!
+//! Nothing may be written into a region once DEREG_MR has returned. A placer claims a user
+//! slot (CAS 0 -> its pid), then reads the live word; [`MemoryExport`]'s drop clears the
+//! live word, then waits until no slot holds the pid of a live process. Both sides use
+//! SeqCst, so either the placer sees the region withdrawn, or the exporter sees the
+//! placer's slot and waits for it (a copy: microseconds; a placer stopped in the middle of
+//! one, by a debugger say, holds DEREG_MR until it resumes or dies).
+//!
+//! A process that dies leaves its export files behind; the registry sweep removes those
+//! whose exporter is gone. A peer that keeps a dead exporter's file mapped writes into
+//! memory nobody reads: harmless.
+//!
+//! [`layout::export`]: super::layout::export
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::FabricError;
+use super::layout::export as lay;
+use super::liveness::ProcessIdentity;
+use super::registry::{Registry, create_zeroed_file, temp_path};
+use super::shm::SharedMapping;
+
+/// What an export says about its region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExportedRegion {
+    /// The region's key (`index << 8 | variant`).
+    pub key: u32,
+    /// Its PD number.
+    pub pdn: u32,
+    /// Its `uverbs::access` flags.
+    pub access: u32,
+    /// The first address of the region in the key's address space.
+    pub iova: u64,
+    /// Its length in bytes (> 0).
+    pub length: u64,
+    /// Where it starts in the backing file.
+    pub file_offset: u64,
+}
+
+/// This process's export of one region; dropping it withdraws the export (see the module
+/// docs) and removes the file.
+pub struct MemoryExport {
+    map: SharedMapping,
+    path: PathBuf,
+    /// The export file (to tell it from a newer one under the same name at removal).
+    file: File,
+    /// Kept open: peers open the backing file through this descriptor's number.
+    _backing: File,
+}
+
+impl std::fmt::Debug for MemoryExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryExport").field("path", &self.path).finish()
+    }
+}
+
+impl MemoryExport {
+    /// Exports `region`, backed by `backing` from `region.file_offset` on (the caller found
+    /// the file behind the registered range and checked that the range lies in it).
+    pub(crate) fn create(
+        registry: &Registry,
+        region: ExportedRegion,
+        backing: File,
+    ) -> Result<Self, FabricError> {
+        if region.length == 0 {
+            return Err(FabricError::InvalidArgument("an empty region is not exported".into()));
+        }
+        let path = registry.export_path(region.key >> 8);
+        let meta = backing.metadata().map_err(|e| {
+            FabricError::os("fstat (backing file of a region)", &path, e, "was it closed?")
+        })?;
+        let temp = temp_path(registry.ring_dir(), &format!("mr-{:#08x}", region.key >> 8));
+        let file = create_zeroed_file(&temp, lay::TOTAL_BYTES as u64)?;
+        let mapped = SharedMapping::map(&file, lay::TOTAL_BYTES, &temp);
+        let built = mapped.and_then(|map| {
+            let me = ProcessIdentity::current();
+            map.u32_at(lay::OFF_VERSION).store(lay::VERSION, Ordering::Relaxed);
+            map.u32_at(lay::OFF_KEY).store(region.key, Ordering::Relaxed);
+            map.u32_at(lay::OFF_PDN).store(region.pdn, Ordering::Relaxed);
+            map.u32_at(lay::OFF_ACCESS).store(region.access, Ordering::Relaxed);
+            map.u64_at(lay::OFF_IOVA).store(region.iova, Ordering::Relaxed);
+            map.u64_at(lay::OFF_LENGTH).store(region.length, Ordering::Relaxed);
+            map.u64_at(lay::OFF_EXPORTER_PID).store(u64::from(me.pid), Ordering::Relaxed);
+            map.u64_at(lay::OFF_EXPORTER_START_TIME).store(me.start_time, Ordering::Relaxed);
+            map.u64_at(lay::OFF_FD).store(backing.as_raw_fd() as u64, Ordering::Relaxed);
+            map.u64_at(lay::OFF_FILE_OFFSET).store(region.file_offset, Ordering::Relaxed);
+            map.u64_at(lay::OFF_DEV).store(meta.dev(), Ordering::Relaxed);
+            map.u64_at(lay::OFF_INO).store(meta.ino(), Ordering::Relaxed);
+            map.u64_at(lay::OFF_LIVE).store(u64::from(region.key), Ordering::Relaxed);
+            map.u64_at(lay::OFF_MAGIC).store(lay::MAGIC, Ordering::Release);
+            // Published complete: openers never see a half-written export.
+            std::fs::rename(&temp, &path).map_err(|e| {
+                FabricError::os(
+                    "rename (publish export)",
+                    &path,
+                    e,
+                    "is the HCA directory writable?",
+                )
+            })?;
+            Ok(MemoryExport { map, path: path.clone(), file, _backing: backing })
+        });
+        if built.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        built
+    }
+
+    /// The export file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for MemoryExport {
+    fn drop(&mut self) {
+        self.map.u64_at(lay::OFF_LIVE).store(0, Ordering::SeqCst);
+        for slot in 0..lay::USER_SLOTS {
+            let word = self.map.u64_at(lay::OFF_USER_SLOTS + 8 * slot);
+            let mut waited = 0u32;
+            loop {
+                let pid = word.load(Ordering::SeqCst);
+                if pid == 0 || (waited % 64 == 63 && placer_is_gone(pid)) {
+                    break;
+                }
+                waited = waited.wrapping_add(1);
+                if waited < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::sleep(Duration::from_micros(20));
+                }
+            }
+        }
+        // Unlink only our own file (a rebuilt directory may hold another by now).
+        if let (Ok(named), Ok(ours)) = (std::fs::metadata(&self.path), self.file.metadata()) {
+            if named.ino() == ours.ino() {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+fn placer_is_gone(pid: u64) -> bool {
+    u32::try_from(pid).map_or(true, |pid| ProcessIdentity { pid, start_time: 0 }.is_gone())
+}
+
+/// Why a placement did not happen (the requester then sends the data in the ring, and the
+/// responder checks it as usual).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceError {
+    /// The range is not inside the region.
+    OutOfRange,
+    /// The region was withdrawn (DEREG_MR) or re-registered under another key.
+    Withdrawn,
+    /// Every user slot is taken.
+    Busy,
+    /// The copy failed (a bug in the caller's arithmetic), or the backing file was truncated
+    /// under the mapping: what was written may be lost.
+    CopyFailed,
+}
+
+/// A peer's export, opened and mapped by a requester.
+pub struct ImportedMemory {
+    header: SharedMapping,
+    data: SharedMapping,
+    /// Where the region starts in `data` (the mapping starts at a page boundary).
+    skew: usize,
+    region: ExportedRegion,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for ImportedMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImportedMemory")
+            .field("path", &self.path)
+            .field("region", &self.region)
+            .finish()
+    }
+}
+
+impl ImportedMemory {
+    /// Opens the export of the region with key `key` in `registry`'s HCA. `Ok(None)`: the
+    /// region is not exported (private memory, or gone). Errors: the export or its
+    /// backing file exists but cannot be used (a hostile or newer peer, permissions).
+    pub fn open(registry: &Registry, key: u32) -> Result<Option<Self>, FabricError> {
+        let path = registry.export_path(key >> 8);
+        let file = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(FabricError::os("open (export)", &path, e, "permissions?")),
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len != lay::TOTAL_BYTES as u64 {
+            return Err(FabricError::bad_file(
+                &path,
+                format!("{len} bytes, not {}", lay::TOTAL_BYTES),
+            ));
+        }
+        let header = SharedMapping::map(&file, lay::TOTAL_BYTES, &path)?;
+        let bad = |problem: String| FabricError::bad_file(&path, problem);
+        if header.u64_at(lay::OFF_MAGIC).load(Ordering::Acquire) != lay::MAGIC
+            || header.u32_at(lay::OFF_VERSION).load(Ordering::Relaxed) != lay::VERSION
+        {
+            return Err(bad("not an export file of this version".into()));
+        }
+        let region = ExportedRegion {
+            key: header.u32_at(lay::OFF_KEY).load(Ordering::Relaxed),
+            pdn: header.u32_at(lay::OFF_PDN).load(Ordering::Relaxed),
+            access: header.u32_at(lay::OFF_ACCESS).load(Ordering::Relaxed),
+            iova: header.u64_at(lay::OFF_IOVA).load(Ordering::Relaxed),
+            length: header.u64_at(lay::OFF_LENGTH).load(Ordering::Relaxed),
+            file_offset: header.u64_at(lay::OFF_FILE_OFFSET).load(Ordering::Relaxed),
+        };
+        if region.key != key {
+            // The index was registered again under another variant: not this key's region.
+            return Ok(None);
+        }
+        let word = |off: usize| header.u64_at(off).load(Ordering::Relaxed);
+        let (pid, fd, dev, ino) = (
+            word(lay::OFF_EXPORTER_PID),
+            word(lay::OFF_FD),
+            word(lay::OFF_DEV),
+            word(lay::OFF_INO),
+        );
+        if region.length == 0
+            || region.iova.checked_add(region.length).is_none()
+            || pid == 0
+            || pid > i32::MAX as u64
+            || fd > i32::MAX as u64
+        {
+            return Err(bad(format!("malformed export {region:?}, pid {pid}, fd {fd}")));
+        }
+        let backing_path = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
+        let backing = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&backing_path)
+            .map_err(|e| {
+                FabricError::os(
+                    "open (backing file of a peer's region)",
+                    &backing_path,
+                    e,
+                    "the exporter runs as another user, is not dumpable, or exited",
+                )
+            })?;
+        let meta = backing.metadata().map_err(|e| {
+            FabricError::os("fstat (backing file of a peer's region)", &backing_path, e, "")
+        })?;
+        if meta.dev() != dev || meta.ino() != ino {
+            return Err(bad("the exporter's descriptor names another file now".into()));
+        }
+        let page = crate::user_memory::page_size() as u64;
+        let start = region.file_offset & !(page - 1);
+        let skew = (region.file_offset - start) as usize;
+        let end = region
+            .file_offset
+            .checked_add(region.length)
+            .filter(|&end| end <= meta.len())
+            .ok_or_else(|| {
+                bad(format!("region {region:?} runs past the backing file's {} bytes", meta.len()))
+            })?;
+        let map_len = usize::try_from(end - start).map_err(|_| bad("region too large".into()))?;
+        let data = SharedMapping::map_at(&backing, start, map_len, &backing_path)?;
+        Ok(Some(ImportedMemory { header, data, skew, region, path }))
+    }
+
+    /// What the export says about its region.
+    pub fn region(&self) -> &ExportedRegion {
+        &self.region
+    }
+
+    /// Takes a user slot for writing `len` bytes at `addr` (in the key's address space):
+    /// while the returned [`Placement`] lives, the region is not withdrawn. Fails, having
+    /// written nothing, if the range is not inside the region or the export is no longer
+    /// live.
+    pub fn claim(&self, addr: u64, len: u64) -> Result<Placement<'_>, PlaceError> {
+        let offset = addr.checked_sub(self.region.iova).ok_or(PlaceError::OutOfRange)?;
+        if offset.checked_add(len).is_none_or(|end| end > self.region.length) {
+            return Err(PlaceError::OutOfRange);
+        }
+        let slot = self.claim_slot().ok_or(PlaceError::Busy)?;
+        let placement = Placement { import: self, slot, offset: self.skew + offset as usize };
+        if self.header.u64_at(lay::OFF_LIVE).load(Ordering::SeqCst) != u64::from(self.region.key) {
+            return Err(PlaceError::Withdrawn); // (dropping the placement frees the slot)
+        }
+        Ok(placement)
+    }
+
+    fn claim_slot(&self) -> Option<&AtomicU64> {
+        let pid = u64::from(std::process::id());
+        let first = pid as usize % lay::USER_SLOTS;
+        (0..lay::USER_SLOTS).map(|i| (first + i) % lay::USER_SLOTS).find_map(|i| {
+            let word = self.header.u64_at(lay::OFF_USER_SLOTS + 8 * i);
+            word.compare_exchange(0, pid, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+                .then_some(word)
+        })
+    }
+}
+
+/// A claimed placement into a live region (see [`ImportedMemory::claim`]); dropping it
+/// releases the user slot.
+pub struct Placement<'a> {
+    import: &'a ImportedMemory,
+    slot: &'a AtomicU64,
+    offset: usize,
+}
+
+impl Placement<'_> {
+    /// Writes the data: `copy` gets the mapping and the offset to write at, and answers
+    /// `None` if it failed. `CopyFailed` also when the backing file was truncated under the
+    /// mapping (what was written is lost).
+    pub fn copy(
+        self,
+        copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
+    ) -> Result<(), PlaceError> {
+        let data = &self.import.data;
+        if copy(data, self.offset).is_none() || data.lost() || self.import.header.lost() {
+            return Err(PlaceError::CopyFailed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Placement<'_> {
+    fn drop(&mut self) {
+        // Release: the exporter that sees the slot free sees the copy done.
+        self.slot.store(0, Ordering::Release);
+    }
+}
+
+/// The exporter recorded in an export file (for the registry sweep); `None`: not an
+/// export file.
+pub(crate) fn exporter_of_file(path: &Path) -> Option<ProcessIdentity> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path).ok()?;
+    let mut header = [0u8; 64];
+    file.read_exact_at(&mut header, 0).ok()?;
+    let word = |off: usize| u64::from_ne_bytes(header[off..off + 8].try_into().unwrap_or([0; 8]));
+    (word(lay::OFF_MAGIC) == lay::MAGIC).then(|| ProcessIdentity {
+        pid: word(lay::OFF_EXPORTER_PID) as u32,
+        start_time: word(lay::OFF_EXPORTER_START_TIME),
+    })
+}

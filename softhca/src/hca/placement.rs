@@ -1,0 +1,121 @@
+//! One-sided placement: an RDMA WRITE copied by the requester straight into the target's
+//! registered memory, when the target exported it (`fabric/memory_export.rs`), instead of
+//! through the ring and the responder's copy.
+//!
+//! The requester places a WRITE when all of these hold, and otherwise sends it through
+//! the ring as before (the responder then checks it and answers as usual, errors
+//! included):
+//! - it is a plain RDMA WRITE (with immediate data it would consume a receive, and the
+//!   responder may have to refuse it with RNR before any data lands);
+//! - every earlier request of the QP is acknowledged or was placed itself: what the
+//!   responder does for an earlier request (a receive's CQE, a READ of the same memory)
+//!   happens before the WRITE's data appears, as on hardware, where requests are executed
+//!   in order;
+//! - the peer QP, by the facts its ring publishes ([`QpFacts`]), is in RTR or RTS and
+//!   grants REMOTE_WRITE, in the PD of the region;
+//! - the key names an exported region that grants REMOTE_WRITE, and the range lies in it.
+//!
+//! The requester then pushes the request's header with [`flag::PLACED`] (no payload) while
+//! it holds the region's user slot, copies the data, and releases the slot: the responder
+//! acknowledges the header as it would the whole message, and the requester's completion
+//! waits for that ACK as for any WRITE.
+//!
+//! [`flag::PLACED`]: super::wire::flag::PLACED
+
+use std::collections::HashMap;
+
+use crate::fabric::{ImportedMemory, Registry};
+use ferrodat_abi::uverbs::access;
+
+/// What a QP publishes about itself in its ring's header for its peer's requester: its
+/// state, the remote rights it grants and its PD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpFacts {
+    /// `qp_state::*`.
+    pub state: u8,
+    /// `access::REMOTE_*` flags the QP grants.
+    pub remote_access: u32,
+    /// The QP's PD number.
+    pub pdn: u32,
+}
+
+impl QpFacts {
+    /// The word stored in the ring header.
+    pub fn encode(&self) -> u64 {
+        let rights = self.remote_access
+            & (access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC);
+        u64::from(self.state) | u64::from(rights) << 8 | u64::from(self.pdn) << 32
+    }
+
+    /// The facts in a word read from a peer's ring header.
+    pub fn decode(word: u64) -> QpFacts {
+        QpFacts {
+            state: word as u8,
+            remote_access: (word >> 8) as u8 as u32,
+            pdn: (word >> 32) as u32,
+        }
+    }
+}
+
+/// At most this many peer regions stay opened; past it the cache starts over.
+const MAX_IMPORTS: usize = 256;
+
+/// The peer regions a process's requesters opened, by (peer registry, key); `None`
+/// remembers a key that is not exported (keys are exported before REG_MR returns them, so
+/// a key found unexported never becomes exported).
+#[derive(Default)]
+pub struct Imports {
+    regions: HashMap<(u64, u32), Option<ImportedMemory>>,
+    /// WRITEs placed so far (for tests and benchmarks).
+    pub placed_writes: u64,
+}
+
+impl std::fmt::Debug for Imports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Imports")
+            .field("regions", &self.regions.len())
+            .field("placed_writes", &self.placed_writes)
+            .finish()
+    }
+}
+
+impl Imports {
+    /// The region with key `key` exported in `registry`'s HCA, opened on first use.
+    pub fn get(&mut self, registry: &Registry, key: u32) -> Option<&ImportedMemory> {
+        let id = (registry.uid(), key);
+        if !self.regions.contains_key(&id) && self.regions.len() >= MAX_IMPORTS {
+            self.regions.clear();
+        }
+        // An export that cannot be opened (another user's process, a malformed file) is
+        // remembered as absent: its WRITEs take the ring.
+        self.regions
+            .entry(id)
+            .or_insert_with(|| ImportedMemory::open(registry, key).ok().flatten())
+            .as_ref()
+    }
+
+    /// Forgets the region with key `key` in the HCA whose registry has uid `registry_uid`
+    /// (it was withdrawn).
+    pub fn forget(&mut self, registry_uid: u64, key: u32) {
+        self.regions.remove(&(registry_uid, key));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_facts_round_trip_and_keep_only_remote_rights() {
+        let facts = QpFacts {
+            state: 3,
+            remote_access: access::REMOTE_WRITE | access::REMOTE_ATOMIC,
+            pdn: 0xab_cdef,
+        };
+        assert_eq!(QpFacts::decode(facts.encode()), facts);
+        let with_local =
+            QpFacts { remote_access: facts.remote_access | access::LOCAL_WRITE, ..facts };
+        assert_eq!(QpFacts::decode(with_local.encode()), facts);
+        assert_eq!(QpFacts::decode(0), QpFacts { state: 0, remote_access: 0, pdn: 0 });
+    }
+}

@@ -1,0 +1,240 @@
+//! One-sided placement: RDMA WRITEs into a region registered from a shared file mapping
+//! are copied by the requester straight into it (`hca/placement.rs`,
+//! `fabric/memory_export.rs`), with the semantics of a WRITE through the ring: the same
+//! completions, the same errors, nothing written where the responder would refuse it, and
+//! no WRITE landing before an earlier request is done at the responder.
+
+mod support;
+
+use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
+use ferrodat_abi::uverbs::access;
+use ferrodat_softhca::fabric::{ImportedMemory, PlaceError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+const REGION: usize = 2 << 20;
+
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 11) as u8).collect()
+}
+
+fn write_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
+    SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges,
+        remote: Some(remote),
+        signaled: true,
+        ..Default::default()
+    }
+}
+
+/// Posts `wr` on A and returns its completion.
+fn post_and_wait(p: &mut Pair, wr: &SendWr) -> Wc {
+    p.a.post_send(&p.engine, wr);
+    let got = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(got.len(), 1, "no completion for {wr:?}");
+    got[0]
+}
+
+#[test]
+fn a_write_into_a_shared_region_is_placed_and_completes() {
+    let mut p = pair("place-ok", rc_attrs());
+    let source = Mr::new(&p.engine, p.pdn, 1 << 20, ALL_ACCESS);
+    let data = pattern(3, 1 << 20);
+    source.buf.write(0, &data);
+    let target = SharedMr::new(&p.engine, p.pdn, REGION, ALL_ACCESS);
+    target.fill(0xee);
+    assert!(p.engine.is_exported(target.key >> 8));
+    let before = p.engine.placed_writes();
+
+    // Two SGEs, to 4096 bytes into the region.
+    let half = 1u32 << 19;
+    let wr = write_wr(
+        vec![
+            (source.addr(), half, source.key),
+            (source.addr() + u64::from(half), half, source.key),
+        ],
+        (target.addr + 4096, target.key),
+    );
+    let wc = post_and_wait(&mut p, &wr);
+    assert_eq!((wc.opcode, wc.syndrome), (cqe_opcode::REQ, None));
+    assert_eq!(p.engine.placed_writes(), before + 1, "the WRITE was placed, not sent");
+    assert_eq!(target.read(4096, 1 << 20), data);
+    assert!(target.read(0, 4096).iter().all(|&b| b == 0xee), "bytes before the range");
+    assert!(target.read(4096 + (1 << 20), 4096).iter().all(|&b| b == 0xee), "bytes after it");
+
+    // Inline data and many WRITEs in a row (more than the ring holds in payload) too.
+    let mut inline = write_wr(vec![], (target.addr, target.key));
+    inline.inline = Some(b"inline bytes".to_vec());
+    assert_eq!(post_and_wait(&mut p, &inline).syndrome, None);
+    assert_eq!(target.read(0, 12), b"inline bytes");
+    for i in 0..64u64 {
+        let mut wr = write_wr(
+            vec![(source.addr(), 64 << 10, source.key)],
+            (target.addr + i * 16384, target.key),
+        );
+        wr.signaled = i == 63;
+        p.a.post_send(&p.engine, &wr);
+    }
+    let got = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].syndrome, None);
+    assert_eq!(target.read(63 * 16384, 64 << 10), data[..64 << 10]);
+    assert_eq!(p.engine.placed_writes(), before + 2 + 64);
+}
+
+/// Each case on a fresh pair (a failed WRITE ends the connection): the WRITE fails with the
+/// syndrome the responder gives it through the ring, and the region keeps its bytes.
+#[test]
+fn writes_the_responder_would_refuse_are_not_placed_and_touch_nothing() {
+    enum Case {
+        PastTheEnd,
+        KeyWithoutRemoteWrite,
+        RegionInAnotherPd,
+        QpWithoutRemoteWrite,
+    }
+    for case in [
+        Case::PastTheEnd,
+        Case::KeyWithoutRemoteWrite,
+        Case::RegionInAnotherPd,
+        Case::QpWithoutRemoteWrite,
+    ] {
+        let mut attrs = rc_attrs();
+        if matches!(case, Case::QpWithoutRemoteWrite) {
+            attrs.access_flags &= !access::REMOTE_WRITE;
+        }
+        let mut p = pair("place-refused", attrs);
+        let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+        source.buf.fill(0x11);
+        let (pdn, rights) = match case {
+            Case::RegionInAnotherPd => (p.engine.registry().alloc_pdn(), ALL_ACCESS),
+            Case::KeyWithoutRemoteWrite => (p.pdn, ALL_ACCESS & !access::REMOTE_WRITE),
+            _ => (p.pdn, ALL_ACCESS),
+        };
+        let target = SharedMr::new(&p.engine, pdn, 64 << 10, rights);
+        target.fill(0x22);
+        let addr = match case {
+            Case::PastTheEnd => target.addr + (64 << 10) - 100,
+            _ => target.addr,
+        };
+        let before = p.engine.placed_writes();
+        let wc = post_and_wait(
+            &mut p,
+            &write_wr(vec![(source.addr(), 8192, source.key)], (addr, target.key)),
+        );
+        assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+        assert_eq!(p.engine.placed_writes(), before);
+        assert!(target.read(0, 64 << 10).iter().all(|&b| b == 0x22), "the region was written");
+    }
+}
+
+#[test]
+fn a_deregistered_region_takes_no_more_writes() {
+    let mut p = pair("place-dereg", rc_attrs());
+    let source = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    source.buf.fill(0x33);
+    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let wr = write_wr(vec![(source.addr(), 4096, source.key)], (target.addr, target.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 1);
+
+    // DEREG_MR: the export goes (file included); the mapping stays, to look at.
+    p.engine.remove_memory_region(target.key >> 8);
+    assert!(!p.engine.is_exported(target.key >> 8));
+    assert!(!p.engine.registry().export_path(target.key >> 8).exists());
+    target.fill(0x44);
+    let wc = post_and_wait(&mut p, &wr);
+    assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(p.engine.placed_writes(), 1);
+    assert!(target.read(0, 64 << 10).iter().all(|&b| b == 0x44), "written after DEREG_MR");
+}
+
+#[test]
+fn a_write_behind_an_unfinished_send_lands_after_it() {
+    let mut attrs = rc_attrs();
+    attrs.rnr_retry = 7;
+    attrs.min_rnr_timer = 1;
+    let mut p = pair("place-order", attrs);
+    let source = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    source.buf.fill(0x55);
+    let recv_buf = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+
+    // B has no receive: the SEND is RNR-NAKed and retried; the WRITE behind it must wait.
+    let mut sendwr = send(vec![(source.addr(), 64, source.key)]);
+    sendwr.signaled = true;
+    p.a.post_send(&p.engine, &sendwr);
+    p.a.post_send(
+        &p.engine,
+        &write_wr(vec![(source.addr(), 4096, source.key)], (target.addr, target.key)),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_millis(50);
+    while std::time::Instant::now() < deadline {
+        p.engine.progress();
+        assert!(p.cq_a.poll_one().is_none(), "nothing completes while the SEND waits");
+        assert!(target.read(0, 4096).iter().all(|&b| b == 0), "the WRITE landed before the SEND");
+    }
+    p.b.post_recv(&[(recv_buf.addr(), 4096, recv_buf.key)]);
+    let got = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(got[0].opcode, cqe_opcode::RESP_SEND);
+    let got = p.cq_a.wait(&p.engine, 2, WAIT);
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|w| w.syndrome.is_none()));
+    assert_eq!(target.read(0, 4096), vec![0x55; 4096]);
+}
+
+#[test]
+fn withdrawal_waits_for_a_placement_in_progress() {
+    let p = pair("place-withdraw", rc_attrs());
+    let target = SharedMr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let import = ImportedMemory::open(p.engine.registry(), target.key)
+        .unwrap()
+        .expect("the region is exported");
+    assert_eq!(import.region().length, 8192);
+    assert_eq!(import.claim(target.addr + 8000, 193).err(), Some(PlaceError::OutOfRange));
+    assert_eq!(import.claim(target.addr - 1, 1).err(), Some(PlaceError::OutOfRange));
+    assert!(
+        ImportedMemory::open(p.engine.registry(), target.key ^ 1).unwrap().is_none(),
+        "another variant"
+    );
+
+    let placement = import.claim(target.addr + 100, 5).expect("live region");
+    let withdrawn = Arc::new(AtomicBool::new(false));
+    let engine = p.engine.clone();
+    let (done, index) = (withdrawn.clone(), target.key >> 8);
+    let dereg = std::thread::spawn(move || {
+        engine.remove_memory_region(index);
+        done.store(true, Ordering::SeqCst);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!withdrawn.load(Ordering::SeqCst), "DEREG_MR returned during a placement");
+    placement.copy(|map, at| map.copy_in(at, b"hello").ok()).unwrap();
+    dereg.join().unwrap();
+    assert!(withdrawn.load(Ordering::SeqCst));
+    assert_eq!(target.read(100, 5), b"hello");
+    assert_eq!(import.claim(target.addr, 1).err(), Some(PlaceError::Withdrawn));
+    assert!(ImportedMemory::open(p.engine.registry(), target.key).unwrap().is_none());
+}
+
+#[test]
+fn the_sweep_removes_exports_of_gone_processes_only() {
+    let p = pair("place-sweep", rc_attrs());
+    let live = SharedMr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    // An export file left by a process that exited.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = child.id();
+    child.wait().unwrap();
+    let stale = p.engine.registry().export_path(0x00ab_cdef);
+    let mut bytes = vec![0u8; ferrodat_softhca::fabric::layout::export::TOTAL_BYTES];
+    use ferrodat_softhca::fabric::layout::export as lay;
+    bytes[lay::OFF_MAGIC..lay::OFF_MAGIC + 8].copy_from_slice(&lay::MAGIC.to_ne_bytes());
+    bytes[lay::OFF_EXPORTER_PID..lay::OFF_EXPORTER_PID + 8]
+        .copy_from_slice(&u64::from(gone_pid).to_ne_bytes());
+    std::fs::write(&stale, &bytes).unwrap();
+    p.engine.registry().sweep().unwrap();
+    assert!(!stale.exists(), "a gone exporter's file stays");
+    assert!(p.engine.registry().export_path(live.key >> 8).exists(), "a live export was swept");
+}
