@@ -22,6 +22,10 @@ pub enum Backing {
     HugeTlb,
     /// Ordinary pages advised `MADV_HUGEPAGE` (transparent huge pages).
     Thp,
+    /// A memfd mapped `MAP_SHARED`: on softhca, a peer process can write it directly (an
+    /// RDMA WRITE costs one copy, none of it on this process's CPU); on hardware it is
+    /// ordinary memory.
+    SharedFile,
 }
 
 /// A page-aligned, zeroed anonymous mapping lent to the device. Unmapped on drop.
@@ -30,6 +34,9 @@ pub struct DmaBuf {
     ptr: NonNull<u8>,
     len: usize,
     backing: Backing,
+    /// The memfd of a [`Backing::SharedFile`] buffer, kept open for the device model to
+    /// find (see [`DmaBuf::new_shared`]).
+    _file: Option<std::fs::File>,
 }
 
 // SAFETY: the mapping is owned address space; only raw addresses leave this type, and the
@@ -47,7 +54,7 @@ impl DmaBuf {
         let ptr = map(len, 0).map_err(|e| {
             Error::errno("allocate queue memory", e).with_detail(format!("{len} bytes"))
         })?;
-        let buf = DmaBuf { ptr, len, backing: Backing::Normal };
+        let buf = DmaBuf { ptr, len, backing: Backing::Normal, _file: None };
         buf.dont_fork()?;
         Ok(buf)
     }
@@ -57,7 +64,7 @@ impl DmaBuf {
     pub fn new_huge(len: usize) -> Result<DmaBuf> {
         let huge_len = len.max(1).next_multiple_of(HUGE_2M);
         if let Ok(ptr) = map(huge_len, libc::MAP_HUGETLB | (21 << libc::MAP_HUGE_SHIFT)) {
-            let buf = DmaBuf { ptr, len: huge_len, backing: Backing::HugeTlb };
+            let buf = DmaBuf { ptr, len: huge_len, backing: Backing::HugeTlb, _file: None };
             buf.dont_fork()?;
             return Ok(buf);
         }
@@ -70,6 +77,44 @@ impl DmaBuf {
                 buf.backing = Backing::Thp;
             }
         }
+        Ok(buf)
+    }
+
+    /// `len` bytes (whole pages) of a memfd mapped `MAP_SHARED`, zeroed. The descriptor
+    /// stays open while the buffer lives, so that softhca's REG_MR finds the file behind
+    /// the memory and lets peers place RDMA WRITEs into it (it costs one descriptor).
+    pub fn new_shared(len: usize) -> Result<DmaBuf> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let len = len.max(1).next_multiple_of(page_size());
+        // SAFETY: a NUL-terminated name and valid flags; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"ferrodat-mr".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::last_os_error("memfd_create (shared MR memory)"));
+        }
+        // SAFETY: the descriptor just created, owned from here on.
+        let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        file.set_len(len as u64).map_err(|e| {
+            Error::errno("size the shared MR memory", e.raw_os_error().unwrap_or(libc::EIO))
+                .with_detail(format!("{len} bytes"))
+                .with_hint("is /dev/shm (tmpfs) full?")
+        })?;
+        // SAFETY: a fresh shared mapping of our own memfd at a kernel-chosen address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last_os_error("mmap (shared MR memory)"));
+        }
+        let ptr = NonNull::new(p.cast()).ok_or_else(|| Error::last_os_error("mmap"))?;
+        let buf = DmaBuf { ptr, len, backing: Backing::SharedFile, _file: Some(file) };
+        buf.dont_fork()?;
         Ok(buf)
     }
 

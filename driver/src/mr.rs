@@ -179,6 +179,12 @@ impl Pd {
         MrBuf::new(self, DmaBuf::new(len.max(1))?, len, access)
     }
 
+    /// As [`Pd::alloc_mr`], in a memfd mapped shared ([`DmaBuf::new_shared`]): on softhca
+    /// a peer's RDMA WRITEs into it are placed directly, one copy instead of two.
+    pub fn alloc_mr_shared(&self, len: usize, access: Access) -> Result<MrBuf> {
+        MrBuf::new(self, DmaBuf::new_shared(len.max(1))?, len, access)
+    }
+
     /// As [`Pd::alloc_mr`], backed by huge pages where possible (hugetlb, else THP).
     pub fn alloc_mr_huge(&self, len: usize, access: Access) -> Result<MrBuf> {
         MrBuf::new(self, DmaBuf::new_huge(len.max(1))?, len, access)

@@ -176,6 +176,14 @@ fn pd_and_mr() {
     assert!(owned.write(10_000, &[5]).is_err());
     let huge = pd.alloc_mr_huge(4096, Access::LOCAL_WRITE).unwrap();
     assert_eq!(huge.len(), 4096);
+    let shared = pd.alloc_mr_shared(10_000, Access::LOCAL_WRITE | Access::REMOTE_WRITE).unwrap();
+    assert_eq!(shared.backing(), ferrodat_driver::dma::Backing::SharedFile);
+    assert_eq!(shared.len(), 10_000);
+    shared.write(9_990, b"0123456789").unwrap();
+    let mut back = [0u8; 10];
+    shared.read(9_990, &mut back).unwrap();
+    assert_eq!(&back, b"0123456789");
+    assert!(shared.write(9_991, b"0123456789").is_err(), "past the registered length");
 }
 
 #[test]

@@ -192,6 +192,15 @@ impl Lmr {
         Ok(Lmr::from_region(pz, Region::Owned(mr), privileges))
     }
 
+    /// As [`Lmr::alloc`], in a memfd mapped shared: on softhca a peer's RDMA WRITEs into
+    /// it are placed directly (one copy instead of two, none on this process's CPU); on
+    /// hardware it is ordinary memory. Costs one file descriptor while it lives.
+    pub fn alloc_shared(pz: &Pz, length: usize, privileges: MemPriv) -> DatResult<Lmr> {
+        let access = privileges.access()?;
+        let mr = pz.pd().alloc_mr_shared(length, access).map_err(register_error)?;
+        Ok(Lmr::from_region(pz, Region::Owned(mr), privileges))
+    }
+
     fn from_region(pz: &Pz, region: Region, privileges: MemPriv) -> Lmr {
         let rmrs_bound = AtomicU32::new(0);
         Lmr { inner: Arc::new(LmrInner { pz: pz.clone(), region, privileges, rmrs_bound }) }

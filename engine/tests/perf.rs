@@ -204,7 +204,7 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["tool"], "ferrodat perf");
     // 3: the least software HCA and the pipeline rows, ratios without a target.
-    assert_eq!(v["version"], 3);
+    assert_eq!(v["version"], 4);
     assert_eq!(v["mode"], mode);
     assert_eq!(v["device"], device);
     assert_eq!(v["sizing"]["iters"], 200);
@@ -240,6 +240,7 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
         }
     }
     assert!(v["dat_completions"].as_str().unwrap().contains("dat_evd_dequeue"));
+    assert!(v["buffers"].as_str().unwrap().contains("memfd"));
     let ratios = v["ratios"].as_array().unwrap();
     let names: Vec<&str> = ratios.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(

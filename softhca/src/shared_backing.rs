@@ -36,6 +36,12 @@ struct Mapping {
 
 /// The shared file behind `addr..addr+len`, if there is one (see the module docs).
 pub fn find(addr: u64, len: u64) -> Option<SharedBacking> {
+    find_with(addr, len, true)
+}
+
+/// [`find`], trying `/proc/self/map_files` first only if `map_files` (tests take the other
+/// way too).
+fn find_with(addr: u64, len: u64, map_files: bool) -> Option<SharedBacking> {
     let end = addr.checked_add(len).filter(|_| len > 0)?;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let m = maps.lines().filter_map(parse_line).find(|m| m.start <= addr && addr < m.end)?;
@@ -50,7 +56,9 @@ pub fn find(addr: u64, len: u64) -> Option<SharedBacking> {
     let open = |path: &str| {
         OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(path).ok()
     };
-    let file = open(&format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end))
+    let file = map_files
+        .then(|| open(&format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end)))
+        .flatten()
         .filter(|f| f.metadata().is_ok_and(|meta| same_file(&meta)))
         .or_else(|| {
             std::fs::read_dir("/proc/self/fd").ok()?.filter_map(Result::ok).find_map(|entry| {
@@ -150,8 +158,12 @@ mod tests {
     fn a_range_in_a_shared_memfd_mapping_is_found_with_its_file_offset() {
         let m = Mapped::new(4 * 4096, libc::MAP_SHARED);
         let addr = m.addr as u64 + 4096 + 100;
+        // Without /proc/self/map_files (no CAP_SYS_ADMIN) the memfd's own descriptor is found.
+        let by_fd = find_with(addr, 2 * 4096, false).expect("found through /proc/self/fd");
+        assert_eq!(by_fd.file_offset, 4096 + 100);
         let found = find(addr, 2 * 4096).expect("a shared memfd mapping has a backing file");
         assert_eq!(found.file_offset, 4096 + 100);
+        assert_eq!(found.file.metadata().unwrap().ino(), by_fd.file.metadata().unwrap().ino());
         // It is the same file: a write through the descriptor shows in the mapping.
         use std::os::unix::fs::FileExt;
         found.file.write_all_at(b"through the fd", found.file_offset).unwrap();

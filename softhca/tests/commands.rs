@@ -2442,3 +2442,49 @@ fn uverbs_and_device_can_be_shared_between_threads() {
     });
     assert!(fx.dev.state().pds.is_empty());
 }
+
+/// REG_MR exports memory mapped from a shared file when peers may write it (placement,
+/// `fabric/memory_export.rs`); other memory and other rights stay private. DEREG_MR
+/// withdraws the export, file included.
+#[test]
+fn reg_mr_exports_shared_file_memory_that_peers_may_write() {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let fx = ctx();
+    let (pd, _) = fx.alloc_pd();
+    // SAFETY: a NUL-terminated name; checked.
+    let fd = unsafe { libc::memfd_create(c"reg-mr-export".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0);
+    // SAFETY: the descriptor just created, owned from here on.
+    let memfd = unsafe { std::fs::File::from_raw_fd(fd) };
+    memfd.set_len(4 * 4096).unwrap();
+    // SAFETY: a fresh shared mapping of our memfd, checked; unmapped at the end.
+    let shared = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4 * 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            memfd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(shared, libc::MAP_FAILED);
+    let engine = fx.dev.engine();
+    let writable = access::LOCAL_WRITE | access::REMOTE_WRITE;
+
+    let mr = fx.reg_mr(pd, shared as u64 + 4096, 8192, writable).unwrap();
+    assert!(engine.is_exported(mr.rkey >> 8), "shared memory with REMOTE_WRITE");
+    let export = engine.registry().export_path(mr.rkey >> 8);
+    assert!(export.exists());
+    let read_only = fx.reg_mr(pd, shared as u64, 4096, access::REMOTE_READ).unwrap();
+    assert!(!engine.is_exported(read_only.rkey >> 8), "no REMOTE_WRITE: nothing to place");
+    let private = fx.lend(4096);
+    let private_mr = fx.reg_mr(pd, private, 4096, writable).unwrap();
+    assert!(!engine.is_exported(private_mr.rkey >> 8), "private memory cannot be shared");
+
+    fx.cmd0(cmd::DEREG_MR, DeregMr { mr_handle: mr.mr_handle }.as_bytes(), &[]).unwrap();
+    assert!(!engine.is_exported(mr.rkey >> 8));
+    assert!(!export.exists(), "DEREG_MR removes the export file");
+    // SAFETY: the mapping made above; its regions that matter are gone.
+    unsafe { libc::munmap(shared, 4 * 4096) };
+}

@@ -189,6 +189,9 @@ pub struct ImportedMemory {
     skew: usize,
     region: ExportedRegion,
     path: PathBuf,
+    /// Our pid, what a user slot holds while we place (read once: `getpid` is a system
+    /// call per placement otherwise).
+    pid: u64,
 }
 
 impl std::fmt::Debug for ImportedMemory {
@@ -284,7 +287,8 @@ impl ImportedMemory {
             })?;
         let map_len = usize::try_from(end - start).map_err(|_| bad("region too large".into()))?;
         let data = SharedMapping::map_at(&backing, start, map_len, &backing_path)?;
-        Ok(Some(ImportedMemory { header, data, skew, region, path }))
+        let pid = u64::from(std::process::id());
+        Ok(Some(ImportedMemory { header, data, skew, region, path, pid }))
     }
 
     /// What the export says about its region.
@@ -310,7 +314,7 @@ impl ImportedMemory {
     }
 
     fn claim_slot(&self) -> Option<&AtomicU64> {
-        let pid = u64::from(std::process::id());
+        let pid = self.pid;
         let first = pid as usize % lay::USER_SLOTS;
         (0..lay::USER_SLOTS).map(|i| (first + i) % lay::USER_SLOTS).find_map(|i| {
             let word = self.header.u64_at(lay::OFF_USER_SLOTS + 8 * i);

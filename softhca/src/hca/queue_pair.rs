@@ -25,7 +25,7 @@ use super::events::EventSink;
 use super::fifo::Fifo;
 use super::id_map::IdMap;
 use super::mr::{KeyError, MemoryRegions};
-use super::placement::{Imports, QpFacts};
+use super::placement::{Imports, PLACE_MIN_BYTES, QpFacts};
 use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
@@ -1260,7 +1260,7 @@ impl QueuePair {
         if header.kind == kind::WRITE
             && header.flags & flag::IMMEDIATE == 0
             && self.cursor.offset == 0
-            && total > 0
+            && total >= PLACE_MIN_BYTES
             && let Some(pushed) = self.place_write(wqe, &header, hw)
         {
             return Some(pushed);

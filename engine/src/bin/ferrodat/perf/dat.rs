@@ -85,7 +85,7 @@ impl Side {
         let spec = IaSpec { device: device.to_string(), port: 1, address: None };
         let ia = Ia::open("ferrodat-perf", &spec).map_err(dat("opening a DAT IA"))?;
         let pz = Pz::create(&ia).map_err(dat("dat_pz_create"))?;
-        let lmr = Lmr::alloc(&pz, MR_LEN, MemPriv(mem_priv::ALL))
+        let lmr = Lmr::alloc_shared(&pz, MR_LEN, MemPriv(mem_priv::ALL))
             .map_err(dat(&format!("registering the {MR_LEN}-byte test LMR")))?;
         let evd = |qlen: u32, flags: u32| {
             Evd::create(&ia, qlen, flags).map_err(dat(&format!("dat_evd_create (qlen {qlen})")))

@@ -1,7 +1,9 @@
 //! The driver-level rows: one RC QP per side, posted to and polled through the ferrodat
 //! driver directly (no DAT objects), both sides busy-polling.
 //!
-//! Each side registers one buffer:
+//! Each side registers one buffer, a memfd mapped shared (`Pd::alloc_mr_shared`): over
+//! softhca the peer places RDMA WRITEs of 4 KiB and more straight into it, as a real HCA
+//! writes any registered memory (private memory would take softhca's ring, two copies):
 //!
 //! | offset | length | use |
 //! |---|---|---|
@@ -23,7 +25,8 @@
 //! - RDMA READ: one READ at a time from the server's buffer, the whole round trip (as
 //!   `ib_read_lat` reports it); the server only polls.
 //! - RDMA WRITE stream: [`WINDOW`] signalled WRITEs outstanding, a new one posted as each
-//!   completes; bytes over the time from the first post to the last completion.
+//!   completes; bytes over the time from the first post to the last completion. Over
+//!   softhca the WRITEs are placed into the server's buffer by the client itself.
 //!
 //! The end of a test is in band: a SEND with immediate data [`STOP_IMM`] (or, for the
 //! WRITE ping-pong, the value `u64::MAX` written), after which the server says DONE on the
@@ -81,7 +84,7 @@ impl Resources {
     /// The buffer both sides' tests use (see the module docs).
     pub fn alloc_mr(&self) -> Result<MrBuf, String> {
         self.pd
-            .alloc_mr(MR_LEN, Access::ALL)
+            .alloc_mr_shared(MR_LEN, Access::ALL)
             .map_err(|e| format!("{}: registering the {MR_LEN}-byte test buffer: {e}", self.device))
     }
 }

@@ -25,6 +25,11 @@ pub struct Report {
 /// How the DAT-level rows take their completions.
 const DAT_COMPLETIONS: &str = "busy-polling dat_evd_dequeue (as dtest -p; no dat_evd_wait)";
 
+/// Where both levels' buffers live, and what that means over softhca.
+const BUFFERS: &str = "a memfd mapped shared (Pd::alloc_mr_shared, Lmr::alloc_shared): softhca places \
+     RDMA WRITEs of 4 KiB and more straight into it, one copy; private memory takes the ring, \
+     two copies (the two-copy pipeline row)";
+
 /// One ratio: one a target names, or one that says how much of a target the machine
 /// itself takes (the least software HCA against the floor, say).
 struct Ratio {
@@ -204,6 +209,7 @@ pub fn table(r: &Report) -> String {
         "driver: the QP posted to and its CQ polled directly; dat: the same test through \
          dat_ep_post_*,\n  completions by {DAT_COMPLETIONS}"
     );
+    let _ = writeln!(o, "buffers: {}", wrap_note(BUFFERS, "buffers: ".len()));
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -250,6 +256,25 @@ fn jstr(s: &str) -> String {
     }
     o.push('"');
     o
+}
+
+/// `note` broken into lines of at most 96 columns for a terminal (continuations indented
+/// as the table's other notes), `first` being the columns its first line starts at.
+fn wrap_note(note: &str, first: usize) -> String {
+    let mut out = String::new();
+    let mut column = first;
+    for word in note.split(' ') {
+        if column > 2 && column + 1 + word.len() > 96 {
+            out.push_str("\n  ");
+            column = 2;
+        } else if !out.is_empty() {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += word.len();
+    }
+    out
 }
 
 /// A JSON number (`null` if not finite).
@@ -306,7 +331,7 @@ pub fn json(r: &Report) -> String {
         })
         .collect();
     format!(
-        "{{\"tool\":\"ferrodat perf\",\"version\":3,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"ratios\":[{}]}}\n",
+        "{{\"tool\":\"ferrodat perf\",\"version\":4,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"buffers\":{},\"ratios\":[{}]}}\n",
         jstr(if r.local { "local" } else { "client" }),
         jstr(&r.device),
         jstr(&r.server_device),
@@ -314,6 +339,7 @@ pub fn json(r: &Report) -> String {
         jnum(r.seconds),
         rows.join(","),
         jstr(DAT_COMPLETIONS),
+        jstr(BUFFERS),
         ratios.join(",")
     )
 }
