@@ -1129,3 +1129,37 @@ fn garbage_in_ring_header_or_records_is_an_error_not_a_panic() {
     let err = hca.open_ring(a + 0x10_0000, b).expect_err("missing");
     assert!(err.to_string().contains("hint"), "{err}");
 }
+
+/// The placement gate: a QP that changed its facts (`publish_qp_facts`) waits, through its
+/// inbound ring, until its peer's placement in progress (gate open) is over.
+#[test]
+fn a_facts_change_waits_for_the_peers_open_placement_gate() {
+    let dir = TestDir::new("gate");
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("open");
+    let me = hca.register_instance().expect("register");
+    let (placer, target) = (me.alloc_qpn().expect("alloc"), me.alloc_qpn().expect("alloc"));
+    let mut outbound = me.create_ring(placer.qpn, 0, None).expect("ring");
+    outbound.reset(target.qpn);
+    let inbound = hca.open_ring(placer.qpn, target.qpn).expect("open ring");
+    assert_eq!(inbound.producer_pid(), std::process::id());
+    outbound.publish_qp_facts(0x1234_0000_0203);
+    assert_eq!(inbound.producer_qp_facts(), Some(0x1234_0000_0203));
+    let other = hca.open_ring(placer.qpn, 0x99).expect("open ring");
+    assert_eq!(other.producer_qp_facts(), None, "facts are for the QP the ring addresses");
+
+    inbound.wait_while_producer_places(); // gate closed: returns at once
+    outbound.set_placing(true);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waiter = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            inbound.wait_while_producer_places();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "returned while the gate was open");
+    outbound.set_placing(false);
+    waiter.join().unwrap();
+    assert!(done.load(std::sync::atomic::Ordering::SeqCst));
+}

@@ -9,6 +9,7 @@ mod support;
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
 use ferrodat_abi::uverbs::access;
 use ferrodat_softhca::fabric::{ImportedMemory, PlaceError};
+use ferrodat_softhca::hca::engine::Engine;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -193,14 +194,15 @@ fn a_write_behind_an_unfinished_send_lands_after_it() {
 fn withdrawal_waits_for_a_placement_in_progress() {
     let p = pair("place-withdraw", rc_attrs());
     let target = SharedMr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
-    let import = ImportedMemory::open(p.engine.registry(), target.key)
+    let me = std::process::id();
+    let import = ImportedMemory::open(p.engine.registry(), target.key, me)
         .unwrap()
         .expect("the region is exported");
     assert_eq!(import.region().length, 8192);
     assert_eq!(import.claim(target.addr + 8000, 193).err(), Some(PlaceError::OutOfRange));
     assert_eq!(import.claim(target.addr - 1, 1).err(), Some(PlaceError::OutOfRange));
     assert!(
-        ImportedMemory::open(p.engine.registry(), target.key ^ 1).unwrap().is_none(),
+        ImportedMemory::open(p.engine.registry(), target.key ^ 1, me).unwrap().is_none(),
         "another variant"
     );
 
@@ -219,7 +221,7 @@ fn withdrawal_waits_for_a_placement_in_progress() {
     assert!(withdrawn.load(Ordering::SeqCst));
     assert_eq!(target.read(100, 5), b"hello");
     assert_eq!(import.claim(target.addr, 1).err(), Some(PlaceError::Withdrawn));
-    assert!(ImportedMemory::open(p.engine.registry(), target.key).unwrap().is_none());
+    assert!(ImportedMemory::open(p.engine.registry(), target.key, me).unwrap().is_none());
 }
 
 #[test]
@@ -240,4 +242,166 @@ fn the_sweep_removes_exports_of_gone_processes_only() {
     p.engine.registry().sweep().unwrap();
     assert!(!stale.exists(), "a gone exporter's file stays");
     assert!(p.engine.registry().export_path(live.key >> 8).exists(), "a live export was swept");
+}
+
+/// Writes an export file for key `key` naming `pid`'s descriptor `fd` (of the file with
+/// `meta`), a region of `len` bytes at iova 0x10000: what a peer could write.
+fn craft_export(engine: &Engine, key: u32, pid: u32, fd: i32, meta: &std::fs::Metadata, len: u64) {
+    use ferrodat_softhca::fabric::layout::export as lay;
+    use std::os::unix::fs::MetadataExt;
+    let mut bytes = vec![0u8; lay::TOTAL_BYTES];
+    let mut put = |off: usize, v: &[u8]| bytes[off..off + v.len()].copy_from_slice(v);
+    put(lay::OFF_MAGIC, &lay::MAGIC.to_ne_bytes());
+    put(lay::OFF_VERSION, &lay::VERSION.to_ne_bytes());
+    put(lay::OFF_KEY, &key.to_ne_bytes());
+    put(lay::OFF_PDN, &1u32.to_ne_bytes());
+    put(lay::OFF_ACCESS, &ALL_ACCESS.to_ne_bytes());
+    put(lay::OFF_IOVA, &0x10000u64.to_ne_bytes());
+    put(lay::OFF_LENGTH, &len.to_ne_bytes());
+    put(lay::OFF_EXPORTER_PID, &u64::from(pid).to_ne_bytes());
+    put(lay::OFF_FD, &(fd as u64).to_ne_bytes());
+    put(lay::OFF_DEV, &meta.dev().to_ne_bytes());
+    put(lay::OFF_INO, &meta.ino().to_ne_bytes());
+    put(lay::OFF_LIVE, &u64::from(key).to_ne_bytes());
+    std::fs::write(engine.registry().export_path(key >> 8), &bytes).unwrap();
+}
+
+/// Root: acting as another user (user nobody) needs it; CI runs as root.
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: acting as another user needs root (CI runs as root)");
+    }
+    root
+}
+
+/// A process of another user could name, through its descriptor, a file it may only read,
+/// and /proc would let a requester running as root open it read-write: exports of other
+/// users' processes, export files and backing files of other users, and exports naming
+/// another process than the peer QP's are refused.
+#[test]
+fn exports_of_other_users_and_processes_are_refused() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    if !root() {
+        return;
+    }
+    let p = pair("place-users", rc_attrs());
+    let victim = std::env::temp_dir().join(format!("ferrodat-place-users-{}", std::process::id()));
+    std::fs::write(&victim, vec![0u8; 8192]).unwrap();
+    let me = std::process::id();
+
+    // An exporter of another user (nobody), naming its stdin, the victim file.
+    let mut other = std::process::Command::new("sleep")
+        .arg("10")
+        .stdin(std::fs::File::open(&victim).unwrap())
+        .uid(65534)
+        .spawn()
+        .unwrap();
+    let meta = std::fs::metadata(&victim).unwrap();
+    let key = 0x0012_3401;
+    craft_export(&p.engine, key, other.id(), 0, &meta, 8192);
+    let e = ImportedMemory::open(p.engine.registry(), key, other.id()).unwrap_err();
+    assert!(e.to_string().contains("another user"), "{e}");
+    other.kill().unwrap();
+    other.wait().unwrap();
+
+    // Our own process, but a backing file owned by nobody.
+    std::os::unix::fs::chown(&victim, Some(65534), Some(65534)).unwrap();
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&victim).unwrap();
+    let key = 0x0012_3501;
+    let meta = file.metadata().unwrap();
+    craft_export(&p.engine, key, me, file.as_raw_fd(), &meta, 8192);
+    let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
+    assert!(e.to_string().contains("belongs to user 65534"), "{e}");
+    // SAFETY: geteuid has no preconditions.
+    std::os::unix::fs::chown(&victim, Some(unsafe { libc::geteuid() }), None).unwrap();
+    assert!(ImportedMemory::open(p.engine.registry(), key, me).unwrap().is_some(), "our own file");
+
+    // An export that names another process than the peer QP's owner.
+    let e = ImportedMemory::open(p.engine.registry(), key, me + 1).unwrap_err();
+    assert!(e.to_string().contains("not by the peer QP's"), "{e}");
+
+    // An export file another user wrote (the directory may be writable by others).
+    let path = p.engine.registry().export_path(key >> 8);
+    std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+    let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
+    assert!(e.to_string().contains("not a regular file of user"), "{e}");
+    // ... or a link to somewhere else.
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&victim, &path).unwrap();
+    assert!(ImportedMemory::open(p.engine.registry(), key, me).is_err(), "followed a symlink");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&victim).unwrap();
+}
+
+/// Once the peer destroyed its QP, WRITEs through it land nowhere, as through the ring
+/// (the peer's memory may already serve someone else).
+#[test]
+fn a_destroyed_peer_qp_takes_no_placements() {
+    let mut p = pair("place-destroyed", rc_attrs());
+    let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    source.buf.fill(0x66);
+    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 1);
+    target.fill(0);
+    p.engine.remove_qp(p.b.qpn);
+    let mut quick = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
+    quick.signaled = true;
+    p.a.post_send(&p.engine, &quick);
+    for _ in 0..1000 {
+        p.engine.progress();
+    }
+    assert_eq!(p.engine.placed_writes(), 1, "placed through a destroyed QP");
+    assert!(
+        target.read(0, 64 << 10).iter().all(|&b| b == 0),
+        "the destroyed QP's memory was written"
+    );
+}
+
+/// A region withdrawn while a requester still has it open is unmapped there when the
+/// requester opens another: its memory is not kept alive by the cache.
+#[test]
+fn withdrawn_regions_do_not_stay_mapped() {
+    // Mappings of one memfd, by its inode (other tests run in this process meanwhile).
+    let mappings_of = |inode: u64| {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .filter(|l| l.split_ascii_whitespace().nth(4) == Some(&inode.to_string()))
+            .count()
+    };
+    let mut p = pair("place-unmap", rc_attrs());
+    let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let first = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let inode = first.inode();
+    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (first.addr, first.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(mappings_of(inode), 2, "ours and the requester's");
+    drop(first); // DEREG_MR, munmap, close
+    assert_eq!(mappings_of(inode), 1, "the requester's");
+    let second = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (second.addr, second.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 2);
+    assert_eq!(mappings_of(inode), 0, "the withdrawn region is still mapped");
+}
+
+/// A WRITE larger than a placement chunk is placed over several passes, its header with
+/// the last: the data arrives whole and the completion comes after it.
+#[test]
+fn a_write_larger_than_a_chunk_is_placed_in_pieces() {
+    let mut p = pair("place-chunks", rc_attrs());
+    let len = 3 * (1 << 20) + 12_345;
+    let source = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    let data = pattern(5, len);
+    source.buf.write(0, &data);
+    let target = SharedMr::new(&p.engine, p.pdn, 4 << 20, ALL_ACCESS);
+    let wr = write_wr(vec![(source.addr(), len as u32, source.key)], (target.addr + 7, target.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 1);
+    assert_eq!(target.read(7, len), data);
 }

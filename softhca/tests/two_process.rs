@@ -362,6 +362,32 @@ fn writes_into_a_peers_shared_region_are_placed_across_processes() {
     r.peer.send("EXIT");
 }
 
+/// A peer that died takes no more placements (its region may be a file others map): the
+/// WRITE goes through the ring and ends in retry exceeded, as it would on hardware.
+#[test]
+fn a_dead_peers_shared_region_takes_no_placements() {
+    let mut r = connect("placed-dead", 64, 64, 10, 2);
+    r.peer.send(&format!("SHARED_MR {}", 1 << 20));
+    let shared = r.peer.expect("SHARED");
+    let f: Vec<&str> = shared.split_whitespace().collect();
+    let (sa, sk): (u64, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+    let (base, lkey) = (r.mr.addr(), r.mr.key);
+    let write = SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges: vec![(base, 65536, lkey)],
+        remote: Some((sa, sk)),
+        signaled: true,
+        ..Default::default()
+    };
+    assert_eq!(r.post(&write).syndrome, None);
+    assert_eq!(r.engine.placed_writes(), 1);
+    r.peer.kill();
+    // Past the requester's liveness interval (hca/placement.rs, PEER_CHECK_INTERVAL).
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(r.post(&write).syndrome, Some(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
+    assert_eq!(r.engine.placed_writes(), 1, "placed into a dead process's memory");
+}
+
 #[test]
 fn ping_pong_wraps_every_queue_across_processes() {
     // RQ of 4 and an SQ of 8 WQEBBs on both sides, CQs of 16: 200 round trips wrap the

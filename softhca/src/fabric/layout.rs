@@ -124,7 +124,7 @@ pub mod ring {
     /// Layout version (3: packets may use the compact header of `hca::wire`; 4: record
     /// headers are written last and consumed records are zeroed, see `ring.rs`; 5: packets
     /// carry up to 64 KiB of payload, `hca::wire::SEGMENT_BYTES`; 6: the owning QP's facts
-    /// at [`OFF_QP_FACTS`]).
+    /// at [`OFF_QP_FACTS`] and its placement gate at [`OFF_PLACING`]).
     pub const VERSION: u32 = 6;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
@@ -162,8 +162,12 @@ pub mod ring {
     /// stops polling, read by the producer after every push: a read-mostly line. See
     /// `wake.rs`, "Polled rings".
     pub const OFF_POLLED_BY: usize = 3 * LINE;
+    /// `u64`: non-zero while the producing QP places an RDMA WRITE into its peer's memory
+    /// (`hca::placement`); the peer QP waits for 0 after it changed its facts. Written by
+    /// the producer at every placement, read by the consumer only then: its own line.
+    pub const OFF_PLACING: usize = 4 * LINE;
     /// Start of the record area.
-    pub const DATA_OFFSET: usize = 4 * LINE;
+    pub const DATA_OFFSET: usize = 5 * LINE;
 
     /// Every record starts with an 8-byte header: `len: u32` (bytes after the header),
     /// `kind: u16`, `tag: u16` (low 16 bits of the epoch), then `len` bytes, padded to 8.

@@ -61,6 +61,29 @@ impl ProcessIdentity {
     }
 }
 
+/// The word a process puts in a shared slot to say "I am in here": its pid, and the low
+/// 32 bits of its start time so that a recycled pid does not pass for it.
+pub(crate) fn slot_word(me: ProcessIdentity) -> u64 {
+    u64::from(me.pid) | (me.start_time & 0xffff_ffff) << 32
+}
+
+/// True when the process that stored `word` ([`slot_word`]) is certainly gone.
+pub(crate) fn slot_owner_is_gone(word: u64) -> bool {
+    let (pid, start_low) = (word as u32, word >> 32);
+    if pid == 0 || pid > i32::MAX as u32 {
+        return true;
+    }
+    match read_proc_stat(pid) {
+        Ok(stat) => {
+            stat.state == b'Z'
+                || stat.state == b'X'
+                || (start_low != 0 && stat.start_time & 0xffff_ffff != start_low)
+        }
+        Err(ProcStatError::NoSuchProcess) => true,
+        Err(ProcStatError::Unreadable) => false,
+    }
+}
+
 struct ProcStat {
     state: u8,
     start_time: u64,
@@ -145,5 +168,13 @@ mod tests {
             assert!(impostor.is_gone());
         }
         assert!(ProcessIdentity { pid: 0, start_time: 0 }.is_gone());
+        assert!(!slot_owner_is_gone(slot_word(me)));
+        if me.start_time != 0 {
+            assert!(slot_owner_is_gone(slot_word(ProcessIdentity {
+                start_time: me.start_time + 1,
+                ..me
+            })));
+        }
+        assert!(slot_owner_is_gone(0));
     }
 }

@@ -11,9 +11,12 @@
 //!
 //! An export is a file `<hca>/mr-0x<key index>` (layout in [`layout::export`]): the
 //! region's key, PD, rights and range, the exporter's pid, and its own descriptor of the
-//! backing file with the file's device, inode and the region's offset in it. A peer opens
-//! the backing file through `/proc/<pid>/fd/<fd>` (the same check as `ptrace` read access:
-//! same user, or root), checks device and inode, and maps the region.
+//! backing file with the file's device, inode and the region's offset in it. A peer of the
+//! same user opens the backing file through `/proc/<pid>/fd/<fd>`, checks device, inode
+//! and owner (its own user: see [`ImportedMemory::open`]), and maps the region. Export
+//! files, exporters and backing files of other users are not used, nor an export of
+//! another process than the peer QP's owner: their WRITEs take the ring. Each exporting
+//! process keeps one descriptor per backing file, however many regions it registers in it.
 //!
 //! # Withdrawal (DEREG_MR)
 //!
@@ -24,9 +27,9 @@
 //! placer's slot and waits for it (a copy: microseconds; a placer stopped in the middle of
 //! one, by a debugger say, holds DEREG_MR until it resumes or dies).
 //!
-//! A process that dies leaves its export files behind; the registry sweep removes those
-//! whose exporter is gone. A peer that keeps a dead exporter's file mapped writes into
-//! memory nobody reads: harmless.
+//! A process that dies leaves its export files behind; the registry sweep withdraws (live
+//! word 0) and removes those whose exporter is gone. Requesters also stop placing into a
+//! peer whose process they find gone (`hca::placement`).
 //!
 //! [`layout::export`]: super::layout::export
 
@@ -34,12 +37,13 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::FabricError;
 use super::layout::export as lay;
-use super::liveness::ProcessIdentity;
+use super::liveness::{ProcessIdentity, slot_owner_is_gone, slot_word};
 use super::registry::{Registry, create_zeroed_file, temp_path};
 use super::shm::SharedMapping;
 
@@ -65,10 +69,14 @@ pub struct ExportedRegion {
 pub struct MemoryExport {
     map: SharedMapping,
     path: PathBuf,
-    /// The export file (to tell it from a newer one under the same name at removal).
-    file: File,
-    /// Kept open: peers open the backing file through this descriptor's number.
-    _backing: File,
+    /// The export file's inode (to tell it from a newer one under the same name at
+    /// removal).
+    inode: u64,
+    /// Kept open: peers open the backing file through this descriptor's number (one per
+    /// backing file, shared by the regions registered in it).
+    backing: Arc<File>,
+    /// The backing file's device and inode.
+    backing_id: (u64, u64),
 }
 
 impl std::fmt::Debug for MemoryExport {
@@ -83,7 +91,7 @@ impl MemoryExport {
     pub(crate) fn create(
         registry: &Registry,
         region: ExportedRegion,
-        backing: File,
+        backing: Arc<File>,
     ) -> Result<Self, FabricError> {
         if region.length == 0 {
             return Err(FabricError::InvalidArgument("an empty region is not exported".into()));
@@ -94,6 +102,7 @@ impl MemoryExport {
         })?;
         let temp = temp_path(registry.ring_dir(), &format!("mr-{:#08x}", region.key >> 8));
         let file = create_zeroed_file(&temp, lay::TOTAL_BYTES as u64)?;
+        let inode = file.metadata().map(|m| m.ino()).unwrap_or(0);
         let mapped = SharedMapping::map(&file, lay::TOTAL_BYTES, &temp);
         let built = mapped.and_then(|map| {
             let me = ProcessIdentity::current();
@@ -120,7 +129,8 @@ impl MemoryExport {
                     "is the HCA directory writable?",
                 )
             })?;
-            Ok(MemoryExport { map, path: path.clone(), file, _backing: backing })
+            let backing_id = (meta.dev(), meta.ino());
+            Ok(MemoryExport { map, path: path.clone(), inode, backing, backing_id })
         });
         if built.is_err() {
             let _ = std::fs::remove_file(&temp);
@@ -132,6 +142,12 @@ impl MemoryExport {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Our descriptor of the backing file, if it is the file with device and inode `id`
+    /// (another region of the same file then shares it).
+    pub fn backing_of(&self, id: (u64, u64)) -> Option<&Arc<File>> {
+        (self.backing_id == id).then_some(&self.backing)
+    }
 }
 
 impl Drop for MemoryExport {
@@ -141,9 +157,15 @@ impl Drop for MemoryExport {
             let word = self.map.u64_at(lay::OFF_USER_SLOTS + 8 * slot);
             let mut waited = 0u32;
             loop {
-                let pid = word.load(Ordering::SeqCst);
-                if pid == 0 || (waited % 64 == 63 && placer_is_gone(pid)) {
+                let placer = word.load(Ordering::SeqCst);
+                if placer == 0 {
                     break;
+                }
+                // A placer that died in the middle of a copy never frees its slot: free it
+                // for it (CAS: unless another placer took the slot meanwhile).
+                if waited % 64 == 63 && slot_owner_is_gone(placer) {
+                    let _ = word.compare_exchange(placer, 0, Ordering::SeqCst, Ordering::Relaxed);
+                    continue;
                 }
                 waited = waited.wrapping_add(1);
                 if waited < 64 {
@@ -154,16 +176,10 @@ impl Drop for MemoryExport {
             }
         }
         // Unlink only our own file (a rebuilt directory may hold another by now).
-        if let (Ok(named), Ok(ours)) = (std::fs::metadata(&self.path), self.file.metadata()) {
-            if named.ino() == ours.ino() {
-                let _ = std::fs::remove_file(&self.path);
-            }
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|named| named.ino() == self.inode) {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-fn placer_is_gone(pid: u64) -> bool {
-    u32::try_from(pid).map_or(true, |pid| ProcessIdentity { pid, start_time: 0 }.is_gone())
 }
 
 /// Why a placement did not happen (the requester then sends the data in the ring, and the
@@ -189,9 +205,9 @@ pub struct ImportedMemory {
     skew: usize,
     region: ExportedRegion,
     path: PathBuf,
-    /// Our pid, what a user slot holds while we place (read once: `getpid` is a system
-    /// call per placement otherwise).
-    pid: u64,
+    /// What a user slot holds while we place ([`slot_word`]; worked out once: `getpid` is
+    /// a system call).
+    slot_word: u64,
 }
 
 impl std::fmt::Debug for ImportedMemory {
@@ -206,15 +222,34 @@ impl std::fmt::Debug for ImportedMemory {
 impl ImportedMemory {
     /// Opens the export of the region with key `key` in `registry`'s HCA. `Ok(None)`: the
     /// region is not exported (private memory, or gone). Errors: the export or its
-    /// backing file exists but cannot be used (a hostile or newer peer, permissions).
-    pub fn open(registry: &Registry, key: u32) -> Result<Option<Self>, FabricError> {
+    /// backing file exists but cannot be used (a hostile or newer peer, an exporter or a
+    /// backing file of another user, permissions).
+    /// `exporter` is the pid the region must belong to: the owner of the peer QP that
+    /// WRITEs to it will land through (a file naming another process is refused).
+    pub fn open(registry: &Registry, key: u32, exporter: u32) -> Result<Option<Self>, FabricError> {
         let path = registry.export_path(key >> 8);
-        let file = match OpenOptions::new().read(true).write(true).open(&path) {
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(FabricError::os("open (export)", &path, e, "permissions?")),
         };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let export_meta =
+            file.metadata().map_err(|e| FabricError::os("fstat (export)", &path, e, ""))?;
+        if !export_meta.is_file() || export_meta.uid() != me {
+            // Another user could write the directory: trust only files of our own user.
+            return Err(FabricError::bad_file(
+                &path,
+                format!("not a regular file of user {me} (owner {})", export_meta.uid()),
+            ));
+        }
+        let len = export_meta.len();
         if len != lay::TOTAL_BYTES as u64 {
             return Err(FabricError::bad_file(
                 &path,
@@ -255,6 +290,21 @@ impl ImportedMemory {
         {
             return Err(bad(format!("malformed export {region:?}, pid {pid}, fd {fd}")));
         }
+        if pid != u64::from(exporter) {
+            return Err(bad(format!("exported by process {pid}, not by the peer QP's {exporter}")));
+        }
+        // Only a process of our own user, and only a file of our own user: opening a
+        // descriptor through /proc checks the opener's rights on the file, not the
+        // exporter's, so a process of another user could otherwise name a file it may
+        // only read (or not open at all) and have us write into it.
+        let exporter_uid = std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid());
+        if exporter_uid.ok() != Some(me) {
+            return Err(FabricError::InvalidArgument(format!(
+                "{}: the exporting process {pid} is gone, runs as another user than {me} or \
+                 is not dumpable; its region takes WRITEs through the ring",
+                path.display()
+            )));
+        }
         let backing_path = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
         let backing = OpenOptions::new()
             .read(true)
@@ -275,7 +325,14 @@ impl ImportedMemory {
         if meta.dev() != dev || meta.ino() != ino {
             return Err(bad("the exporter's descriptor names another file now".into()));
         }
-        let page = crate::user_memory::page_size() as u64;
+        if meta.uid() != me {
+            return Err(bad(format!("the backing file belongs to user {}, not {me}", meta.uid())));
+        }
+        // mmap offsets are multiples of the file's page: a huge page on hugetlbfs.
+        let page = (crate::user_memory::page_size() as u64).max(meta.blksize());
+        if !page.is_power_of_two() {
+            return Err(bad(format!("the backing file's block size {page} is not a power of two")));
+        }
         let start = region.file_offset & !(page - 1);
         let skew = (region.file_offset - start) as usize;
         let end = region
@@ -287,13 +344,18 @@ impl ImportedMemory {
             })?;
         let map_len = usize::try_from(end - start).map_err(|_| bad("region too large".into()))?;
         let data = SharedMapping::map_at(&backing, start, map_len, &backing_path)?;
-        let pid = u64::from(std::process::id());
-        Ok(Some(ImportedMemory { header, data, skew, region, path, pid }))
+        let slot_word = slot_word(ProcessIdentity::current());
+        Ok(Some(ImportedMemory { header, data, skew, region, path, slot_word }))
     }
 
     /// What the export says about its region.
     pub fn region(&self) -> &ExportedRegion {
         &self.region
+    }
+
+    /// Whether the export still takes placements (not withdrawn, not re-registered).
+    pub fn is_live(&self) -> bool {
+        self.header.u64_at(lay::OFF_LIVE).load(Ordering::Relaxed) == u64::from(self.region.key)
     }
 
     /// Takes a user slot for writing `len` bytes at `addr` (in the key's address space):
@@ -314,8 +376,8 @@ impl ImportedMemory {
     }
 
     fn claim_slot(&self) -> Option<&AtomicU64> {
-        let pid = self.pid;
-        let first = pid as usize % lay::USER_SLOTS;
+        let pid = self.slot_word;
+        let first = (pid as u32) as usize % lay::USER_SLOTS;
         (0..lay::USER_SLOTS).map(|i| (first + i) % lay::USER_SLOTS).find_map(|i| {
             let word = self.header.u64_at(lay::OFF_USER_SLOTS + 8 * i);
             word.compare_exchange(0, pid, Ordering::SeqCst, Ordering::Relaxed)
@@ -353,6 +415,15 @@ impl Drop for Placement<'_> {
     fn drop(&mut self) {
         // Release: the exporter that sees the slot free sees the copy done.
         self.slot.store(0, Ordering::Release);
+    }
+}
+
+/// Withdraws the export in `path` of a process that is gone (the registry sweep, before
+/// it removes the file): a peer that still maps the region stops placing into it.
+pub(crate) fn withdraw_file(path: &Path) {
+    use std::os::unix::fs::FileExt;
+    if let Ok(file) = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+        let _ = file.write_all_at(&0u64.to_ne_bytes(), lay::OFF_LIVE as u64);
     }
 }
 

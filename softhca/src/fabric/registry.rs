@@ -956,7 +956,13 @@ impl Registry {
                 self.owner_of(qpn).is_none()
                     && ring::producer_of_file(&path).is_none_or(|p| is_gone(p.pid, p.start_time))
             } else if rings && file_name.starts_with("mr-0x") {
-                memory_export::exporter_of_file(&path).is_none_or(|p| is_gone(p.pid, p.start_time))
+                let gone = memory_export::exporter_of_file(&path)
+                    .is_none_or(|p| is_gone(p.pid, p.start_time));
+                if gone {
+                    // Peers that still map the region stop placing into it.
+                    memory_export::withdraw_file(&path);
+                }
+                gone
             } else {
                 false
             };

@@ -447,10 +447,23 @@ impl RingProducer {
     }
 
     /// Stores what the owning QP tells its peer about itself (see
-    /// [`lay::OFF_QP_FACTS`]); Release: a peer that reads them reads what the QP stored
-    /// before.
+    /// [`lay::OFF_QP_FACTS`]). SeqCst: ordered before the caller's look at the peer's
+    /// placement gate ([`RingConsumer::wait_while_producer_places`]).
     pub fn publish_qp_facts(&self, facts: u64) {
-        self.map.u64_at(lay::OFF_QP_FACTS).store(facts, Ordering::Release);
+        self.map.u64_at(lay::OFF_QP_FACTS).store(facts, Ordering::SeqCst);
+    }
+
+    /// Opens (`true`) or closes the placement gate ([`lay::OFF_PLACING`]): open, it is
+    /// ordered (SeqCst) before the caller's look at the peer's facts, so a peer that
+    /// changes them either is seen to have, or waits until the gate closes; closing is a
+    /// Release after the copy.
+    pub fn set_placing(&self, placing: bool) {
+        let word = self.map.u64_at(lay::OFF_PLACING);
+        if placing {
+            word.store(1, Ordering::SeqCst);
+        } else {
+            word.store(0, Ordering::Release);
+        }
     }
 
     /// The consumer's head word as it is now (it moves when the consumer reads).
@@ -877,7 +890,8 @@ impl RingConsumer {
     /// is addressed to our QP now (a producer that reconnected to another QP tells that
     /// one, not us).
     pub fn producer_qp_facts(&self) -> Option<u64> {
-        let facts = self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::Acquire);
+        // SeqCst: after the caller opened its placement gate (`RingProducer::set_placing`).
+        let facts = self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::SeqCst);
         let dest = self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed);
         (dest == self.my_qpn).then_some(facts)
     }
@@ -890,6 +904,30 @@ impl RingConsumer {
     /// How many times the consumer switched to a new epoch.
     pub fn resyncs(&self) -> u64 {
         self.resyncs
+    }
+
+    /// Waits while the producing QP is placing data into our memory (its placement gate is
+    /// open), after we changed our facts: then no placement that saw our old facts is
+    /// still writing. Gives up if the producer's process is gone.
+    pub fn wait_while_producer_places(&self) {
+        let gate = self.map.u64_at(lay::OFF_PLACING);
+        let mut waited = 0u32;
+        while gate.load(Ordering::SeqCst) != 0 {
+            waited = waited.wrapping_add(1);
+            if waited < 64 {
+                std::hint::spin_loop();
+            } else if waited % 64 == 0 && self.producer_gone() {
+                return;
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+        }
+    }
+
+    /// The pid of the process that created the ring (the producing QP's owner), as its
+    /// header says.
+    pub fn producer_pid(&self) -> u32 {
+        self.map.u64_at(lay::OFF_PRODUCER_PID).load(Ordering::Relaxed) as u32
     }
 
     /// True when the process that created the ring is gone (a few syscalls: slow path).

@@ -608,6 +608,12 @@ impl Engine {
         region: ExportedRegion,
         backing: File,
     ) -> Result<(), FabricError> {
+        use std::os::unix::fs::MetadataExt;
+        let id = backing.metadata().map(|m| (m.dev(), m.ino())).ok();
+        // One descriptor per backing file, however many regions are registered in it.
+        let shared =
+            id.and_then(|id| self.exports().values().find_map(|e| e.backing_of(id).cloned()));
+        let backing = shared.unwrap_or_else(|| Arc::new(backing));
         let export = MemoryExport::create(&self.registry, region, backing)?;
         let previous = self.exports().insert(region.key >> 8, export);
         drop(previous);
@@ -728,6 +734,10 @@ impl Engine {
     pub fn remove_qp(&self, qpn: u32) -> u32 {
         let mut t = self.tables();
         let events = t.qps.get(&qpn).map(|qp| qp.async_events_reported()).unwrap_or(0);
+        if let Some(qp) = t.qps.get_mut(&qpn) {
+            // The peer stops placing WRITEs through it first (it waits for one in progress).
+            qp.stop_placements();
+        }
         t.forget_qp(qpn);
         self.background.publish(&mut t);
         drop(t);

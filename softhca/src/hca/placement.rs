@@ -15,17 +15,24 @@
 //!   grants REMOTE_WRITE, in the PD of the region;
 //! - the key names an exported region that grants REMOTE_WRITE, and the range lies in it.
 //!
-//! The requester then pushes the request's header with [`flag::PLACED`] (no payload) while
-//! it holds the region's user slot, copies the data, and releases the slot: the responder
-//! acknowledges the header as it would the whole message, and the requester's completion
-//! waits for that ACK as for any WRITE.
+//! The requester copies the data while it holds the region's user slot (DEREG_MR waits for
+//! it) and its placement gate is open (the peer QP's MODIFY_QP or DESTROY_QP that takes
+//! placement away waits for it: the facts are read after the gate opened), at most
+//! [`PLACE_CHUNK_BYTES`] per pass, and pushes the request's header with [`flag::PLACED`]
+//! (no payload) together with the last chunk. The responder acknowledges the header as it
+//! would the whole message, and the requester's completion waits for that ACK as for any
+//! WRITE. A requester checks every [`PEER_CHECK_INTERVAL`] that the peer's process still
+//! exists. Should the region or the peer QP go away between two chunks, the WRITE fails
+//! with a remote access error, part of its data placed, as one whose target vanishes in
+//! flight does on hardware.
 //!
 //! [`flag::PLACED`]: super::wire::flag::PLACED
 
 use std::collections::HashMap;
 
 use crate::fabric::{ImportedMemory, Registry};
-use ferrodat_abi::uverbs::access;
+use ferrodat_abi::uverbs::{access, qp_state};
+use std::time::Duration;
 
 /// The smallest WRITE placed. A smaller one travels with its header in a ring record or
 /// two and the responder's copy of it is cheap, while placing it adds a cache line that
@@ -35,6 +42,33 @@ use ferrodat_abi::uverbs::access;
 /// sharing caches). From a page up the saved copy wins: 1 MiB WRITE streams ran at
 /// 43-45 GB/s placed against 19-21 GB/s.
 pub const PLACE_MIN_BYTES: u64 = 4096;
+
+/// The most a requester places in one go: a larger WRITE is placed a chunk per pass, its
+/// header pushed with the last one, so that no copy holds the engine's lock (and the
+/// peer's DEREG_MR or MODIFY_QP, which wait for a placement in progress) for long: 1 MiB
+/// takes some 25 us here.
+pub const PLACE_CHUNK_BYTES: u64 = 1 << 20;
+
+/// How often a placing requester checks that its peer's process still exists: a dead
+/// peer's memory (a file others may map) takes placements for at most this long.
+pub const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What one call of the requester's placement came to.
+pub(crate) enum Placing {
+    /// The last chunk placed and the header sent.
+    Done,
+    /// A chunk placed; more at the next pass.
+    More,
+    /// The ring has no room for the header: nothing placed, try again.
+    RingFull,
+    /// The conditions do not hold (no export, the peer QP's facts, the range, every user
+    /// slot taken): nothing placed.
+    Refused,
+    /// The region was withdrawn: nothing placed.
+    Withdrawn,
+    /// The copy failed (the backing file was truncated under it): data may be lost.
+    Failed,
+}
 
 /// What a QP publishes about itself in its ring's header for its peer's requester: its
 /// state, the remote rights it grants and its PD.
@@ -54,6 +88,12 @@ impl QpFacts {
         let rights = self.remote_access
             & (access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC);
         u64::from(self.state) | u64::from(rights) << 8 | u64::from(self.pdn) << 32
+    }
+
+    /// Whether a peer may place WRITEs into memory through a QP with these facts.
+    pub fn allows_placement(&self) -> bool {
+        matches!(self.state, qp_state::RTR | qp_state::RTS)
+            && self.remote_access & access::REMOTE_WRITE != 0
     }
 
     /// The facts in a word read from a peer's ring header.
@@ -89,18 +129,25 @@ impl std::fmt::Debug for Imports {
 }
 
 impl Imports {
-    /// The region with key `key` exported in `registry`'s HCA, opened on first use.
-    pub fn get(&mut self, registry: &Registry, key: u32) -> Option<&ImportedMemory> {
+    /// The region with key `key` exported in `registry`'s HCA by process `exporter` (the
+    /// owner of the peer QP), opened on first use.
+    pub fn get(&mut self, registry: &Registry, key: u32, exporter: u32) -> Option<&ImportedMemory> {
         let id = (registry.uid(), key);
-        if !self.regions.contains_key(&id) && self.regions.len() >= MAX_IMPORTS {
-            self.regions.clear();
+        if !self.regions.contains_key(&id) {
+            // Regions withdrawn since they were opened would stay mapped (their memory
+            // kept alive) until used again: drop them whenever a new one comes.
+            self.regions.retain(|_, r| r.as_ref().is_none_or(ImportedMemory::is_live));
+            if self.regions.len() >= MAX_IMPORTS {
+                self.regions.clear();
+            }
         }
         // An export that cannot be opened (another user's process, a malformed file) is
         // remembered as absent: its WRITEs take the ring.
         self.regions
             .entry(id)
-            .or_insert_with(|| ImportedMemory::open(registry, key).ok().flatten())
+            .or_insert_with(|| ImportedMemory::open(registry, key, exporter).ok().flatten())
             .as_ref()
+            .filter(|r| r.region().key == key)
     }
 
     /// Forgets the region with key `key` in the HCA whose registry has uid `registry_uid`

@@ -25,7 +25,9 @@ use super::events::EventSink;
 use super::fifo::Fifo;
 use super::id_map::IdMap;
 use super::mr::{KeyError, MemoryRegions};
-use super::placement::{Imports, PLACE_MIN_BYTES, QpFacts};
+use super::placement::{
+    Imports, PEER_CHECK_INTERVAL, PLACE_CHUNK_BYTES, PLACE_MIN_BYTES, Placing, QpFacts,
+};
 use super::recv_wqe::scatter_list;
 use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
@@ -314,6 +316,8 @@ pub struct QueuePair {
     /// What the small-SEND fast path needs of the fixed setup and attributes, worked out
     /// once rather than per packet.
     fast: FastPathFacts,
+    /// When the peer's process was last seen alive (for placement, `peer_alive`).
+    peer_checked_at: Option<Instant>,
 }
 
 /// Facts about a QP that change only with its setup (never) or at MODIFY_QP, for the
@@ -413,6 +417,7 @@ impl QueuePair {
             spare_targets: Vec::new(),
             peer_incomplete: false,
             fast: FastPathFacts::default(),
+            peer_checked_at: None,
         };
         qp.refresh_fast_path_facts();
         qp
@@ -524,6 +529,12 @@ impl QueuePair {
             pdn: self.setup.pdn,
         };
         self.link.outbound.publish_qp_facts(facts.encode());
+        if !facts.allows_placement() {
+            // A placement that saw the old facts finishes before the change takes effect.
+            if let Some(inbound) = self.link.peer.as_ref().and_then(|p| p.inbound.as_ref()) {
+                inbound.wait_while_producer_places();
+            }
+        }
     }
 
     fn forget_everything(&mut self) {
@@ -1259,7 +1270,6 @@ impl QueuePair {
         let (total, base_addr) = (header.length, header.remote_addr);
         if header.kind == kind::WRITE
             && header.flags & flag::IMMEDIATE == 0
-            && self.cursor.offset == 0
             && total >= PLACE_MIN_BYTES
             && let Some(pushed) = self.place_write(wqe, &header, hw)
         {
@@ -1298,10 +1308,12 @@ impl QueuePair {
         }
     }
 
-    /// Places the RDMA WRITE at the cursor straight into the peer's exported memory and
-    /// pushes its header, when `placement.rs`'s conditions hold. `Some(true)`: placed and
-    /// sent (or failed while copying: the WQE then completes in error); `Some(false)`: the
-    /// ring is full, nothing done; `None`: send it through the ring instead.
+    /// Places the RDMA WRITE at the cursor straight into the peer's exported memory, a
+    /// chunk of at most [`PLACE_CHUNK_BYTES`] per call, and pushes its header with the last
+    /// one, when `placement.rs`'s conditions hold. `Some(true)`: all placed and the header
+    /// sent; `Some(false)`: more to place at the next pass, or the ring is full, or the
+    /// WRITE failed part-way (it then completes in error); `None`: send it through the ring
+    /// instead (nothing was placed).
     fn place_write(
         &mut self,
         wqe: &SendWqe<'_>,
@@ -1309,67 +1321,136 @@ impl QueuePair {
         hw: &mut Hardware<'_>,
     ) -> Option<bool> {
         let index = self.cursor.index;
-        if self
-            .outstanding
-            .iter()
-            .take(index)
-            .any(|o| o.outcome.is_none() && !o.placed && !matches!(o.operation, Operation::Local))
-        {
-            return None; // an earlier request is not done at the responder yet
-        }
-        let Hardware { regions, imports, .. } = hw;
-        let peer = self.link.peer.as_ref()?;
-        let facts = QpFacts::decode(peer.inbound.as_ref()?.producer_qp_facts()?);
-        if !matches!(facts.state, qp_state::RTR | qp_state::RTS)
-            || facts.remote_access & access::REMOTE_WRITE == 0
-        {
-            return None;
-        }
-        let peer_registry_uid = peer.registry.uid();
-        let placed: Result<(), PlaceError> = 'place: {
-            let import = imports.get(&peer.registry, header.rkey)?;
-            let region = import.region();
-            if region.pdn != facts.pdn || region.access & access::REMOTE_WRITE == 0 {
+        let start = self.cursor.offset;
+        let continuing = start > 0;
+        if continuing {
+            if !self.outstanding[index].placed {
+                return None; // going through the ring already
+            }
+        } else {
+            if self.outstanding.iter().take(index).any(|o| {
+                o.outcome.is_none() && !o.placed && !matches!(o.operation, Operation::Local)
+            }) {
+                return None; // an earlier request is not done at the responder yet
+            }
+            // A local buffer that no longer translates is the ring path's case, as before.
+            let pdn = self.setup.pdn;
+            if wqe
+                .sges()
+                .any(|s| hw.regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), 0).is_err())
+            {
                 return None;
             }
-            let placement = match import.claim(header.remote_addr, header.length) {
-                Ok(placement) => placement,
-                Err(e) => break 'place Err(e),
+            if !self.peer_alive(hw) {
+                return None;
+            }
+        }
+        let len = (header.length - start).min(PLACE_CHUNK_BYTES);
+        let last = start + len == header.length;
+        let pdn = self.setup.pdn;
+        let peer = self.link.peer.as_ref()?;
+        let inbound = peer.inbound.as_ref()?;
+        let (exporter, registry_uid) = (inbound.producer_pid(), peer.registry.uid());
+        let Hardware { regions, imports, .. } = hw;
+        // The gate: while it is open, the peer's MODIFY_QP or DESTROY_QP that takes away
+        // what the facts allow waits (ring.rs, `set_placing`).
+        self.link.outbound.set_placing(true);
+        let step = 'place: {
+            let Some(import) = imports.get(&peer.registry, header.rkey, exporter) else {
+                break 'place Placing::Refused;
             };
-            // The header goes first, while the slot is held: the responder only
-            // acknowledges it, and the ACK is handled on this QP's lock, after the copy; a
-            // later request is pushed after the copy too.
-            let mut h = *header;
-            h.flags |= flag::FIRST | flag::LAST | flag::PLACED;
-            if !self.push(&h, &[]) {
-                return Some(false);
+            let region = import.region();
+            let facts = QpFacts::decode(inbound.producer_qp_facts().unwrap_or(0));
+            if !facts.allows_placement()
+                || region.pdn != facts.pdn
+                || region.access & access::REMOTE_WRITE == 0
+            {
+                break 'place Placing::Refused;
             }
-            self.cursor.offset = header.length;
-            let pdn = self.setup.pdn;
-            placement.copy(|map, at| {
-                gather_into_mapping(wqe, regions, pdn, header.length as usize, map, at)
-            })
+            let placement = match import.claim(header.remote_addr.wrapping_add(start), len) {
+                Ok(placement) => placement,
+                Err(PlaceError::Withdrawn) => break 'place Placing::Withdrawn,
+                Err(_) => break 'place Placing::Refused,
+            };
+            if last {
+                // The header goes with the last chunk, while the slot is held: the
+                // responder only acknowledges it, and the ACK is handled under this QP's
+                // lock, after the copy; a later request is pushed after the copy too.
+                let mut h = *header;
+                h.flags |= flag::FIRST | flag::LAST | flag::PLACED;
+                let (wire_header, piggyback) = self.outgoing_header(&h, 0);
+                let pushed = self
+                    .link
+                    .outbound
+                    .try_push(wire_header.record_kind(), wire_header.bytes(), &[])
+                    .is_ok();
+                if !self.after_push(pushed, piggyback) {
+                    break 'place Placing::RingFull;
+                }
+            }
+            let copied = placement.copy(|map, at| {
+                gather_into_mapping(wqe, regions, pdn, start, len as usize, map, at)
+            });
+            match (copied, last) {
+                (Err(_), _) => Placing::Failed,
+                (Ok(()), true) => Placing::Done,
+                (Ok(()), false) => Placing::More,
+            }
         };
-        match placed {
-            Ok(()) => {
+        self.link.outbound.set_placing(false);
+        match step {
+            Placing::Done | Placing::More => {
                 self.outstanding[index].placed = true;
-                imports.placed_writes += 1;
-                Some(true)
+                self.cursor.offset = start + len;
+                if last {
+                    imports.placed_writes += 1;
+                }
+                Some(last)
             }
-            Err(PlaceError::CopyFailed) => {
-                // The responder will acknowledge a header whose data did not all land:
-                // the WRITE fails here instead, as a WRITE into a region that went away
-                // does.
+            Placing::RingFull => Some(false),
+            Placing::Refused | Placing::Withdrawn if !continuing => {
+                if matches!(step, Placing::Withdrawn) {
+                    imports.forget(registry_uid, header.rkey);
+                }
+                None
+            }
+            Placing::Refused | Placing::Withdrawn | Placing::Failed => {
+                // Part of the data may have landed: the WRITE fails, as one does whose
+                // region or responder goes away in the middle (the header, if pushed, is
+                // acknowledged to no effect).
+                imports.forget(registry_uid, header.rkey);
                 self.outstanding[index].outcome = Some(Err(cqe_syndrome::REMOTE_ACCESS_ERR));
                 self.cursor = TransmitCursor { index: self.outstanding.len(), offset: 0 };
                 self.recount_awaiting();
                 Some(false)
             }
-            Err(PlaceError::Withdrawn) => {
-                imports.forget(peer_registry_uid, header.rkey);
-                None
-            }
-            Err(_) => None,
+        }
+    }
+
+    /// Whether the peer's process is still there, looked at no more often than every
+    /// [`PEER_CHECK_INTERVAL`] (a few system calls): a dead peer's memory takes no more
+    /// placements (its WRITEs then take the ring, and time out as before).
+    fn peer_alive(&mut self, hw: &mut Hardware<'_>) -> bool {
+        let now = hw.now();
+        if self.peer_checked_at.is_some_and(|at| now.duration_since(at) < PEER_CHECK_INTERVAL) {
+            return true;
+        }
+        let alive = self
+            .link
+            .peer
+            .as_ref()
+            .and_then(|p| p.inbound.as_ref())
+            .is_some_and(|inbound| !inbound.producer_gone());
+        self.peer_checked_at = alive.then_some(now);
+        alive
+    }
+
+    /// The QP goes away (DESTROY_QP): its peer stops placing into this process's memory
+    /// through it before this returns.
+    pub(crate) fn stop_placements(&mut self) {
+        self.link.outbound.publish_qp_facts(0);
+        if let Some(inbound) = self.link.peer.as_ref().and_then(|p| p.inbound.as_ref()) {
+            inbound.wait_while_producer_places();
         }
     }
 
@@ -2497,18 +2578,19 @@ fn gather_into_record(
     })
 }
 
-/// Copies the WQE's local data (`len` bytes from its start) into a peer's exported memory
-/// at `at` in `map`: a placed RDMA WRITE.
+/// Copies `len` bytes of the WQE's local data from message offset `offset` into a peer's
+/// exported memory at `at` in `map`: a chunk of a placed RDMA WRITE.
 fn gather_into_mapping(
     wqe: &SendWqe<'_>,
     regions: &MemoryRegions,
     pdn: u32,
+    offset: u64,
     len: usize,
     map: &SharedMapping,
     at: usize,
 ) -> Option<()> {
     let mut done = 0;
-    gather_pieces(wqe, regions, pdn, 0, len, |piece| {
+    gather_pieces(wqe, regions, pdn, offset, len, |piece| {
         let n = match piece {
             Piece::Inline(bytes) => {
                 map.copy_in(at + done, bytes).ok()?;

@@ -205,6 +205,12 @@ impl SharedMr {
         SharedMr { engine: engine.clone(), addr, len, key, _memfd: memfd }
     }
 
+    /// The memfd's inode (as `/proc/self/maps` lists the mappings of it).
+    pub fn inode(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self._memfd.metadata().unwrap().ino()
+    }
+
     pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
         assert!(offset + len <= self.len);
         // SAFETY: inside our live mapping; volatile, as the peer may write it.
