@@ -7,9 +7,10 @@
 mod support;
 
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
-use ferrodat_abi::uverbs::access;
+use ferrodat_abi::uverbs::{access, qp_state};
 use ferrodat_softhca::fabric::{ImportedMemory, PlaceError};
 use ferrodat_softhca::hca::engine::Engine;
+use ferrodat_softhca::hca::queue_pair::QpAttributes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -328,11 +329,17 @@ fn exports_of_other_users_and_processes_are_refused() {
     std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
     let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
     assert!(e.to_string().contains("not a regular file of user"), "{e}");
-    // ... or a link to somewhere else.
+    // ... or a link to an export file elsewhere (valid in itself).
+    std::os::unix::fs::chown(&path, Some(unsafe { libc::geteuid() }), None).unwrap();
+    assert!(ImportedMemory::open(p.engine.registry(), key, me).unwrap().is_some());
+    let elsewhere = std::env::temp_dir().join(format!("ferrodat-place-link-{me}"));
+    std::fs::copy(&path, &elsewhere).unwrap();
     std::fs::remove_file(&path).unwrap();
-    std::os::unix::fs::symlink(&victim, &path).unwrap();
-    assert!(ImportedMemory::open(p.engine.registry(), key, me).is_err(), "followed a symlink");
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
+    assert!(e.to_string().contains("open (export)"), "followed a symlink: {e}");
     std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&elsewhere).unwrap();
     std::fs::remove_file(&victim).unwrap();
 }
 
@@ -366,18 +373,23 @@ fn a_destroyed_peer_qp_takes_no_placements() {
 /// requester opens another: its memory is not kept alive by the cache.
 #[test]
 fn withdrawn_regions_do_not_stay_mapped() {
-    // Mappings of one memfd, by its inode (other tests run in this process meanwhile).
-    let mappings_of = |inode: u64| {
+    // Mappings of one memfd, by device and inode (other tests run in this process
+    // meanwhile).
+    let mappings_of = |(major, minor, inode): (u64, u64, u64)| {
+        let want = (format!("{major:02x}:{minor:02x}"), inode.to_string());
         std::fs::read_to_string("/proc/self/maps")
             .unwrap()
             .lines()
-            .filter(|l| l.split_ascii_whitespace().nth(4) == Some(&inode.to_string()))
+            .filter(|l| {
+                let f: Vec<&str> = l.split_ascii_whitespace().collect();
+                f.len() > 4 && f[3] == want.0 && f[4] == want.1
+            })
             .count()
     };
     let mut p = pair("place-unmap", rc_attrs());
     let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
     let first = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
-    let inode = first.inode();
+    let inode = first.file_id();
     let wr = write_wr(vec![(source.addr(), 8192, source.key)], (first.addr, first.key));
     assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
     assert_eq!(mappings_of(inode), 2, "ours and the requester's");
@@ -404,4 +416,67 @@ fn a_write_larger_than_a_chunk_is_placed_in_pieces() {
     assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
     assert_eq!(p.engine.placed_writes(), 1);
     assert_eq!(target.read(7, len), data);
+}
+
+/// Posts a WRITE of three chunks and a page from A into B's region; the doorbell places
+/// the first chunks (one per transmit: two), the progress passes of the wait the rest.
+/// Returns its completion, after `between` ran with the doorbell's chunks placed.
+fn chunked_write(
+    p: &mut Pair,
+    remote_offset: u64,
+    region: usize,
+    between: impl FnOnce(&Pair, &SharedMr),
+) -> (Wc, SharedMr) {
+    let len = 3 * (1 << 20) + 4096;
+    let source = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    source.buf.fill(0x77);
+    let target = SharedMr::new(&p.engine, p.pdn, region, ALL_ACCESS);
+    let wr = write_wr(
+        vec![(source.addr(), len as u32, source.key)],
+        (target.addr + remote_offset, target.key),
+    );
+    p.a.post_send(&p.engine, &wr);
+    between(p, &target);
+    let got = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(got.len(), 1, "the chunked WRITE never completed");
+    (got[0], target)
+}
+
+#[test]
+fn a_peer_qp_in_error_between_chunks_fails_the_write_without_hanging() {
+    let mut p = pair("place-chunk-err", rc_attrs());
+    let attrs = QpAttributes { dest_qpn: p.a.qpn, dgid: LOCALHOST_GID, ..rc_attrs() };
+    let mut placed_before = 0;
+    let (wc, target) = chunked_write(&mut p, 0, 4 << 20, |p, target| {
+        placed_before = target.read(0, 4 << 20).iter().take_while(|&&b| b == 0x77).count();
+        p.engine.modify_qp(p.b.qpn, qp_state::ERR, attrs);
+    });
+    assert!(placed_before > 0 && placed_before < 3 * (1 << 20) + 4096, "not between chunks");
+    assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(p.engine.placed_writes(), 0);
+    assert!(
+        target.read(placed_before, 4096).iter().all(|&b| b == 0),
+        "placed after the peer's ERR"
+    );
+}
+
+#[test]
+fn a_peer_qp_draining_between_chunks_still_takes_the_write() {
+    let mut p = pair("place-chunk-sqd", rc_attrs());
+    let attrs = QpAttributes { dest_qpn: p.a.qpn, dgid: LOCALHOST_GID, ..rc_attrs() };
+    let (wc, target) = chunked_write(&mut p, 0, 4 << 20, |p, _| {
+        p.engine.modify_qp(p.b.qpn, qp_state::SQD, attrs);
+    });
+    assert_eq!(wc.syndrome, None, "SQD takes requests, on the ring path too");
+    assert_eq!(p.engine.placed_writes(), 1);
+    assert!(target.read(0, 3 * (1 << 20) + 4096).iter().all(|&b| b == 0x77));
+}
+
+#[test]
+fn a_chunked_write_past_the_region_writes_nothing() {
+    let mut p = pair("place-chunk-end", rc_attrs());
+    let (wc, target) = chunked_write(&mut p, 4096, 3 << 20, |_, _| {});
+    assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(p.engine.placed_writes(), 0);
+    assert!(target.read(0, 3 << 20).iter().all(|&b| b == 0), "wrote the part that fits");
 }

@@ -342,6 +342,12 @@ impl ImportedMemory {
             .ok_or_else(|| {
                 bad(format!("region {region:?} runs past the backing file's {} bytes", meta.len()))
             })?;
+        // Whole pages of the file (munmap of a hugetlbfs mapping wants an aligned length).
+        let end = end
+            .checked_add(page - 1)
+            .map(|e| e & !(page - 1))
+            .filter(|&e| e <= meta.len())
+            .unwrap_or(end);
         let map_len = usize::try_from(end - start).map_err(|_| bad("region too large".into()))?;
         let data = SharedMapping::map_at(&backing, start, map_len, &backing_path)?;
         let slot_word = slot_word(ProcessIdentity::current());
@@ -351,6 +357,13 @@ impl ImportedMemory {
     /// What the export says about its region.
     pub fn region(&self) -> &ExportedRegion {
         &self.region
+    }
+
+    /// Whether `len` bytes at `addr` (in the key's address space) lie in the region.
+    pub fn covers(&self, addr: u64, len: u64) -> bool {
+        addr.checked_sub(self.region.iova)
+            .and_then(|offset| offset.checked_add(len))
+            .is_some_and(|end| end <= self.region.length)
     }
 
     /// Whether the export still takes placements (not withdrawn, not re-registered).

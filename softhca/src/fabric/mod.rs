@@ -93,8 +93,8 @@ pub use instance::{Instance, QpAllocation};
 pub use memory_export::{ExportedRegion, ImportedMemory, MemoryExport, PlaceError, Placement};
 pub use registry::{QpOwner, Registry, SweepReport};
 pub use ring::{
-    FilledPushError, PushError, Record, RecordFiller, RecordOverflow, RecordView, RingConsumer,
-    RingError, RingProducer, SmallRecord,
+    FilledPushError, PLACEMENT_WAIT_LIMIT, PushError, Record, RecordFiller, RecordOverflow,
+    RecordView, RingConsumer, RingError, RingProducer, SmallRecord,
 };
 pub use shm::{OutOfBounds, SharedMapping};
 pub use wake::{InstanceWaker, PendingSlots, QpNotifier, WaitOutcome};

@@ -199,6 +199,10 @@ pub struct Record {
     pub bytes: Vec<u8>,
 }
 
+/// The longest a QP waits for its peer's placement in progress
+/// ([`RingConsumer::wait_while_producer_places`]).
+pub const PLACEMENT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Word indices in the mapping (see [`SharedMapping::words`]) of the fields the fast
 /// paths touch.
 const EPOCH_START_WORD: usize = lay::OFF_EPOCH_START / 8;
@@ -908,19 +912,26 @@ impl RingConsumer {
 
     /// Waits while the producing QP is placing data into our memory (its placement gate is
     /// open), after we changed our facts: then no placement that saw our old facts is
-    /// still writing. Gives up if the producer's process is gone.
+    /// still writing. A placement of one chunk takes microseconds; this gives up after
+    /// [`PLACEMENT_WAIT_LIMIT`] (a producer stopped in a debugger, or one that leaves its
+    /// gate open: it can write our shared memory directly anyway, so waiting longer, with
+    /// the caller's locks held, protects nothing) or when the producer's process is gone.
     pub fn wait_while_producer_places(&self) {
         let gate = self.map.u64_at(lay::OFF_PLACING);
         let mut waited = 0u32;
+        let mut since = None;
         while gate.load(Ordering::SeqCst) != 0 {
             waited = waited.wrapping_add(1);
             if waited < 64 {
                 std::hint::spin_loop();
-            } else if waited % 64 == 0 && self.producer_gone() {
-                return;
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(20));
+                continue;
             }
+            let start = *since.get_or_insert_with(std::time::Instant::now);
+            if start.elapsed() >= PLACEMENT_WAIT_LIMIT || (waited % 64 == 0 && self.producer_gone())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
 

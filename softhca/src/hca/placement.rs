@@ -11,9 +11,12 @@
 //!   responder does for an earlier request (a receive's CQE, a READ of the same memory)
 //!   happens before the WRITE's data appears, as on hardware, where requests are executed
 //!   in order;
-//! - the peer QP, by the facts its ring publishes ([`QpFacts`]), is in RTR or RTS and
-//!   grants REMOTE_WRITE, in the PD of the region;
-//! - the key names an exported region that grants REMOTE_WRITE, and the range lies in it.
+//! - the peer QP, by the facts its ring publishes ([`QpFacts`]), is in RTR, RTS or SQD and
+//!   grants REMOTE_WRITE, in the PD of the region (checked at the WRITE's start, as the
+//!   responder checks a message at its first packet; later chunks need only a QP that
+//!   still takes requests);
+//! - the key names an exported region that grants REMOTE_WRITE, and the WRITE's whole
+//!   range lies in it.
 //!
 //! The requester copies the data while it holds the region's user slot (DEREG_MR waits for
 //! it) and its placement gate is open (the peer QP's MODIFY_QP or DESTROY_QP that takes
@@ -90,10 +93,15 @@ impl QpFacts {
         u64::from(self.state) | u64::from(rights) << 8 | u64::from(self.pdn) << 32
     }
 
-    /// Whether a peer may place WRITEs into memory through a QP with these facts.
+    /// Whether a QP with these facts takes requests (a placed WRITE's later chunks need
+    /// no more: rights count at a message's start).
+    pub fn takes_requests(&self) -> bool {
+        matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD)
+    }
+
+    /// Whether a peer may start placing a WRITE into memory through a QP with these facts.
     pub fn allows_placement(&self) -> bool {
-        matches!(self.state, qp_state::RTR | qp_state::RTS)
-            && self.remote_access & access::REMOTE_WRITE != 0
+        self.takes_requests() && self.remote_access & access::REMOTE_WRITE != 0
     }
 
     /// The facts in a word read from a peer's ring header.
@@ -109,12 +117,13 @@ impl QpFacts {
 /// At most this many peer regions stay opened; past it the cache starts over.
 const MAX_IMPORTS: usize = 256;
 
-/// The peer regions a process's requesters opened, by (peer registry, key); `None`
-/// remembers a key that is not exported (keys are exported before REG_MR returns them, so
-/// a key found unexported never becomes exported).
+/// The peer regions a process's requesters opened, by (peer registry, key), with the
+/// process they were opened for; `None` remembers a key that is not exported or could not
+/// be opened (keys are exported before REG_MR returns them, so a key found unexported
+/// never becomes exported).
 #[derive(Default)]
 pub struct Imports {
-    regions: HashMap<(u64, u32), Option<ImportedMemory>>,
+    regions: HashMap<(u64, u32), (u32, Option<ImportedMemory>)>,
     /// WRITEs placed so far (for tests and benchmarks).
     pub placed_writes: u64,
 }
@@ -133,21 +142,21 @@ impl Imports {
     /// owner of the peer QP), opened on first use.
     pub fn get(&mut self, registry: &Registry, key: u32, exporter: u32) -> Option<&ImportedMemory> {
         let id = (registry.uid(), key);
-        if !self.regions.contains_key(&id) {
+        let stale = self.regions.get(&id).is_some_and(|(pid, _)| *pid != exporter);
+        if stale || !self.regions.contains_key(&id) {
             // Regions withdrawn since they were opened would stay mapped (their memory
             // kept alive) until used again: drop them whenever a new one comes.
-            self.regions.retain(|_, r| r.as_ref().is_none_or(ImportedMemory::is_live));
+            self.regions.retain(|_, (_, r)| r.as_ref().is_none_or(ImportedMemory::is_live));
             if self.regions.len() >= MAX_IMPORTS {
                 self.regions.clear();
             }
+            // An export that cannot be opened (absent: private memory; or another user's,
+            // malformed, a descriptor limit reached) is remembered as such for this
+            // exporter: its WRITEs take the ring, without a file system look each time.
+            let opened = ImportedMemory::open(registry, key, exporter).ok().flatten();
+            self.regions.insert(id, (exporter, opened));
         }
-        // An export that cannot be opened (another user's process, a malformed file) is
-        // remembered as absent: its WRITEs take the ring.
-        self.regions
-            .entry(id)
-            .or_insert_with(|| ImportedMemory::open(registry, key, exporter).ok().flatten())
-            .as_ref()
-            .filter(|r| r.region().key == key)
+        self.regions.get(&id).and_then(|(_, r)| r.as_ref())
     }
 
     /// Forgets the region with key `key` in the HCA whose registry has uid `registry_uid`

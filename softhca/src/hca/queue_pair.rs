@@ -531,8 +531,21 @@ impl QueuePair {
         self.link.outbound.publish_qp_facts(facts.encode());
         if !facts.allows_placement() {
             // A placement that saw the old facts finishes before the change takes effect.
-            if let Some(inbound) = self.link.peer.as_ref().and_then(|p| p.inbound.as_ref()) {
-                inbound.wait_while_producer_places();
+            self.wait_for_peer_placement();
+        }
+    }
+
+    /// Waits while the peer QP places a WRITE into this process's memory (its gate, in
+    /// the ring it sends us, is open), opening that ring for the purpose if this QP has
+    /// not attached it yet.
+    fn wait_for_peer_placement(&self) {
+        let Some(peer) = self.link.peer.as_ref() else { return };
+        match &peer.inbound {
+            Some(inbound) => inbound.wait_while_producer_places(),
+            None => {
+                if let Ok(ring) = peer.registry.open_ring(peer.qpn, self.setup.qpn) {
+                    ring.wait_while_producer_places();
+                }
             }
         }
     }
@@ -1348,23 +1361,39 @@ impl QueuePair {
         let len = (header.length - start).min(PLACE_CHUNK_BYTES);
         let last = start + len == header.length;
         let pdn = self.setup.pdn;
-        let peer = self.link.peer.as_ref()?;
-        let inbound = peer.inbound.as_ref()?;
-        let (exporter, registry_uid) = (inbound.producer_pid(), peer.registry.uid());
-        let Hardware { regions, imports, .. } = hw;
-        // The gate: while it is open, the peer's MODIFY_QP or DESTROY_QP that takes away
-        // what the facts allow waits (ring.rs, `set_placing`).
-        self.link.outbound.set_placing(true);
         let step = 'place: {
-            let Some(import) = imports.get(&peer.registry, header.rkey, exporter) else {
+            let Some((peer, inbound)) =
+                self.link.peer.as_ref().and_then(|p| Some((p, p.inbound.as_ref()?)))
+            else {
                 break 'place Placing::Refused;
             };
-            let region = import.region();
-            let facts = QpFacts::decode(inbound.producer_qp_facts().unwrap_or(0));
-            if !facts.allows_placement()
-                || region.pdn != facts.pdn
-                || region.access & access::REMOTE_WRITE == 0
+            let Hardware { regions, imports, .. } = &mut *hw;
+            let Some(import) = imports.get(&peer.registry, header.rkey, inbound.producer_pid())
+            else {
+                break 'place Placing::Refused;
+            };
+            let region = *import.region();
+            // The whole WRITE must fit at its start, as the responder checks it at its first
+            // packet: nothing of one that does not is placed.
+            if !continuing
+                && (region.access & access::REMOTE_WRITE == 0
+                    || !import.covers(header.remote_addr, header.length))
             {
+                break 'place Placing::Refused;
+            }
+            // The gate: while it is open, the peer's MODIFY_QP or DESTROY_QP that takes away
+            // what its facts allow waits (ring.rs, `set_placing`); so the facts are read
+            // after it opened.
+            self.link.outbound.set_placing(true);
+            let facts = QpFacts::decode(inbound.producer_qp_facts().unwrap_or(0));
+            // Rights and PD count at the start, as on the ring path; later chunks need only
+            // a peer QP that still takes requests.
+            let allowed = if continuing {
+                facts.takes_requests()
+            } else {
+                facts.allows_placement() && facts.pdn == region.pdn
+            };
+            if !allowed {
                 break 'place Placing::Refused;
             }
             let placement = match import.claim(header.remote_addr.wrapping_add(start), len) {
@@ -1384,8 +1413,12 @@ impl QueuePair {
                     .outbound
                     .try_push(wire_header.record_kind(), wire_header.bytes(), &[])
                     .is_ok();
-                if !self.after_push(pushed, piggyback) {
+                self.unannounced |= pushed;
+                if !pushed {
                     break 'place Placing::RingFull;
+                }
+                if piggyback {
+                    self.deferred_ack = None;
                 }
             }
             let copied = placement.copy(|map, at| {
@@ -1397,31 +1430,37 @@ impl QueuePair {
                 (Ok(()), false) => Placing::More,
             }
         };
+        // Closed on every way out of the block (a store of 0 if it never opened).
         self.link.outbound.set_placing(false);
+        let registry_uid = self.link.peer.as_ref().map(|p| p.registry.uid());
         match step {
             Placing::Done | Placing::More => {
                 self.outstanding[index].placed = true;
                 self.cursor.offset = start + len;
                 if last {
-                    imports.placed_writes += 1;
+                    hw.imports.placed_writes += 1;
                 }
                 Some(last)
             }
             Placing::RingFull => Some(false),
             Placing::Refused | Placing::Withdrawn if !continuing => {
-                if matches!(step, Placing::Withdrawn) {
-                    imports.forget(registry_uid, header.rkey);
+                if let (Placing::Withdrawn, Some(uid)) = (&step, registry_uid) {
+                    hw.imports.forget(uid, header.rkey);
                 }
                 None
             }
             Placing::Refused | Placing::Withdrawn | Placing::Failed => {
                 // Part of the data may have landed: the WRITE fails, as one does whose
                 // region or responder goes away in the middle (the header, if pushed, is
-                // acknowledged to no effect).
-                imports.forget(registry_uid, header.rkey);
+                // acknowledged to no effect). Completed here: a later chunk is placed from
+                // a progress pass, which completes nothing after transmitting.
+                if let Some(uid) = registry_uid {
+                    hw.imports.forget(uid, header.rkey);
+                }
                 self.outstanding[index].outcome = Some(Err(cqe_syndrome::REMOTE_ACCESS_ERR));
                 self.cursor = TransmitCursor { index: self.outstanding.len(), offset: 0 };
                 self.recount_awaiting();
+                self.complete_in_order(hw);
                 Some(false)
             }
         }
@@ -1449,9 +1488,7 @@ impl QueuePair {
     /// through it before this returns.
     pub(crate) fn stop_placements(&mut self) {
         self.link.outbound.publish_qp_facts(0);
-        if let Some(inbound) = self.link.peer.as_ref().and_then(|p| p.inbound.as_ref()) {
-            inbound.wait_while_producer_places();
-        }
+        self.wait_for_peer_placement();
     }
 
     /// SEND/WRITE messages sent and not yet acknowledged.
@@ -2275,17 +2312,16 @@ impl QueuePair {
                 let placed = h.flags & flag::PLACED != 0;
                 if placed {
                     // The data is in place already (the requester checked the region and
-                    // this QP's published rights); a placed header that could not have
-                    // been is a requester breaking the protocol.
+                    // this QP's published facts); a placed header that could not have been
+                    // is a requester breaking the protocol.
                     let whole = flag::FIRST | flag::LAST;
                     if with_imm || h.payload_len != 0 || h.flags & whole != whole || h.offset != 0 {
                         self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
                         return false;
                     }
-                    if !qp_allows(access::REMOTE_WRITE) {
-                        self.responder_fatal(h.psn, nak::REMOTE_ACCESS, event::QP_ACCESS_ERR, hw);
-                        return false;
-                    }
+                    // No rights check here: they count at a message's start, which for a
+                    // placed WRITE was the requester's first chunk (it read this QP's
+                    // published rights); a header that lies only gets an ACK.
                 }
                 let target = if h.length == 0 || placed {
                     None

@@ -205,10 +205,14 @@ impl SharedMr {
         SharedMr { engine: engine.clone(), addr, len, key, _memfd: memfd }
     }
 
-    /// The memfd's inode (as `/proc/self/maps` lists the mappings of it).
-    pub fn inode(&self) -> u64 {
+    /// The memfd's device (major, minor) and inode, as `/proc/self/maps` lists mappings.
+    pub fn file_id(&self) -> (u64, u64, u64) {
         use std::os::unix::fs::MetadataExt;
-        self._memfd.metadata().unwrap().ino()
+        let m = self._memfd.metadata().unwrap();
+        let dev = m.dev();
+        let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+        let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+        (major, minor, m.ino())
     }
 
     pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
