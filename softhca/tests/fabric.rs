@@ -14,8 +14,9 @@ mod support;
 
 use ferrodat_softhca::fabric::layout::{registry as reg_layout, ring as ring_layout};
 use ferrodat_softhca::fabric::{
-    FabricDir, FabricError, FilledPushError, Gid, Instance, PushError, Record, RecordOverflow,
-    Registry, RingConsumer, RingError, RingProducer, SHM_DIR_ENV, SmallRecord, WaitOutcome,
+    FabricDir, FabricError, FilledPushError, Gid, Instance, PLACEMENT_WAIT_LIMIT, PushError,
+    Record, RecordOverflow, Registry, RingConsumer, RingError, RingProducer, SHM_DIR_ENV,
+    SmallRecord, WaitOutcome,
 };
 use support::child::{ChildProc, ROLE_ENV, read_command};
 
@@ -1155,11 +1156,20 @@ fn a_facts_change_waits_for_the_peers_open_placement_gate() {
         std::thread::spawn(move || {
             inbound.wait_while_producer_places();
             done.store(true, std::sync::atomic::Ordering::SeqCst);
+            inbound
         })
     };
-    std::thread::sleep(Duration::from_millis(100));
+    // Well inside the wait's limit (the waiter's clock starts after ours).
+    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
     assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "returned while the gate was open");
     outbound.set_placing(false);
-    waiter.join().unwrap();
+    let inbound = waiter.join().unwrap();
     assert!(done.load(std::sync::atomic::Ordering::SeqCst));
+
+    // A gate left open (a placer stopped in a debugger) holds a facts change no longer
+    // than the limit.
+    outbound.set_placing(true);
+    let start = Instant::now();
+    inbound.wait_while_producer_places();
+    assert!(start.elapsed() >= PLACEMENT_WAIT_LIMIT);
 }

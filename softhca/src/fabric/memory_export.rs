@@ -22,9 +22,11 @@
 //!
 //! Nothing may be written into a region once DEREG_MR has returned. A placer claims a user
 //! slot (CAS 0 -> its pid), then reads the live word; [`MemoryExport`]'s drop clears the
-//! live word, then waits until no slot holds the pid of a live process. Both sides use
-//! SeqCst, so either the placer sees the region withdrawn, or the exporter sees the
-//! placer's slot and waits for it (a copy: microseconds; a placer stopped in the middle of
+//! live word, then waits until no slot holds the pid of a live process. A SeqCst fence
+//! stands between each side's store and its load (Dekker's pattern, as
+//! `loom-tests/tests/placement.rs` checks), so either the placer sees the region
+//! withdrawn, or the exporter sees the placer's slot and waits for it (Acquire: the copy
+//! the placer finished before freeing its slot with Release is done) (a copy: microseconds; a placer stopped in the middle of
 //! one, by a debugger say, holds DEREG_MR until it resumes or dies).
 //!
 //! A process that dies leaves its export files behind; the registry sweep withdraws (live
@@ -38,7 +40,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::Duration;
 
 use super::FabricError;
@@ -152,19 +154,20 @@ impl MemoryExport {
 
 impl Drop for MemoryExport {
     fn drop(&mut self) {
-        self.map.u64_at(lay::OFF_LIVE).store(0, Ordering::SeqCst);
+        self.map.u64_at(lay::OFF_LIVE).store(0, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
         for slot in 0..lay::USER_SLOTS {
             let word = self.map.u64_at(lay::OFF_USER_SLOTS + 8 * slot);
             let mut waited = 0u32;
             loop {
-                let placer = word.load(Ordering::SeqCst);
+                let placer = word.load(Ordering::Acquire);
                 if placer == 0 {
                     break;
                 }
                 // A placer that died in the middle of a copy never frees its slot: free it
                 // for it (CAS: unless another placer took the slot meanwhile).
                 if waited % 64 == 63 && slot_owner_is_gone(placer) {
-                    let _ = word.compare_exchange(placer, 0, Ordering::SeqCst, Ordering::Relaxed);
+                    let _ = word.compare_exchange(placer, 0, Ordering::AcqRel, Ordering::Relaxed);
                     continue;
                 }
                 waited = waited.wrapping_add(1);
@@ -382,7 +385,9 @@ impl ImportedMemory {
         }
         let slot = self.claim_slot().ok_or(PlaceError::Busy)?;
         let placement = Placement { import: self, slot, offset: self.skew + offset as usize };
-        if self.header.u64_at(lay::OFF_LIVE).load(Ordering::SeqCst) != u64::from(self.region.key) {
+        // The slot's claim, then the live word, with a SeqCst fence between (module docs).
+        fence(Ordering::SeqCst);
+        if self.header.u64_at(lay::OFF_LIVE).load(Ordering::Relaxed) != u64::from(self.region.key) {
             return Err(PlaceError::Withdrawn); // (dropping the placement frees the slot)
         }
         Ok(placement)
@@ -393,7 +398,7 @@ impl ImportedMemory {
         let first = (pid as u32) as usize % lay::USER_SLOTS;
         (0..lay::USER_SLOTS).map(|i| (first + i) % lay::USER_SLOTS).find_map(|i| {
             let word = self.header.u64_at(lay::OFF_USER_SLOTS + 8 * i);
-            word.compare_exchange(0, pid, Ordering::SeqCst, Ordering::Relaxed)
+            word.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
                 .then_some(word)
         })

@@ -450,21 +450,24 @@ impl RingProducer {
         self.free_from_cache()
     }
 
-    /// Stores what the owning QP tells its peer about itself (see
-    /// [`lay::OFF_QP_FACTS`]). SeqCst: ordered before the caller's look at the peer's
-    /// placement gate ([`RingConsumer::wait_while_producer_places`]).
+    /// Stores what the owning QP tells its peer about itself (see [`lay::OFF_QP_FACTS`]).
+    /// A change that takes placement away is followed by
+    /// [`RingConsumer::wait_while_producer_places`], whose SeqCst fence orders this store
+    /// before its look at the peer's gate.
     pub fn publish_qp_facts(&self, facts: u64) {
-        self.map.u64_at(lay::OFF_QP_FACTS).store(facts, Ordering::SeqCst);
+        self.map.u64_at(lay::OFF_QP_FACTS).store(facts, Ordering::Release);
     }
 
-    /// Opens (`true`) or closes the placement gate ([`lay::OFF_PLACING`]): open, it is
-    /// ordered (SeqCst) before the caller's look at the peer's facts, so a peer that
-    /// changes them either is seen to have, or waits until the gate closes; closing is a
+    /// Opens (`true`) or closes the placement gate ([`lay::OFF_PLACING`]). Opening is
+    /// followed by a SeqCst fence, before the caller's look at the peer's facts, so a peer
+    /// that changes them either is seen to have, or sees the gate open and waits until it
+    /// closes (Dekker's pattern, as `loom-tests/tests/placement.rs` checks); closing is a
     /// Release after the copy.
     pub fn set_placing(&self, placing: bool) {
         let word = self.map.u64_at(lay::OFF_PLACING);
         if placing {
-            word.store(1, Ordering::SeqCst);
+            word.store(1, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
         } else {
             word.store(0, Ordering::Release);
         }
@@ -894,8 +897,8 @@ impl RingConsumer {
     /// is addressed to our QP now (a producer that reconnected to another QP tells that
     /// one, not us).
     pub fn producer_qp_facts(&self) -> Option<u64> {
-        // SeqCst: after the caller opened its placement gate (`RingProducer::set_placing`).
-        let facts = self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::SeqCst);
+        // After the fence of the caller's open placement gate (`RingProducer::set_placing`).
+        let facts = self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::Acquire);
         let dest = self.map.u32_at(lay::OFF_DEST_QPN).load(Ordering::Relaxed);
         (dest == self.my_qpn).then_some(facts)
     }
@@ -920,7 +923,9 @@ impl RingConsumer {
         let gate = self.map.u64_at(lay::OFF_PLACING);
         let mut waited = 0u32;
         let mut since = None;
-        while gate.load(Ordering::SeqCst) != 0 {
+        // The caller's facts store, then the gate, with a SeqCst fence between.
+        fence(Ordering::SeqCst);
+        while gate.load(Ordering::Acquire) != 0 {
             waited = waited.wrapping_add(1);
             if waited < 64 {
                 std::hint::spin_loop();
