@@ -136,15 +136,22 @@ fn writes_the_responder_would_refuse_are_not_placed_and_touch_nothing() {
     }
 }
 
-#[test]
-fn a_deregistered_region_takes_no_more_writes() {
-    let mut p = pair("place-dereg", rc_attrs());
-    let source = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
-    source.buf.fill(0x33);
+/// A pair whose A has placed one WRITE of `len` bytes of `byte` into a 64 KiB shared
+/// region of B's: the pair, A's source, the region and the WRITE.
+fn placed_once(tag: &str, len: usize, byte: u8) -> (Pair, Mr, SharedMr, SendWr) {
+    let mut p = pair(tag, rc_attrs());
+    let source = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    source.buf.fill(byte);
     let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
-    let wr = write_wr(vec![(source.addr(), 4096, source.key)], (target.addr, target.key));
+    let wr = write_wr(vec![(source.addr(), len as u32, source.key)], (target.addr, target.key));
     assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
     assert_eq!(p.engine.placed_writes(), 1);
+    (p, source, target, wr)
+}
+
+#[test]
+fn a_deregistered_region_takes_no_more_writes() {
+    let (mut p, _source, target, wr) = placed_once("place-dereg", 4096, 0x33);
 
     // DEREG_MR: the export goes (file included); the mapping stays, to look at.
     p.engine.remove_memory_region(target.key >> 8);
@@ -347,18 +354,10 @@ fn exports_of_other_users_and_processes_are_refused() {
 /// (the peer's memory may already serve someone else).
 #[test]
 fn a_destroyed_peer_qp_takes_no_placements() {
-    let mut p = pair("place-destroyed", rc_attrs());
-    let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
-    source.buf.fill(0x66);
-    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
-    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
-    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
-    assert_eq!(p.engine.placed_writes(), 1);
+    let (mut p, _source, target, wr) = placed_once("place-destroyed", 8192, 0x66);
     target.fill(0);
     p.engine.remove_qp(p.b.qpn);
-    let mut quick = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
-    quick.signaled = true;
-    p.a.post_send(&p.engine, &quick);
+    p.a.post_send(&p.engine, &wr);
     for _ in 0..1000 {
         p.engine.progress();
     }
