@@ -271,7 +271,10 @@ fn craft_export(engine: &Engine, key: u32, pid: u32, fd: i32, meta: &std::fs::Me
     put(lay::OFF_DEV, &meta.dev().to_ne_bytes());
     put(lay::OFF_INO, &meta.ino().to_ne_bytes());
     put(lay::OFF_LIVE, &u64::from(key).to_ne_bytes());
-    std::fs::write(engine.registry().export_path(key >> 8), &bytes).unwrap();
+    let path = engine.registry().export_path(key >> 8);
+    std::fs::write(&path, &bytes).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 /// Root: acting as another user (user nobody) needs it; CI runs as root.
@@ -331,8 +334,15 @@ fn exports_of_other_users_and_processes_are_refused() {
     let e = ImportedMemory::open(p.engine.registry(), key, me + 1).unwrap_err();
     assert!(e.to_string().contains("not by the peer QP's"), "{e}");
 
-    // An export file another user wrote (the directory may be writable by others).
+    // An export file others may write.
     let path = p.engine.registry().export_path(key >> 8);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+    let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
+    assert!(e.to_string().contains("only it can write"), "{e}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // An export file another user wrote (the directory may be writable by others).
     std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
     let e = ImportedMemory::open(p.engine.registry(), key, me).unwrap_err();
     assert!(e.to_string().contains("not a regular file of user"), "{e}");

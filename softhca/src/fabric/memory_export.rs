@@ -104,6 +104,13 @@ impl MemoryExport {
         })?;
         let temp = temp_path(registry.ring_dir(), &format!("mr-{:#08x}", region.key >> 8));
         let file = create_zeroed_file(&temp, lay::TOTAL_BYTES as u64)?;
+        // Only our user may change what the export names (the fabric's other files are
+        // open to all): another user could otherwise point our peers' copies elsewhere.
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(0o600)) {
+            let _ = std::fs::remove_file(&temp);
+            return Err(FabricError::os("fchmod (export)", &temp, e, ""));
+        }
         let inode = file.metadata().map(|m| m.ino()).unwrap_or(0);
         let mapped = SharedMapping::map(&file, lay::TOTAL_BYTES, &temp);
         let built = mapped.and_then(|map| {
@@ -245,11 +252,16 @@ impl ImportedMemory {
         let me = unsafe { libc::geteuid() };
         let export_meta =
             file.metadata().map_err(|e| FabricError::os("fstat (export)", &path, e, ""))?;
-        if !export_meta.is_file() || export_meta.uid() != me {
-            // Another user could write the directory: trust only files of our own user.
+        if !export_meta.is_file() || export_meta.uid() != me || export_meta.mode() & 0o022 != 0 {
+            // Another user could write the directory: trust only files of our own user
+            // that only it can write.
             return Err(FabricError::bad_file(
                 &path,
-                format!("not a regular file of user {me} (owner {})", export_meta.uid()),
+                format!(
+                    "not a regular file of user {me} that only it can write (owner {}, mode {:o})",
+                    export_meta.uid(),
+                    export_meta.mode() & 0o7777
+                ),
             ));
         }
         let len = export_meta.len();

@@ -62,10 +62,11 @@ pub(crate) enum Placing {
     Done,
     /// A chunk placed; more at the next pass.
     More,
-    /// The ring has no room for the header: nothing placed, try again.
-    RingFull,
-    /// The conditions do not hold (no export, the peer QP's facts, the range, every user
-    /// slot taken): nothing placed.
+    /// Nothing placed now, try again at the next pass: the ring has no room for the
+    /// header, or (part-way through a WRITE) every user slot of the region is taken.
+    Retry,
+    /// The conditions do not hold (no export, the peer QP's facts, the range, or at the
+    /// start every user slot taken): nothing placed.
     Refused,
     /// The region was withdrawn: nothing placed.
     Withdrawn,

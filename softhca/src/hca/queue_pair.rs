@@ -1399,6 +1399,8 @@ impl QueuePair {
             let placement = match import.claim(header.remote_addr.wrapping_add(start), len) {
                 Ok(placement) => placement,
                 Err(PlaceError::Withdrawn) => break 'place Placing::Withdrawn,
+                // Every user slot taken: a WRITE under way waits for one.
+                Err(PlaceError::Busy) if continuing => break 'place Placing::Retry,
                 Err(_) => break 'place Placing::Refused,
             };
             if last {
@@ -1415,7 +1417,7 @@ impl QueuePair {
                     .is_ok();
                 self.unannounced |= pushed;
                 if !pushed {
-                    break 'place Placing::RingFull;
+                    break 'place Placing::Retry;
                 }
                 if piggyback {
                     self.deferred_ack = None;
@@ -1442,7 +1444,7 @@ impl QueuePair {
                 }
                 Some(last)
             }
-            Placing::RingFull => Some(false),
+            Placing::Retry => Some(false),
             Placing::Refused | Placing::Withdrawn if !continuing => {
                 if let (Placing::Withdrawn, Some(uid)) = (&step, registry_uid) {
                     hw.imports.forget(uid, header.rkey);
