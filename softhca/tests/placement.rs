@@ -489,3 +489,82 @@ fn a_chunked_write_past_the_region_writes_nothing() {
     assert_eq!(p.engine.placed_writes(), 0);
     assert!(target.read(0, 3 << 20).iter().all(|&b| b == 0), "wrote the part that fits");
 }
+
+/// A peer QP that reconnected (RESET to RTS again, a new ring epoch) is another
+/// connection: WRITEs of the old one land nowhere, as through the ring (whose responder
+/// drops them as out of sequence), whether the reconnect came before a WRITE or between
+/// two of its chunks.
+#[test]
+fn a_reconnected_peer_qp_takes_no_placements_of_the_old_connection() {
+    let mut attrs = rc_attrs();
+    attrs.timeout = 10; // ~4 ms
+    attrs.retry_cnt = 1;
+    let reconnect = |p: &Pair| {
+        let b_attrs =
+            QpAttributes { dest_qpn: p.a.qpn, dgid: LOCALHOST_GID, rq_psn: 0x1234, ..attrs };
+        p.engine.modify_qp(p.b.qpn, qp_state::ERR, b_attrs);
+        p.engine.modify_qp(p.b.qpn, qp_state::RESET, b_attrs);
+        p.b.connect(&p.engine, LOCALHOST_GID, p.a.qpn, QpAttributes { rq_psn: 0x1234, ..attrs });
+    };
+
+    // Before a WRITE.
+    let mut p = pair("place-reconnect", attrs);
+    let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    source.buf.fill(0x99);
+    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 1);
+    target.fill(0);
+    reconnect(&p);
+    let wc = post_and_wait(&mut p, &wr);
+    assert!(wc.syndrome.is_some(), "the old connection's WRITE completed");
+    assert_eq!(p.engine.placed_writes(), 1, "placed into the new connection");
+    assert!(
+        target.read(0, 64 << 10).iter().all(|&b| b == 0),
+        "the reconnected QP's memory was written"
+    );
+
+    // Between two chunks (after one WRITE placed into this connection).
+    let mut p = pair("place-reconnect-chunks", attrs);
+    let first = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let small = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let wr = write_wr(vec![(small.addr(), 8192, small.key)], (first.addr, first.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    let mut placed_before = 0;
+    let (wc, target) = chunked_write(&mut p, 0, 4 << 20, |p, target| {
+        placed_before = target.read(0, 4 << 20).iter().take_while(|&&b| b == 0x77).count();
+        reconnect(p);
+    });
+    assert!(placed_before > 0 && placed_before < 3 * (1 << 20) + 4096, "not between chunks");
+    assert!(wc.syndrome.is_some(), "completed across a reconnect");
+    assert!(target.read(placed_before, 4096).iter().all(|&b| b == 0), "placed after the reconnect");
+}
+
+/// A progress thread asleep when a WRITE starts being placed is woken for its later
+/// chunks: the application, polling its CQ without driving progress itself, gets the
+/// completion without waiting out the thread's idle sleep (up to a second).
+#[test]
+fn a_sleeping_progress_thread_is_woken_for_the_rest_of_a_placed_write() {
+    let mut p = pair("place-sleepy", rc_attrs());
+    p.engine.start_progress_thread().unwrap();
+    let len = 3 * (1 << 20) + 4096;
+    let source = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
+    let target = SharedMr::new(&p.engine, p.pdn, 4 << 20, ALL_ACCESS);
+    std::thread::sleep(Duration::from_millis(300)); // the thread goes to sleep
+    let wr = write_wr(vec![(source.addr(), len as u32, source.key)], (target.addr, target.key));
+    let start = std::time::Instant::now();
+    p.a.post_send(&p.engine, &wr);
+    let wc = loop {
+        if let Some(wc) = p.cq_a.poll_one() {
+            break wc;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no completion");
+        std::thread::yield_now();
+    };
+    let took = start.elapsed();
+    p.engine.stop_progress_thread();
+    assert_eq!(wc.syndrome, None);
+    assert_eq!(p.engine.placed_writes(), 1);
+    assert!(took < Duration::from_millis(400), "took {took:?}: the progress thread slept on");
+}

@@ -46,7 +46,7 @@ use std::time::Duration;
 use super::FabricError;
 use super::layout::export as lay;
 use super::liveness::{ProcessIdentity, slot_owner_is_gone, slot_word};
-use super::registry::{Registry, create_zeroed_file, temp_path};
+use super::registry::{Registry, create_zeroed_file_with_mode, temp_path};
 use super::shm::SharedMapping;
 
 /// What an export says about its region.
@@ -103,14 +103,10 @@ impl MemoryExport {
             FabricError::os("fstat (backing file of a region)", &path, e, "was it closed?")
         })?;
         let temp = temp_path(registry.ring_dir(), &format!("mr-{:#08x}", region.key >> 8));
-        let file = create_zeroed_file(&temp, lay::TOTAL_BYTES as u64)?;
-        // Only our user may change what the export names (the fabric's other files are
-        // open to all): another user could otherwise point our peers' copies elsewhere.
-        use std::os::unix::fs::PermissionsExt;
-        if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(0o600)) {
-            let _ = std::fs::remove_file(&temp);
-            return Err(FabricError::os("fchmod (export)", &temp, e, ""));
-        }
+        // Only our user may change what the export names, from its creation on (the
+        // fabric's other files are open to all): another user could otherwise point our
+        // peers' copies elsewhere.
+        let file = create_zeroed_file_with_mode(&temp, lay::TOTAL_BYTES as u64, 0o600)?;
         let inode = file.metadata().map(|m| m.ino()).unwrap_or(0);
         let mapped = SharedMapping::map(&file, lay::TOTAL_BYTES, &temp);
         let built = mapped.and_then(|map| {

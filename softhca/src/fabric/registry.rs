@@ -193,10 +193,20 @@ fn temp_file_pid(file_name: &str) -> Option<u32> {
     if is_ours { pid.parse().ok() } else { None }
 }
 
-/// Creates a new zero-filled file of `len` bytes at `path` (must not exist).
+/// Creates a new zero-filled file of `len` bytes at `path` (must not exist), open to all
+/// users as the fabric's files are.
 pub(crate) fn create_zeroed_file(path: &Path, len: u64) -> Result<File, FabricError> {
+    create_zeroed_file_with_mode(path, len, 0o666)
+}
+
+/// [`create_zeroed_file`] with permissions `mode` (less the umask) from the start.
+pub(crate) fn create_zeroed_file_with_mode(
+    path: &Path,
+    len: u64,
+    mode: u32,
+) -> Result<File, FabricError> {
     let file =
-        OpenOptions::new().read(true).write(true).create_new(true).mode(0o666).open(path).map_err(
+        OpenOptions::new().read(true).write(true).create_new(true).mode(mode).open(path).map_err(
             |e| {
                 FabricError::os("create", path, e, "is the fabric directory writable by this user?")
             },

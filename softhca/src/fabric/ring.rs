@@ -201,7 +201,7 @@ pub struct Record {
 
 /// The longest a QP waits for its peer's placement in progress
 /// ([`RingConsumer::wait_while_producer_places`]).
-pub const PLACEMENT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
+pub const PLACEMENT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Word indices in the mapping (see [`SharedMapping::words`]) of the fields the fast
 /// paths touch.
@@ -915,10 +915,11 @@ impl RingConsumer {
 
     /// Waits while the producing QP is placing data into our memory (its placement gate is
     /// open), after we changed our facts: then no placement that saw our old facts is
-    /// still writing. A placement of one chunk takes microseconds; this gives up after
-    /// [`PLACEMENT_WAIT_LIMIT`] (a producer stopped in a debugger, or one that leaves its
-    /// gate open: it can write our shared memory directly anyway, so waiting longer, with
-    /// the caller's locks held, protects nothing) or when the producer's process is gone.
+    /// still writing. A placement of one chunk takes microseconds, or a CPU quota period
+    /// or a page read from disk when the placer is throttled or faults; this gives up after
+    /// [`PLACEMENT_WAIT_LIMIT`] (a placer stopped in a debugger, or one that leaves its gate
+    /// open: it runs as our user and can write our shared memory directly anyway, while
+    /// waiting holds the caller's locks) or when the producer's process is gone.
     pub fn wait_while_producer_places(&self) {
         let gate = self.map.u64_at(lay::OFF_PLACING);
         let mut waited = 0u32;

@@ -738,6 +738,7 @@ impl Engine {
             // The peer stops placing WRITEs through it first (it waits for one in progress).
             qp.stop_placements();
         }
+        t.imports.prune();
         t.forget_qp(qpn);
         self.background.publish(&mut t);
         drop(t);
@@ -767,8 +768,18 @@ impl Engine {
     /// The send doorbell of QP `qpn` rang: execute its new WQEs now.
     pub fn sq_doorbell(&self, qpn: u32) {
         let mut t = self.tables();
-        t.with_qp(qpn, |qp, hw| qp.run_requester(hw));
+        let mut placing = false;
+        t.with_qp(qpn, |qp, hw| {
+            qp.run_requester(hw);
+            placing = qp.placement_pending();
+        });
         self.background.publish(&mut t);
+        drop(t);
+        // The rest of a WRITE being placed goes at the next passes; a progress thread that
+        // went to sleep before this doorbell would not run them until its timeout.
+        if placing && self.background.sleepy.load(Ordering::SeqCst) > 0 {
+            self.instance.waker().wake();
+        }
     }
 
     /// Does whatever work is waiting: packets from peers, full rings, timers, receives

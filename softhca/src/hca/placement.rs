@@ -52,8 +52,9 @@ pub const PLACE_MIN_BYTES: u64 = 4096;
 /// takes some 25 us here.
 pub const PLACE_CHUNK_BYTES: u64 = 1 << 20;
 
-/// How often a placing requester checks that its peer's process still exists: a dead
-/// peer's memory (a file others may map) takes placements for at most this long.
+/// How often a placing requester checks that its peer's process still exists (a dead
+/// peer's memory, a file others may map, takes placements for at most this long), and
+/// unmaps regions withdrawn meanwhile.
 pub const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What one call of the requester's placement came to.
@@ -82,7 +83,10 @@ pub struct QpFacts {
     pub state: u8,
     /// `access::REMOTE_*` flags the QP grants.
     pub remote_access: u32,
-    /// The QP's PD number.
+    /// The low 16 bits of the QP's ring epoch, which every RTR (a new connection) changes:
+    /// a requester places only into the connection it started placing into.
+    pub epoch: u16,
+    /// The QP's PD number (24 bits).
     pub pdn: u32,
 }
 
@@ -91,7 +95,10 @@ impl QpFacts {
     pub fn encode(&self) -> u64 {
         let rights = self.remote_access
             & (access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC);
-        u64::from(self.state) | u64::from(rights) << 8 | u64::from(self.pdn) << 32
+        u64::from(self.state)
+            | u64::from(rights) << 8
+            | u64::from(self.epoch) << 16
+            | u64::from(self.pdn) << 32
     }
 
     /// Whether a QP with these facts takes requests (a placed WRITE's later chunks need
@@ -110,6 +117,7 @@ impl QpFacts {
         QpFacts {
             state: word as u8,
             remote_access: (word >> 8) as u8 as u32,
+            epoch: (word >> 16) as u16,
             pdn: (word >> 32) as u32,
         }
     }
@@ -145,10 +153,9 @@ impl Imports {
         let id = (registry.uid(), key);
         let stale = self.regions.get(&id).is_some_and(|(pid, _)| *pid != exporter);
         if stale || !self.regions.contains_key(&id) {
-            // Regions withdrawn since they were opened would stay mapped (their memory
-            // kept alive) until used again: drop them whenever a new one comes.
-            self.regions.retain(|_, (_, r)| r.as_ref().is_none_or(ImportedMemory::is_live));
+            self.prune();
             if self.regions.len() >= MAX_IMPORTS {
+                // Regions in use are open again at their next WRITE.
                 self.regions.clear();
             }
             // An export that cannot be opened (absent: private memory; or another user's,
@@ -158,6 +165,15 @@ impl Imports {
             self.regions.insert(id, (exporter, opened));
         }
         self.regions.get(&id).and_then(|(_, r)| r.as_ref())
+    }
+
+    /// Unmaps the regions withdrawn since they were opened (their memory would otherwise
+    /// stay alive here), and, with the cache full, forgets the keys found unexported.
+    pub fn prune(&mut self) {
+        self.regions.retain(|_, (_, r)| r.as_ref().is_none_or(ImportedMemory::is_live));
+        if self.regions.len() >= MAX_IMPORTS {
+            self.regions.retain(|_, (_, r)| r.is_some());
+        }
     }
 
     /// Forgets the region with key `key` in the HCA whose registry has uid `registry_uid`
@@ -176,12 +192,13 @@ mod tests {
         let facts = QpFacts {
             state: 3,
             remote_access: access::REMOTE_WRITE | access::REMOTE_ATOMIC,
+            epoch: 0xfeed,
             pdn: 0xab_cdef,
         };
         assert_eq!(QpFacts::decode(facts.encode()), facts);
         let with_local =
             QpFacts { remote_access: facts.remote_access | access::LOCAL_WRITE, ..facts };
         assert_eq!(QpFacts::decode(with_local.encode()), facts);
-        assert_eq!(QpFacts::decode(0), QpFacts { state: 0, remote_access: 0, pdn: 0 });
+        assert_eq!(QpFacts::decode(0), QpFacts { state: 0, remote_access: 0, epoch: 0, pdn: 0 });
     }
 }

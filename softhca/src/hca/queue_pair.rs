@@ -239,6 +239,9 @@ struct PeerEnd {
     qpn: u32,
     inbound: Option<RingConsumer>,
     notifier: Option<QpNotifier>,
+    /// The epoch of the peer's facts when this QP first placed into it: a peer that
+    /// reconnected since (a new epoch) is another connection, and takes no placements.
+    facts_epoch: Option<u16>,
 }
 
 impl Link {
@@ -495,7 +498,6 @@ impl QueuePair {
         self.ack_timeout = wire::ack_timeout_us(attrs.timeout).map(Duration::from_micros);
         self.ack_deadline = self.ack_timeout.map(|t| self.last_response + t);
         self.state = state;
-        self.publish_facts();
         match state {
             qp_state::RESET => self.forget_everything(),
             qp_state::INIT if previous == qp_state::RESET => self.forget_everything(),
@@ -507,6 +509,7 @@ impl QueuePair {
                     qpn: attrs.dest_qpn,
                     inbound: None,
                     notifier: None,
+                    facts_epoch: None,
                 });
                 self.peer_incomplete = self.link.peer.is_some();
                 self.attach();
@@ -518,6 +521,8 @@ impl QueuePair {
             qp_state::ERR => self.enter_error(hw),
             _ => {}
         }
+        // After the match: an RTR has started the ring's new epoch by now.
+        self.publish_facts();
     }
 
     /// Tells the peer's requester what it needs for placing WRITEs (`placement.rs`): the
@@ -526,6 +531,7 @@ impl QueuePair {
         let facts = QpFacts {
             state: self.state,
             remote_access: self.attrs.access_flags,
+            epoch: self.link.outbound.epoch() as u16,
             pdn: self.setup.pdn,
         };
         self.link.outbound.publish_qp_facts(facts.encode());
@@ -1361,6 +1367,7 @@ impl QueuePair {
         let len = (header.length - start).min(PLACE_CHUNK_BYTES);
         let last = start + len == header.length;
         let pdn = self.setup.pdn;
+        let mut seen_epoch = None;
         let step = 'place: {
             let Some((peer, inbound)) =
                 self.link.peer.as_ref().and_then(|p| Some((p, p.inbound.as_ref()?)))
@@ -1393,9 +1400,10 @@ impl QueuePair {
             } else {
                 facts.allows_placement() && facts.pdn == region.pdn
             };
-            if !allowed {
+            if !allowed || peer.facts_epoch.is_some_and(|e| e != facts.epoch) {
                 break 'place Placing::Refused;
             }
+            seen_epoch = Some(facts.epoch);
             let placement = match import.claim(header.remote_addr.wrapping_add(start), len) {
                 Ok(placement) => placement,
                 Err(PlaceError::Withdrawn) => break 'place Placing::Withdrawn,
@@ -1434,6 +1442,9 @@ impl QueuePair {
         };
         // Closed on every way out of the block (a store of 0 if it never opened).
         self.link.outbound.set_placing(false);
+        if let (Some(epoch), Some(peer)) = (seen_epoch, self.link.peer.as_mut()) {
+            peer.facts_epoch.get_or_insert(epoch);
+        }
         let registry_uid = self.link.peer.as_ref().map(|p| p.registry.uid());
         match step {
             Placing::Done | Placing::More => {
@@ -1476,6 +1487,7 @@ impl QueuePair {
         if self.peer_checked_at.is_some_and(|at| now.duration_since(at) < PEER_CHECK_INTERVAL) {
             return true;
         }
+        hw.imports.prune();
         let alive = self
             .link
             .peer
@@ -1484,6 +1496,16 @@ impl QueuePair {
             .is_some_and(|inbound| !inbound.producer_gone());
         self.peer_checked_at = alive.then_some(now);
         alive
+    }
+
+    /// A WRITE is part-way placed: the rest goes at the next passes (the engine wakes a
+    /// sleeping progress thread for it).
+    pub(crate) fn placement_pending(&self) -> bool {
+        self.cursor.offset > 0
+            && self
+                .outstanding
+                .get(self.cursor.index)
+                .is_some_and(|o| o.placed && o.outcome.is_none())
     }
 
     /// The QP goes away (DESTROY_QP): its peer stops placing into this process's memory
