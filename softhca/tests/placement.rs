@@ -139,7 +139,17 @@ fn writes_the_responder_would_refuse_are_not_placed_and_touch_nothing() {
 /// A pair whose A has placed one WRITE of `len` bytes of `byte` into a 64 KiB shared
 /// region of B's: the pair, A's source, the region and the WRITE.
 fn placed_once(tag: &str, len: usize, byte: u8) -> (Pair, Mr, SharedMr, SendWr) {
-    let mut p = pair(tag, rc_attrs());
+    placed_once_with(tag, rc_attrs(), len, byte)
+}
+
+/// [`placed_once`] with QP attributes `attrs`.
+fn placed_once_with(
+    tag: &str,
+    attrs: QpAttributes,
+    len: usize,
+    byte: u8,
+) -> (Pair, Mr, SharedMr, SendWr) {
+    let mut p = pair(tag, attrs);
     let source = Mr::new(&p.engine, p.pdn, len, ALL_ACCESS);
     source.buf.fill(byte);
     let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
@@ -508,13 +518,7 @@ fn a_reconnected_peer_qp_takes_no_placements_of_the_old_connection() {
     };
 
     // Before a WRITE.
-    let mut p = pair("place-reconnect", attrs);
-    let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
-    source.buf.fill(0x99);
-    let target = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
-    let wr = write_wr(vec![(source.addr(), 8192, source.key)], (target.addr, target.key));
-    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
-    assert_eq!(p.engine.placed_writes(), 1);
+    let (mut p, _source, target, wr) = placed_once_with("place-reconnect", attrs, 8192, 0x99);
     target.fill(0);
     reconnect(&p);
     let wc = post_and_wait(&mut p, &wr);

@@ -198,6 +198,15 @@ impl Requester {
         w[0]
     }
 
+    /// Has the peer register `len` bytes of a shared memfd mapping (exported: WRITEs into
+    /// it are placed); its address and key.
+    fn shared_region(&mut self, len: usize) -> (u64, u32) {
+        self.peer.send(&format!("SHARED_MR {len}"));
+        let shared = self.peer.expect("SHARED");
+        let f: Vec<&str> = shared.split_whitespace().collect();
+        (f[0].parse().unwrap(), f[1].parse().unwrap())
+    }
+
     fn peer_data(&mut self, off: usize, len: usize) -> Vec<u8> {
         self.peer.send(&format!("DUMP {off} {len}"));
         unhex(&self.peer.expect("DATA"))
@@ -311,10 +320,7 @@ fn every_opcode_across_two_processes() {
 #[test]
 fn writes_into_a_peers_shared_region_are_placed_across_processes() {
     let mut r = connect("placed", 64, 64, 14, 7);
-    r.peer.send(&format!("SHARED_MR {}", 4 << 20));
-    let shared = r.peer.expect("SHARED");
-    let f: Vec<&str> = shared.split_whitespace().collect();
-    let (sa, sk): (u64, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+    let (sa, sk) = r.shared_region(4 << 20);
     let data = pattern(9, PEER_MR_BYTES);
     r.mr.buf.write(0, &data);
     let (base, lkey) = (r.mr.addr(), r.mr.key);
@@ -367,10 +373,7 @@ fn writes_into_a_peers_shared_region_are_placed_across_processes() {
 #[test]
 fn a_dead_peers_shared_region_takes_no_placements() {
     let mut r = connect("placed-dead", 64, 64, 10, 2);
-    r.peer.send(&format!("SHARED_MR {}", 1 << 20));
-    let shared = r.peer.expect("SHARED");
-    let f: Vec<&str> = shared.split_whitespace().collect();
-    let (sa, sk): (u64, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+    let (sa, sk) = r.shared_region(1 << 20);
     let (base, lkey) = (r.mr.addr(), r.mr.key);
     let write = SendWr {
         opcode: opcode::RDMA_WRITE,
