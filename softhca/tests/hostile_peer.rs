@@ -1281,6 +1281,8 @@ fn a_sigbus_elsewhere_still_ends_the_process() {
                     assert!(Instant::now() < deadline, "{what}: still running (looping?)");
                     std::thread::sleep(Duration::from_millis(10));
                 };
+                // Killed, it left its fabric directory in /dev/shm.
+                support::remove_test_fabrics_of(child.pid());
                 assert_eq!(status.signal(), Some(libc::SIGBUS), "{what}: {status:?}");
             };
             let mut child = ChildProc::spawn(ENTRY, "fault", &[]);

@@ -115,6 +115,22 @@ impl TestFabric {
     }
 }
 
+/// Removes the [`TestFabric`] directories of process `pid`: a child test process that died
+/// by a signal could not remove its own.
+pub fn remove_test_fabrics_of(pid: u32) {
+    let Ok(entries) = std::fs::read_dir("/dev/shm") else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // ferrodat-test-<tag>-<pid>-<n>, the tag possibly with dashes of its own.
+        let Some(rest) = name.strip_prefix("ferrodat-test-") else { continue };
+        let mut from_end = rest.rsplitn(3, '-');
+        let (_n, owner) = (from_end.next(), from_end.next());
+        if owner.and_then(|o| o.parse::<u32>().ok()) == Some(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl Drop for TestFabric {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
