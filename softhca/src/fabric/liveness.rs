@@ -84,6 +84,31 @@ pub(crate) fn slot_owner_is_gone(word: u64) -> bool {
     }
 }
 
+/// Waits while `busy()` holds: another process is in the middle of something short (a
+/// copy). Spins a little, then sleeps 20 us at a time; every 64th round asks `gone()`
+/// whether that process is gone (true ends the wait: `gone` may free what it held), and
+/// gives up after `limit`, if one is given, counted from the first sleep.
+pub(crate) fn wait_while_busy(
+    mut busy: impl FnMut() -> bool,
+    mut gone: impl FnMut() -> bool,
+    limit: Option<std::time::Duration>,
+) {
+    let mut round = 0u32;
+    let mut since = None;
+    while busy() {
+        round = round.wrapping_add(1);
+        if round < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let start = *since.get_or_insert_with(std::time::Instant::now);
+        if limit.is_some_and(|limit| start.elapsed() >= limit) || (round % 64 == 0 && gone()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+}
+
 struct ProcStat {
     state: u8,
     start_time: u64,

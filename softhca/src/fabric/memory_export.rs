@@ -41,11 +41,10 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
-use std::time::Duration;
 
 use super::FabricError;
 use super::layout::export as lay;
-use super::liveness::{ProcessIdentity, slot_owner_is_gone, slot_word};
+use super::liveness::{ProcessIdentity, slot_owner_is_gone, slot_word, wait_while_busy};
 use super::registry::{Registry, create_zeroed_file_with_mode, temp_path};
 use super::shm::SharedMapping;
 
@@ -143,11 +142,6 @@ impl MemoryExport {
         built
     }
 
-    /// The export file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Our descriptor of the backing file, if it is the file with device and inode `id`
     /// (another region of the same file then shares it).
     pub fn backing_of(&self, id: (u64, u64)) -> Option<&Arc<File>> {
@@ -161,25 +155,20 @@ impl Drop for MemoryExport {
         fence(Ordering::SeqCst);
         for slot in 0..lay::USER_SLOTS {
             let word = self.map.u64_at(lay::OFF_USER_SLOTS + 8 * slot);
-            let mut waited = 0u32;
-            loop {
-                let placer = word.load(Ordering::Acquire);
-                if placer == 0 {
-                    break;
-                }
+            wait_while_busy(
+                || word.load(Ordering::Acquire) != 0,
                 // A placer that died in the middle of a copy never frees its slot: free it
                 // for it (CAS: unless another placer took the slot meanwhile).
-                if waited % 64 == 63 && slot_owner_is_gone(placer) {
-                    let _ = word.compare_exchange(placer, 0, Ordering::AcqRel, Ordering::Relaxed);
-                    continue;
-                }
-                waited = waited.wrapping_add(1);
-                if waited < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::sleep(Duration::from_micros(20));
-                }
-            }
+                || {
+                    let placer = word.load(Ordering::Acquire);
+                    placer == 0
+                        || slot_owner_is_gone(placer)
+                            && word
+                                .compare_exchange(placer, 0, Ordering::AcqRel, Ordering::Relaxed)
+                                .is_ok()
+                },
+                None,
+            );
         }
         // Unlink only our own file (a rebuilt directory may hold another by now).
         if std::fs::symlink_metadata(&self.path).is_ok_and(|named| named.ino() == self.inode) {
@@ -387,10 +376,10 @@ impl ImportedMemory {
     /// written nothing, if the range is not inside the region or the export is no longer
     /// live.
     pub fn claim(&self, addr: u64, len: u64) -> Result<Placement<'_>, PlaceError> {
-        let offset = addr.checked_sub(self.region.iova).ok_or(PlaceError::OutOfRange)?;
-        if offset.checked_add(len).is_none_or(|end| end > self.region.length) {
+        if !self.covers(addr, len) {
             return Err(PlaceError::OutOfRange);
         }
+        let offset = addr - self.region.iova;
         let slot = self.claim_slot().ok_or(PlaceError::Busy)?;
         let placement = Placement { import: self, slot, offset: self.skew + offset as usize };
         // The slot's claim, then the live word, with a SeqCst fence between (module docs).

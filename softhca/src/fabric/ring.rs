@@ -75,7 +75,7 @@ use std::sync::atomic::{Ordering, fence};
 
 use super::FabricError;
 use super::layout::ring as lay;
-use super::liveness::ProcessIdentity;
+use super::liveness::{ProcessIdentity, wait_while_busy};
 use super::registry::{Registry, create_zeroed_file, temp_path};
 use super::shm::SharedMapping;
 
@@ -922,23 +922,13 @@ impl RingConsumer {
     /// waiting holds the caller's locks) or when the producer's process is gone.
     pub fn wait_while_producer_places(&self) {
         let gate = self.map.u64_at(lay::OFF_PLACING);
-        let mut waited = 0u32;
-        let mut since = None;
         // The caller's facts store, then the gate, with a SeqCst fence between.
         fence(Ordering::SeqCst);
-        while gate.load(Ordering::Acquire) != 0 {
-            waited = waited.wrapping_add(1);
-            if waited < 64 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let start = *since.get_or_insert_with(std::time::Instant::now);
-            if start.elapsed() >= PLACEMENT_WAIT_LIMIT || (waited % 64 == 0 && self.producer_gone())
-            {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
+        wait_while_busy(
+            || gate.load(Ordering::Acquire) != 0,
+            || self.producer_gone(),
+            Some(PLACEMENT_WAIT_LIMIT),
+        );
     }
 
     /// The pid of the process that created the ring (the producing QP's owner), as its

@@ -1417,18 +1417,8 @@ impl QueuePair {
                 // lock, after the copy; a later request is pushed after the copy too.
                 let mut h = *header;
                 h.flags |= flag::FIRST | flag::LAST | flag::PLACED;
-                let (wire_header, piggyback) = self.outgoing_header(&h, 0);
-                let pushed = self
-                    .link
-                    .outbound
-                    .try_push(wire_header.record_kind(), wire_header.bytes(), &[])
-                    .is_ok();
-                self.unannounced |= pushed;
-                if !pushed {
+                if !self.push(&h, &[]) {
                     break 'place Placing::Retry;
-                }
-                if piggyback {
-                    self.deferred_ack = None;
                 }
             }
             let copied = placement.copy(|map, at| {
