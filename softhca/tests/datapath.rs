@@ -1054,3 +1054,66 @@ fn dropping_the_engine_while_its_progress_thread_sleeps_drops_it_at_once() {
     assert_eq!(weak.strong_count(), 0, "the sleeping progress thread kept the engine alive");
     assert!(thread_cpu_ticks(name).is_none(), "the progress thread outlived its engine");
 }
+
+/// A requester whose WRITE fills its ring waits for the peer to read; the peer's reading
+/// wakes it (`ring.rs`, "Room") rather than leaving it to find the room at its next look,
+/// which for a sleeping progress thread is up to a millisecond later. Two HCAs in one
+/// process, so that each engine's work is its own: the requester's engine has nothing to
+/// do, and says so, until the responder's engine reads.
+#[test]
+fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
+    let fabric = TestFabric::new("room-wake");
+    let mut other_gid = LOCALHOST_GID;
+    other_gid[15] = 2;
+    let open = |name: &str, gid| {
+        ferrodat_softhca::hca::engine::Engine::open_in(fabric.dir.clone(), name, gid).unwrap()
+    };
+    let (e1, e2) = (open("hcaroom1", LOCALHOST_GID), open("hcaroom2", other_gid));
+    let (pdn1, pdn2) = (e1.registry().alloc_pdn(), e2.registry().alloc_pdn());
+    let (mut cq1, cq2) = (Cq::new(&e1, 256), Cq::new(&e2, 256));
+    let spec = |pdn, cq: &Cq| QpSpec {
+        pdn,
+        send_cqn: cq.cqn,
+        recv_cqn: cq.cqn,
+        srqn: None,
+        sq_wqebbs: 64,
+        rq_wqe_count: 16,
+        max_recv_sge: 1,
+        sq_sig_all: false,
+    };
+    let mut qp1 = Qp::new(&e1, spec(pdn1, &cq1));
+    let qp2 = Qp::new(&e2, spec(pdn2, &cq2));
+    qp1.connect(&e1, other_gid, qp2.qpn, rc_attrs());
+    qp2.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+    const LEN: usize = 1 << 20; // four rings' worth
+    let src = Mr::new(&e1, pdn1, LEN, ALL_ACCESS);
+    let dst = Mr::new(&e2, pdn2, LEN, ALL_ACCESS);
+    let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
+    src.buf.write(0, &data);
+    qp1.post_send(
+        &e1,
+        &SendWr {
+            opcode: opcode::RDMA_WRITE,
+            sges: vec![(src.addr(), LEN as u32, src.key)],
+            remote: Some((dst.addr(), dst.key)),
+            signaled: true,
+            ..Default::default()
+        },
+    );
+    // The doorbell filled the ring; the requester has nothing to do until the peer reads.
+    while e1.progress() {}
+    assert!(!e1.progress(), "the requester's engine found work before the peer read");
+    assert!(e2.progress(), "the responder read the ring");
+    assert!(e1.progress(), "the responder's reading woke the requester");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let wc = loop {
+        e2.progress();
+        if let Some(wc) = cq1.poll_one() {
+            break wc;
+        }
+        e1.progress();
+        assert!(std::time::Instant::now() < deadline, "the WRITE never completed");
+    };
+    assert_eq!(wc.syndrome, None, "{wc:?}");
+    assert!(dst.buf.read(0, LEN) == data, "the WRITE's bytes arrived intact");
+}

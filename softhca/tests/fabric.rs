@@ -1173,3 +1173,47 @@ fn a_facts_change_waits_for_the_peers_open_placement_gate() {
     inbound.wait_while_producer_places();
     assert!(start.elapsed() >= PLACEMENT_WAIT_LIMIT);
 }
+
+/// A push that finds the ring full asks for room (`ring.rs`, "Room"): the consumer is told
+/// to wake the producer once, when its reading has freed the room asked for (half the
+/// ring, or the record if larger), not before and not again; a reset withdraws the request.
+#[test]
+fn a_full_ring_asks_for_room_and_the_consumer_grants_it_once() {
+    // Kept whole (not destructured from a temporary): its directory holds the ring file.
+    let mut ring = SmallRing::new("room");
+    let SmallRing { producer, consumer, b, .. } = &mut ring;
+    let path = producer.path().to_path_buf();
+    let request_word = || peek_u64(&path, ring_layout::OFF_ROOM_WANTED);
+    let record = |n: u32| (n.to_ne_bytes(), [n as u8; 100]);
+    let mut pushed = 0u32;
+    assert!(!consumer.take_room_request(), "no request in a fresh ring");
+    let full = loop {
+        let (header, body) = record(pushed);
+        match producer.try_push(7, &header, &[&body]) {
+            Ok(()) => pushed += 1,
+            Err(e) => break e,
+        }
+    };
+    // 36 records of 112 bytes (4032 of 4096): the next needs 176 with its padding.
+    assert_eq!((pushed, full), (36, PushError::Full { needed: 176, free: 64 }));
+    assert_ne!(request_word(), 0, "the full push left a request");
+    // Half the ring (2048 bytes) is more than the record needs: the request names the
+    // head position 4032 + 2048 - 4096 = 1984, reached after 18 records (2016 bytes).
+    for n in 0..17 {
+        assert!(consumer.pop().expect("ok").is_some(), "record {n}");
+        assert!(!consumer.take_room_request(), "woken after only {} records", n + 1);
+    }
+    assert!(consumer.pop().expect("ok").is_some());
+    assert!(consumer.take_room_request(), "the 18th record freed the room asked for");
+    assert!(!consumer.take_room_request(), "one wake per request");
+    assert_eq!(request_word(), 0, "the consumer cleared the request it granted");
+    let (header, body) = record(pushed);
+    producer.try_push(7, &header, &[&body]).expect("room after the wake");
+
+    // Full again (a record as large as the ring allows, 2040 bytes: more than half of the
+    // free space), then reset: the new epoch's consumer owes the old request nothing.
+    while producer.try_push(7, &[0; 2040], &[]).is_ok() {}
+    assert_ne!(request_word(), 0);
+    producer.reset(*b);
+    assert_eq!(request_word(), 0, "a reset withdraws the request");
+}

@@ -177,7 +177,8 @@ fn a_ring_consumer_survives_whatever_its_producer_writes() {
                         }
                     };
                     let header_at = |pos: u64| data + (pos as usize & (CAPACITY - 1)) / 8 * 8;
-                    let (offset, width) = match rng.below(8) {
+                    let (offset, width) = match rng.below(9) {
+                        8 => (ring_layout::OFF_ROOM_WANTED, 8),
                         0 => (ring_layout::OFF_TAIL, 8),
                         1 => (ring_layout::OFF_EPOCH_START, 8),
                         2 => (ring_layout::OFF_HEAD, 8),
@@ -243,6 +244,8 @@ fn a_ring_consumer_survives_whatever_its_producer_writes() {
                 6 => {
                     let _ = victim.may_have_records();
                     let _ = victim.set_polling(rng.chance(50));
+                    // A request for room, garbage or not, is at most a wake for the peer.
+                    let _ = victim.take_room_request();
                     Ok(())
                 }
                 _ => victim.discard_all(),

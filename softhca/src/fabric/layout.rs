@@ -124,8 +124,9 @@ pub mod ring {
     /// Layout version (3: packets may use the compact header of `hca::wire`; 4: record
     /// headers are written last and consumed records are zeroed, see `ring.rs`; 5: packets
     /// carry up to 64 KiB of payload, `hca::wire::SEGMENT_BYTES`; 6: the owning QP's facts
-    /// at [`OFF_QP_FACTS`] and its placement gate at [`OFF_PLACING`]).
-    pub const VERSION: u32 = 6;
+    /// at [`OFF_QP_FACTS`] and its placement gate at [`OFF_PLACING`]; 7: the producer's
+    /// request for room at [`OFF_ROOM_WANTED`]).
+    pub const VERSION: u32 = 7;
 
     // ---- line 0: written by the producer at create (and dest/epoch at reset) ----
     /// `u64`: [`MAGIC`].
@@ -157,6 +158,11 @@ pub mod ring {
     pub const OFF_TAIL: usize = LINE;
     /// `u64`: `epoch << 32 | head position` (bytes consumed, wrapping), consumer line.
     pub const OFF_HEAD: usize = 2 * LINE;
+    /// `u64`: non-zero while the producer waits for room (a push found the ring full): the
+    /// consumer that moves `head` past enough bytes clears it and wakes the producer's QP
+    /// (`ring.rs`, "Room"). In the consumer's line: the consumer reads it after every
+    /// record, the producer writes it only when the ring is full.
+    pub const OFF_ROOM_WANTED: usize = 2 * LINE + 8;
     /// `u32`: the consuming QP's number while it polls this ring (producers then skip the
     /// pending-slot notification), else 0. Written by the consumer only when it starts or
     /// stops polling, read by the producer after every push: a read-mostly line. See

@@ -54,6 +54,20 @@
 //! remembers every word it decided on, and the hint is "no" while they all stay as they
 //! were: a poller does not spin on such a ring.
 //!
+//! # Room
+//!
+//! A push that finds the ring full leaves a request in the consumer's line
+//! ([`lay::OFF_ROOM_WANTED`]: the head position it needs, with a marker bit), then looks
+//! at the head once more (Relaxed store, SeqCst fence, Acquire load). The consumer looks
+//! at the word after each record it consumes (one Relaxed load of a line it just wrote);
+//! once its head has reached the position, it clears the word and wakes the producer's QP
+//! ([`RingConsumer::take_room_request`]), so a producer whose owner sleeps is woken when
+//! there is room instead of at its next timeout. The consumer's look is not fenced (a
+//! fence there would wait for the zeroed record's line on every message), so in a narrow
+//! race it can miss a request made while it consumed its last record; the producer then
+//! finds the room at its next look, after at most the progress thread's sleep while a QP
+//! waits for room (`hca/engine.rs`, `BlockedOnPeers`): a late wake, never a lost record.
+//!
 //! # Polling
 //!
 //! The consumer may announce that it polls the ring ([`RingConsumer::set_polling`]); the
@@ -65,7 +79,8 @@
 //! A push: one load of `head` only when the cached free space is too small, the payload
 //! copy, one Release store of the header, one Release store of `tail`. A small pop: one
 //! load of the epoch-start word (a line that stays shared), one Acquire load of the
-//! header, the copy, the zeroing, one Release store of `head`.
+//! header, the copy, the zeroing, one Release store of `head`, and the Relaxed load of
+//! the room request (see "Room") in the line that store just wrote.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -211,6 +226,10 @@ const HEAD_WORD: usize = lay::OFF_HEAD / 8;
 const AREA_WORD: usize = lay::DATA_OFFSET / 8;
 const _: () = assert!(lay::OFF_EPOCH_START % 8 == 0 && lay::OFF_TAIL % 8 == 0);
 const _: () = assert!(lay::OFF_HEAD % 8 == 0 && lay::DATA_OFFSET % 8 == 0);
+
+/// Marks a request in [`lay::OFF_ROOM_WANTED`] (whose low 32 bits are the head position
+/// the producer waits for, which may be 0).
+const ROOM_REQUESTED: u64 = 1 << 32;
 
 fn round_up_8(len: usize) -> usize {
     (len + 7) & !7
@@ -498,6 +517,25 @@ impl RingProducer {
         (self.capacity - self.tail.wrapping_sub(self.cached_head)) as usize
     }
 
+    /// The ring lacks `needed` bytes: asks the consumer to wake this QP once its head has
+    /// reached the position that frees them, or half the ring if that is more (a wake per
+    /// record would cost each a sleep and a wake-up on both sides), then reads the head
+    /// again (see "Room").
+    #[cold]
+    fn ask_for_room(&mut self, needed: usize) {
+        let room = (needed as u32).max(self.capacity / 2);
+        let wanted = self.tail.wrapping_add(room).wrapping_sub(self.capacity);
+        let request = ROOM_REQUESTED | u64::from(wanted);
+        let word = self.map.u64_at(lay::OFF_ROOM_WANTED);
+        if word.load(Ordering::Relaxed) != request {
+            word.store(request, Ordering::Relaxed);
+            // Orders the request before the head's second reading: a consumer that moved
+            // the head too late for that reading sees the request.
+            fence(Ordering::SeqCst);
+        }
+        self.refresh_head();
+    }
+
     /// Appends one record: `header` then each of `payload`, copied straight into the ring
     /// (no intermediate buffer). Publishes it with a Release store of the tail; call the
     /// consumer's [`QpNotifier::notify`](super::QpNotifier::notify) afterwards.
@@ -601,6 +639,9 @@ impl RingProducer {
         let needed = padding + record_bytes;
         if self.free_from_cache() < needed {
             self.refresh_head();
+            if self.free_from_cache() < needed {
+                self.ask_for_room(needed);
+            }
             let free = self.free_from_cache();
             if free < needed {
                 return Err(PushError::Full { needed, free });
@@ -683,8 +724,10 @@ impl RingProducer {
         if self.epoch as u16 == 0 {
             self.epoch = self.epoch.wrapping_add(1);
         }
-        // A new consumer starts out notified, whatever an earlier one left here.
+        // A new consumer starts out notified, whatever an earlier one left here, and owes
+        // no wake for the old epoch.
         self.map.u32_at(lay::OFF_POLLED_BY).store(0, Ordering::Relaxed);
+        self.map.u64_at(lay::OFF_ROOM_WANTED).store(0, Ordering::Relaxed);
         self.map.u32_at(lay::OFF_DEST_QPN).store(dest_qpn, Ordering::Relaxed);
         self.dest_qpn = dest_qpn;
         // Release: a consumer that sees the new epoch here (its per-record check) or in
@@ -948,6 +991,21 @@ impl RingConsumer {
 
     fn corrupt(&self, what: &'static str, value: u64) -> RingError {
         RingError::Corrupt { src_qpn: self.src_qpn, what, position: self.head, value }
+    }
+
+    /// True, once, when the producer asked for room (see "Room") and the head has
+    /// reached the position it waits for: the caller wakes the producer's QP. One Relaxed
+    /// load when there is no request; call it after consuming records.
+    #[inline]
+    pub fn take_room_request(&self) -> bool {
+        let word = self.map.u64_at(lay::OFF_ROOM_WANTED);
+        let request = word.load(Ordering::Relaxed);
+        // Positions are within the capacity (at most 2^30) of each other, so the wrapping
+        // difference read as signed says which is ahead; a garbage request only costs the
+        // producer that wrote it its wake.
+        request & ROOM_REQUESTED != 0
+            && self.head.wrapping_sub(request as u32) as i32 >= 0
+            && word.compare_exchange(request, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     fn store_head(&self) {

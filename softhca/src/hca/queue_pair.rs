@@ -1692,6 +1692,7 @@ impl QueuePair {
                     }
                 }
             }
+            self.wake_producer_waiting_for_room();
         }
         self.complete_in_order(hw);
         if self.state == qp_state::RTS {
@@ -1711,6 +1712,19 @@ impl QueuePair {
             self.arm_ack_timer(hw);
         }
         self.check_awaiting();
+    }
+
+    /// After a record: if the peer's requester waits for room in its ring and our reading
+    /// made it (`ring.rs`, "Room"), wake its QP, whose owner may sleep until then.
+    #[inline(always)]
+    fn wake_producer_waiting_for_room(&self) {
+        if let Some(peer) = &self.link.peer
+            && let Some(inbound) = &peer.inbound
+            && inbound.take_room_request()
+            && let Some(notifier) = &peer.notifier
+        {
+            notifier.notify();
+        }
     }
 
     /// The general case of one record of [`Self::run_inbound`] (`popped` is what
