@@ -1117,3 +1117,84 @@ fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
     assert_eq!(wc.syndrome, None, "{wc:?}");
     assert!(dst.buf.read(0, LEN) == data, "the WRITE's bytes arrived intact");
 }
+
+/// A requester reconnected (RESET, then RTR to a new peer QP) while its ring still holds
+/// what the old peer never read: the old epoch's bytes count as used until the new peer
+/// skips them, which it does at its first look, so the requester announces itself even
+/// when its first push does not fit; the new peer's look then grants the room. Before,
+/// nobody told the new peer anything, and the WRITE waited for ever without even a
+/// timeout (no request had gone out). In both orders of the two sides' connects.
+#[test]
+fn a_requester_reconnected_with_a_full_ring_reaches_its_new_peer() {
+    for new_peer_connects_first in [false, true] {
+        let fabric = TestFabric::new("room-reconnect");
+        let mut other_gid = LOCALHOST_GID;
+        other_gid[15] = 2;
+        let open = |name: &str, gid| {
+            ferrodat_softhca::hca::engine::Engine::open_in(fabric.dir.clone(), name, gid).unwrap()
+        };
+        let (e1, e2) = (open("hcarc1", LOCALHOST_GID), open("hcarc2", other_gid));
+        let (pdn1, pdn2) = (e1.registry().alloc_pdn(), e2.registry().alloc_pdn());
+        let (mut cq1, cq2) = (Cq::new(&e1, 256), Cq::new(&e2, 256));
+        let spec = |pdn, cq: &Cq| QpSpec {
+            pdn,
+            send_cqn: cq.cqn,
+            recv_cqn: cq.cqn,
+            srqn: None,
+            sq_wqebbs: 64,
+            rq_wqe_count: 16,
+            max_recv_sge: 1,
+            sq_sig_all: false,
+        };
+        let mut qp1 = Qp::new(&e1, spec(pdn1, &cq1));
+        let old_peer = Qp::new(&e2, spec(pdn2, &cq2));
+        qp1.connect(&e1, other_gid, old_peer.qpn, rc_attrs());
+        old_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+        const LEN: usize = 1 << 20;
+        let src = Mr::new(&e1, pdn1, LEN, ALL_ACCESS);
+        src.buf.fill(0x5c);
+        let dst = Mr::new(&e2, pdn2, LEN, ALL_ACCESS);
+        let write = |len: usize, to: &Mr| SendWr {
+            opcode: opcode::RDMA_WRITE,
+            sges: vec![(src.addr(), len as u32, src.key)],
+            remote: Some((to.addr(), to.key)),
+            signaled: true,
+            ..Default::default()
+        };
+        qp1.post_send(&e1, &write(LEN, &dst));
+        while e1.progress() {}
+        // The old peer goes away unread; the requester reconnects to a new QP.
+        e2.modify_qp(old_peer.qpn, qp_state::RESET, rc_attrs());
+        e1.modify_qp(qp1.qpn, qp_state::RESET, rc_attrs());
+        qp1.sq_pi = 0;
+        while cq1.poll_one().is_some() {}
+        let new_peer = Qp::new(&e2, spec(pdn2, &cq2));
+        if new_peer_connects_first {
+            new_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+            for _ in 0..10 {
+                e2.progress();
+            }
+            qp1.connect(&e1, other_gid, new_peer.qpn, rc_attrs());
+        } else {
+            qp1.connect(&e1, other_gid, new_peer.qpn, rc_attrs());
+            new_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+        }
+        let dst_new = Mr::new(&e2, pdn2, 1 << 16, ALL_ACCESS);
+        qp1.post_send(&e1, &write(1 << 16, &dst_new));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let wc = loop {
+            e1.progress();
+            e2.progress();
+            if let Some(wc) = cq1.poll_one() {
+                break wc;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the WRITE to the new peer never completed (new peer first: {new_peer_connects_first})"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        assert_eq!(wc.syndrome, None, "{wc:?}");
+        assert!(dst_new.buf.read(0, 1 << 16).iter().all(|&b| b == 0x5c), "the bytes arrived");
+    }
+}

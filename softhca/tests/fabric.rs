@@ -1210,8 +1210,8 @@ fn a_full_ring_asks_for_room_and_the_consumer_grants_it_once() {
     let (header, body) = record(pushed);
     producer.try_push(7, &header, &[&body]).expect("room after the wake");
 
-    // Full again (a record as large as the ring allows, 2040 bytes: more than half of the
-    // free space), then reset: the new epoch's consumer owes the old request nothing.
+    // Full again (records as large as the ring allows, 2040 bytes: the last one more than
+    // the free space), then reset: the new epoch's consumer owes the old request nothing.
     while producer.try_push(7, &[0; 2040], &[]).is_ok() {}
     assert_ne!(request_word(), 0);
     producer.reset(*b);

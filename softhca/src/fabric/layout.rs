@@ -158,10 +158,10 @@ pub mod ring {
     pub const OFF_TAIL: usize = LINE;
     /// `u64`: `epoch << 32 | head position` (bytes consumed, wrapping), consumer line.
     pub const OFF_HEAD: usize = 2 * LINE;
-    /// `u64`: non-zero while the producer waits for room (a push found the ring full): the
-    /// consumer that moves `head` past enough bytes clears it and wakes the producer's QP
-    /// (`ring.rs`, "Room"). In the consumer's line: the consumer reads it after every
-    /// record, the producer writes it only when the ring is full.
+    /// `u64`: set by a push that found the ring full (the head position it waits for, with
+    /// a marker bit): the consumer whose head reaches the position clears it and wakes the
+    /// producer's QP (`ring.rs`, "Room"). In the consumer's line: the consumer reads it
+    /// after every record, the producer writes it only when the ring is full.
     pub const OFF_ROOM_WANTED: usize = 2 * LINE + 8;
     /// `u32`: the consuming QP's number while it polls this ring (producers then skip the
     /// pending-slot notification), else 0. Written by the consumer only when it starts or

@@ -58,15 +58,18 @@
 //!
 //! A push that finds the ring full leaves a request in the consumer's line
 //! ([`lay::OFF_ROOM_WANTED`]: the head position it needs, with a marker bit), then looks
-//! at the head once more (Relaxed store, SeqCst fence, Acquire load). The consumer looks
-//! at the word after each record it consumes (one Relaxed load of a line it just wrote);
-//! once its head has reached the position, it clears the word and wakes the producer's QP
-//! ([`RingConsumer::take_room_request`]), so a producer whose owner sleeps is woken when
-//! there is room instead of at its next timeout. The consumer's look is not fenced (a
-//! fence there would wait for the zeroed record's line on every message), so in a narrow
-//! race it can miss a request made while it consumed its last record; the producer then
-//! finds the room at its next look, after at most the progress thread's sleep while a QP
-//! waits for room (`hca/engine.rs`, `BlockedOnPeers`): a late wake, never a lost record.
+//! at the head once more (Relaxed store, SeqCst fence, Acquire load). The consuming QP
+//! looks at the word after each record it handles and once more after the last look of
+//! its pass (one Relaxed load of a line the head store just wrote; the ring's own calls do
+//! not look); once the head has reached the position, it clears the word and wakes the
+//! producer's QP ([`RingConsumer::take_room_request`]), so a producer whose owner sleeps
+//! is woken when there is room instead of at its next timeout. The consumer's look is not
+//! fenced (a fence there would wait for the zeroed record's line on every message), so in
+//! a narrow race it can miss a request made while it consumed its last record; the
+//! producer then finds the room at its next look, after at most the progress thread's
+//! sleep while a QP waits for room (`hca/engine.rs`, `BlockedOnPeers`): a late wake, never
+//! a lost record. A request can also outlive the wait it was made for (the second look
+//! found room): its grant is then one wake too many.
 //!
 //! # Polling
 //!
@@ -79,8 +82,8 @@
 //! A push: one load of `head` only when the cached free space is too small, the payload
 //! copy, one Release store of the header, one Release store of `tail`. A small pop: one
 //! load of the epoch-start word (a line that stays shared), one Acquire load of the
-//! header, the copy, the zeroing, one Release store of `head`, and the Relaxed load of
-//! the room request (see "Room") in the line that store just wrote.
+//! header, the copy, the zeroing, one Release store of `head`; the consuming QP then
+//! loads the room request (see "Room") from the line that store just wrote.
 
 use std::fs::OpenOptions;
 use std::io;

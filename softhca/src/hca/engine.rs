@@ -73,10 +73,11 @@ const WATCH_SPINS: u32 = 64;
 
 /// A QP waiting for something only its peer can give (room in its outbound ring, which
 /// the peer frees by reading, and wakes it for: `fabric/ring.rs`, "Room") is looked at
-/// after sleeps of at most 1 ms with spinning passes in between; once the peers of such QPs have read nothing for this long (stopped, stuck
-/// or hostile), the sleeps double up to [`BLOCKED_SLEEP_MAX`] with no spinning in
-/// between, instead of spinning for as long as it lasts (63% of a core measured). The
-/// first read by a peer, or any packet, ends the back-off.
+/// after sleeps of at most 1 ms with spinning passes in between; once the peers of such
+/// QPs have read nothing for this long (stopped, stuck or hostile), the sleeps double up
+/// to [`BLOCKED_SLEEP_MAX`] with no spinning in between, instead of spinning for as long
+/// as it lasts (63% of a core measured). The first read by a peer, or any packet, ends
+/// the back-off.
 const BLOCKED_BEFORE_BACKOFF: Duration = Duration::from_millis(200);
 
 /// The longest sleep of a progress thread whose QPs wait on a peer that does not read.

@@ -227,6 +227,33 @@ enum Response {
     ReadData { psn: u32, source: AppSpan, offset: u64 },
 }
 
+/// The room a pass of [`QueuePair::run_inbound`] granted the peer's requester: the first
+/// grant wakes it at once, later ones in the same pass once at its end, so that a peer
+/// that asks again before every record costs a wake per pass, not one per record.
+#[derive(Default)]
+struct RoomWakes {
+    woken: bool,
+    owed: bool,
+}
+
+impl RoomWakes {
+    /// After a record (`end`: after the pass's last look).
+    #[inline(always)]
+    fn granted(&mut self, qp: &QueuePair, end: bool) {
+        if qp.room_granted() {
+            if self.woken {
+                self.owed = true;
+            } else {
+                self.woken = true;
+                qp.wake_producer();
+            }
+        }
+        if end && std::mem::take(&mut self.owed) {
+            qp.wake_producer();
+        }
+    }
+}
+
 /// Both directions of the QP's connection through the fabric.
 pub struct Link {
     /// Requests and responses this QP sends (its peer reads them).
@@ -504,6 +531,10 @@ impl QueuePair {
             qp_state::RTR if previous == qp_state::INIT => {
                 self.expected_psn = attrs.rq_psn & wire::PSN_MASK;
                 self.link.outbound.reset(attrs.dest_qpn);
+                // Told at the first transmission even if nothing fits yet: the new peer
+                // then skips what the old one left unread (its first look at the new
+                // epoch), which frees the room a first push may be waiting for.
+                self.unannounced = true;
                 self.link.peer = peer_registry.map(|registry| PeerEnd {
                     registry,
                     qpn: attrs.dest_qpn,
@@ -1660,6 +1691,7 @@ impl QueuePair {
         }
         self.attach();
         let mut first = true;
+        let mut room = RoomWakes::default();
         loop {
             // A full outbound ring does not stop us reading: the peer may be blocked on
             // *its* full ring until we consume it (both sides streaming READ responses or
@@ -1692,8 +1724,11 @@ impl QueuePair {
                     }
                 }
             }
-            self.wake_producer_waiting_for_room();
+            room.granted(self, false);
         }
+        // Also after the last look: a pass that only moved the head (a new epoch, whose
+        // consumer skips the old one's bytes) may have made the room asked for.
+        room.granted(self, true);
         self.complete_in_order(hw);
         if self.state == qp_state::RTS {
             self.transmit(hw);
@@ -1714,15 +1749,20 @@ impl QueuePair {
         self.check_awaiting();
     }
 
-    /// After a record: if the peer's requester waits for room in its ring and our reading
-    /// made it (`ring.rs`, "Room"), wake its QP, whose owner may sleep until then.
+    /// True, once, if the peer's requester waits for room in its ring and our reading
+    /// made it (`ring.rs`, "Room"): wake its QP ([`Self::wake_producer`]), whose owner may
+    /// sleep until then. Left for later while there is no notifier to wake it with.
     #[inline(always)]
-    fn wake_producer_waiting_for_room(&self) {
-        if let Some(peer) = &self.link.peer
-            && let Some(inbound) = &peer.inbound
-            && inbound.take_room_request()
-            && let Some(notifier) = &peer.notifier
-        {
+    fn room_granted(&self) -> bool {
+        self.link.peer.as_ref().is_some_and(|peer| {
+            peer.notifier.is_some() && peer.inbound.as_ref().is_some_and(|i| i.take_room_request())
+        })
+    }
+
+    /// Wakes the peer's QP (a grant of room in its ring).
+    #[cold]
+    fn wake_producer(&self) {
+        if let Some(notifier) = self.link.peer.as_ref().and_then(|p| p.notifier.as_ref()) {
             notifier.notify();
         }
     }
