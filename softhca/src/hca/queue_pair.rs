@@ -1722,9 +1722,12 @@ impl QueuePair {
                     if !self.inbound_record(popped, &small, src_qpn, hw) {
                         break;
                     }
+                    // At once after any record but a small SEND (data segments are
+                    // these): the producer refills while we read on. Small SENDs, the
+                    // latency path, leave it to the pass's end.
+                    room.granted(self, false);
                 }
             }
-            room.granted(self, false);
         }
         // Also after the last look: a pass that only moved the head (a new epoch, whose
         // consumer skips the old one's bytes) may have made the room asked for.
