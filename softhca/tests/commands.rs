@@ -2447,7 +2447,7 @@ fn uverbs_and_device_can_be_shared_between_threads() {
 /// `fabric/memory_export.rs`); other memory and other rights stay private. DEREG_MR
 /// withdraws the export, file included.
 #[test]
-fn reg_mr_exports_shared_file_memory_that_peers_may_write() {
+fn reg_mr_exports_shared_file_memory_that_peers_may_write_or_read() {
     use std::os::fd::{AsRawFd, FromRawFd};
     let fx = ctx();
     let (pd, _) = fx.alloc_pd();
@@ -2477,7 +2477,9 @@ fn reg_mr_exports_shared_file_memory_that_peers_may_write() {
     let export = engine.registry().export_path(mr.rkey >> 8);
     assert!(export.exists());
     let read_only = fx.reg_mr(pd, shared as u64, 4096, access::REMOTE_READ).unwrap();
-    assert!(!engine.is_exported(read_only.rkey >> 8), "no REMOTE_WRITE: nothing to place");
+    assert!(engine.is_exported(read_only.rkey >> 8), "REMOTE_READ: READs are placed");
+    let local = fx.reg_mr(pd, shared as u64 + 12288, 4096, access::LOCAL_WRITE).unwrap();
+    assert!(!engine.is_exported(local.rkey >> 8), "no remote right: nothing to place");
     let private = fx.lend(4096);
     let private_mr = fx.reg_mr(pd, private, 4096, writable).unwrap();
     assert!(!engine.is_exported(private_mr.rkey >> 8), "private memory cannot be shared");

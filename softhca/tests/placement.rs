@@ -1,8 +1,9 @@
 //! One-sided placement: RDMA WRITEs into a region registered from a shared file mapping
-//! are copied by the requester straight into it (`hca/placement.rs`,
-//! `fabric/memory_export.rs`), with the semantics of a WRITE through the ring: the same
-//! completions, the same errors, nothing written where the responder would refuse it, and
-//! no WRITE landing before an earlier request is done at the responder.
+//! are copied by the requester straight into it, and RDMA READs straight out of it
+//! (`hca/placement.rs`, `fabric/memory_export.rs`), with the semantics of a request
+//! through the ring: the same completions, the same errors, nothing written or read where
+//! the responder would refuse it, and no request placed before an earlier one is done at
+//! the responder.
 
 mod support;
 
@@ -571,4 +572,160 @@ fn a_sleeping_progress_thread_is_woken_for_the_rest_of_a_placed_write() {
     assert_eq!(wc.syndrome, None);
     assert_eq!(p.engine.placed_writes(), 1);
     assert!(took < Duration::from_millis(400), "took {took:?}: the progress thread slept on");
+}
+
+fn read_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
+    SendWr { opcode: opcode::RDMA_READ, ..write_wr(sges, remote) }
+}
+
+#[test]
+fn a_read_from_a_shared_region_is_placed_and_completes() {
+    let mut p = pair("place-read", rc_attrs());
+    // 1.5 MiB: two chunks (PLACE_CHUNK_BYTES is 1 MiB).
+    const LEN: usize = 3 << 19;
+    let source = SharedMr::new(&p.engine, p.pdn, REGION, ALL_ACCESS);
+    let data = pattern(7, REGION);
+    source.write(0, &data);
+    let sink = Mr::new(&p.engine, p.pdn, LEN + 8192, ALL_ACCESS);
+    sink.buf.fill(0xee);
+    let before = p.engine.placed_reads();
+
+    // Two SGEs, 4096 bytes into the sink, from 4096 bytes into the region.
+    let first = 1u32 << 20;
+    let wr = read_wr(
+        vec![
+            (sink.addr() + 4096, first, sink.key),
+            (sink.addr() + 4096 + u64::from(first), LEN as u32 - first, sink.key),
+        ],
+        (source.addr + 4096, source.key),
+    );
+    let wc = post_and_wait(&mut p, &wr);
+    assert_eq!((wc.opcode, wc.syndrome, wc.byte_cnt), (cqe_opcode::REQ, None, LEN as u32));
+    assert_eq!(p.engine.placed_reads(), before + 1, "the READ was placed, not sent");
+    assert!(sink.buf.read(4096, LEN) == data[4096..4096 + LEN], "the READ's bytes");
+    assert!(sink.buf.read(0, 4096).iter().all(|&b| b == 0xee), "bytes before the range");
+    assert!(sink.buf.read(4096 + LEN, 4096).iter().all(|&b| b == 0xee), "bytes after it");
+
+    // A small READ goes through the ring (below PLACE_MIN_BYTES), with the same result.
+    let small = read_wr(vec![(sink.addr(), 512, sink.key)], (source.addr + 100, source.key));
+    assert_eq!(post_and_wait(&mut p, &small).syndrome, None);
+    assert_eq!(sink.buf.read(0, 512), data[100..612]);
+    assert_eq!(p.engine.placed_reads(), before + 1);
+    // READs and WRITEs in a row, all placed, completing in order.
+    let staging = Mr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    staging.buf.write(0, &data[..64 << 10]);
+    for i in 0..16u64 {
+        let mut wr = if i % 2 == 0 {
+            read_wr(vec![(sink.addr(), 64 << 10, sink.key)], (source.addr + i * 65536, source.key))
+        } else {
+            write_wr(
+                vec![(staging.addr(), 64 << 10, staging.key)],
+                (source.addr + (1 << 20) + i * 65536, source.key),
+            )
+        };
+        wr.signaled = true;
+        p.a.post_send(&p.engine, &wr);
+    }
+    let got = p.cq_a.wait(&p.engine, 16, WAIT);
+    assert_eq!(got.len(), 16);
+    assert!(got.iter().all(|w| w.syndrome.is_none()), "{got:?}");
+    let counters: Vec<u16> = got.iter().map(|w| w.wqe_counter).collect();
+    assert!(counters.windows(2).all(|w| w[0] < w[1]), "completions in order: {counters:?}");
+    assert_eq!(sink.buf.read(0, 64 << 10), data[14 * 65536..15 * 65536]);
+    assert_eq!(source.read((1 << 20) + 15 * 65536, 64 << 10), data[..64 << 10]);
+    assert_eq!(p.engine.placed_reads(), before + 1 + 8);
+}
+
+/// Each case on a fresh pair (a failed READ ends the connection): the READ fails with the
+/// syndrome the responder gives it through the ring, and the local buffer keeps its bytes.
+#[test]
+fn reads_the_responder_would_refuse_are_not_placed_and_read_nothing() {
+    enum Case {
+        PastTheEnd,
+        KeyWithoutRemoteRead,
+        RegionInAnotherPd,
+        QpWithoutRemoteRead,
+        Deregistered,
+    }
+    for case in [
+        Case::PastTheEnd,
+        Case::KeyWithoutRemoteRead,
+        Case::RegionInAnotherPd,
+        Case::QpWithoutRemoteRead,
+        Case::Deregistered,
+    ] {
+        let mut attrs = rc_attrs();
+        if matches!(case, Case::QpWithoutRemoteRead) {
+            attrs.access_flags &= !access::REMOTE_READ;
+        }
+        let mut p = pair("place-read-refused", attrs);
+        let sink = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+        sink.buf.fill(0x11);
+        let (pdn, rights) = match case {
+            Case::RegionInAnotherPd => (p.engine.registry().alloc_pdn(), ALL_ACCESS),
+            // Still exported: it grants REMOTE_WRITE.
+            Case::KeyWithoutRemoteRead => (p.pdn, ALL_ACCESS & !access::REMOTE_READ),
+            _ => (p.pdn, ALL_ACCESS),
+        };
+        let source = SharedMr::new(&p.engine, pdn, 64 << 10, rights);
+        source.fill(0x22);
+        assert!(p.engine.is_exported(source.key >> 8));
+        if matches!(case, Case::Deregistered) {
+            p.engine.remove_memory_region(source.key >> 8);
+        }
+        let addr = match case {
+            Case::PastTheEnd => source.addr + (64 << 10) - 100,
+            _ => source.addr,
+        };
+        let wc = post_and_wait(
+            &mut p,
+            &read_wr(vec![(sink.addr(), 8192, sink.key)], (addr, source.key)),
+        );
+        assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR));
+        assert_eq!(p.engine.placed_reads(), 0);
+        assert!(sink.buf.read(0, 8192).iter().all(|&b| b == 0x11), "bytes were read");
+    }
+}
+
+/// A READ behind a SEND still waiting for its receive is not placed: the responder takes
+/// requests in order, so the READ sees the region as it is when the SEND has arrived, not
+/// as it was when the READ was posted.
+#[test]
+fn a_read_behind_an_unfinished_send_reads_after_it() {
+    let mut attrs = rc_attrs();
+    attrs.rnr_retry = 7;
+    attrs.min_rnr_timer = 1;
+    let mut p = pair("place-read-order", attrs);
+    let message = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let recv_buf = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let sink = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    let source = SharedMr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    source.fill(0x66);
+
+    // B has no receive: the SEND is RNR-NAKed and retried; the READ behind it waits.
+    let mut sendwr = send(vec![(message.addr(), 64, message.key)]);
+    sendwr.signaled = true;
+    p.a.post_send(&p.engine, &sendwr);
+    let read = read_wr(vec![(sink.addr(), 8192, sink.key)], (source.addr, source.key));
+    p.a.post_send(&p.engine, &read);
+    let deadline = std::time::Instant::now() + Duration::from_millis(50);
+    while std::time::Instant::now() < deadline {
+        p.engine.progress();
+        assert!(p.cq_a.poll_one().is_none(), "nothing completes while the SEND waits");
+    }
+    // The region changes before the SEND is taken: the READ, executed after it, sees it.
+    source.fill(0x77);
+    p.b.post_recv(&[(recv_buf.addr(), 4096, recv_buf.key)]);
+    let got = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(got[0].opcode, cqe_opcode::RESP_SEND);
+    let got = p.cq_a.wait(&p.engine, 2, WAIT);
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|w| w.syndrome.is_none()));
+    assert!(sink.buf.read(0, 8192).iter().all(|&b| b == 0x77), "read ahead of the SEND");
+    assert_eq!(p.engine.placed_reads(), 0, "placed ahead of the SEND");
+    // With the SEND done, the same READ is placed.
+    source.fill(0x88);
+    assert_eq!(post_and_wait(&mut p, &read).syndrome, None);
+    assert!(sink.buf.read(0, 8192).iter().all(|&b| b == 0x88));
+    assert_eq!(p.engine.placed_reads(), 1);
 }

@@ -1,13 +1,15 @@
-//! Registered memory that peers may write directly: the export files of one-sided
+//! Registered memory that peers may write or read directly: the export files of one-sided
 //! placement.
 //!
 //! softhca carries an RDMA WRITE's data through the ring and the responder copies it into
-//! place: two copies, one of them on the target's CPU. A real HCA writes any registered
-//! memory by DMA, without the target's CPU. softhca cannot reach another process's private
-//! memory, but it can reach memory the application registered from a `MAP_SHARED` file
-//! mapping (a memfd, a file in `/dev/shm` or hugetlbfs): REG_MR *exports* such a region,
-//! and a requester that finds the export copies the data straight into it (*places* it),
-//! then tells the responder so in the request's header (`hca::placement`).
+//! place (a READ's the other way): two copies, one of them on the target's CPU. A real HCA
+//! reaches any registered memory by DMA, without the target's CPU. softhca cannot reach
+//! another process's private memory, but it can reach memory the application registered
+//! from a `MAP_SHARED` file mapping (a memfd, a file in `/dev/shm` or hugetlbfs): REG_MR
+//! *exports* such a region when it grants REMOTE_WRITE or REMOTE_READ
+//! ([`exported_for`]), and a requester that finds the export copies the data straight
+//! into it or out of it (*places* it), then tells the responder so in the request's
+//! header (`hca::placement`).
 //!
 //! An export is a file `<hca>/mr-0x<key index>` (layout in [`layout::export`]): the
 //! region's key, PD, rights and range, the exporter's pid, and its own descriptor of the
@@ -47,6 +49,14 @@ use super::layout::export as lay;
 use super::liveness::{ProcessIdentity, slot_owner_is_gone, slot_word, wait_while_busy};
 use super::registry::{Registry, create_zeroed_file_with_mode, temp_path};
 use super::shm::SharedMapping;
+use ferrodat_abi::uverbs::access;
+
+/// Whether REG_MR exports a region registered from a shared file mapping with these
+/// access flags: peers place WRITEs into it if it grants REMOTE_WRITE, READs out of it if
+/// it grants REMOTE_READ (each checked again at every placement).
+pub fn exported_for(access_flags: u32) -> bool {
+    access_flags & (access::REMOTE_WRITE | access::REMOTE_READ) != 0
+}
 
 /// What an export says about its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -90,7 +90,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use instance::{Instance, QpAllocation};
-pub use memory_export::{ExportedRegion, ImportedMemory, MemoryExport, PlaceError, Placement};
+pub use memory_export::{
+    ExportedRegion, ImportedMemory, MemoryExport, PlaceError, Placement, exported_for,
+};
 pub use registry::{QpOwner, Registry, SweepReport};
 pub use ring::{
     FilledPushError, PLACEMENT_WAIT_LIMIT, PushError, Record, RecordFiller, RecordOverflow,

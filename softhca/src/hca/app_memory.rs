@@ -135,6 +135,21 @@ impl AppSpan {
         unsafe { map.copy_in_raw(map_offset, at as *const u8, len) }.map_err(|_| OutOfSpan)
     }
 
+    /// Copies `len` bytes from a shared mapping at `map_offset` to `offset`: a placed RDMA
+    /// READ, straight from the peer's exported region into application memory.
+    #[inline]
+    pub fn copy_from_mapping(
+        &self,
+        offset: usize,
+        len: usize,
+        map: &SharedMapping,
+        map_offset: usize,
+    ) -> Result<(), OutOfSpan> {
+        let at = self.check(offset, len)?;
+        // SAFETY: in bounds of a span the constructor's contract keeps mapped and writable.
+        unsafe { map.copy_out_raw(map_offset, at as *mut u8, len) }.map_err(|_| OutOfSpan)
+    }
+
     /// Copies `len` bytes from `record_offset` in a ring record to `offset`: the
     /// responder's scatter, straight from the ring into application memory. `Err` also when
     /// the range is outside the record (a bug in the caller's arithmetic).

@@ -639,6 +639,11 @@ impl Engine {
         self.tables().imports.placed_writes
     }
 
+    /// RDMA READs this process's requesters copied out of peers' memory directly.
+    pub fn placed_reads(&self) -> u64 {
+        self.tables().imports.placed_reads
+    }
+
     fn exports(&self) -> MutexGuard<'_, HashMap<u32, MemoryExport>> {
         self.exports.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -1,33 +1,36 @@
 //! One-sided placement: an RDMA WRITE copied by the requester straight into the target's
-//! registered memory, when the target exported it (`fabric/memory_export.rs`), instead of
-//! through the ring and the responder's copy.
+//! registered memory, or an RDMA READ copied straight out of it, when the target exported
+//! it (`fabric/memory_export.rs`), instead of through the ring and the responder's copy.
 //!
-//! The requester places a WRITE when all of these hold, and otherwise sends it through
-//! the ring as before (the responder then checks it and answers as usual, errors
+//! The requester places a WRITE or READ when all of these hold, and otherwise sends it
+//! through the ring as before (the responder then checks it and answers as usual, errors
 //! included):
-//! - it is a plain RDMA WRITE of at least [`PLACE_MIN_BYTES`] (with immediate data it would consume a receive, and the
-//!   responder may have to refuse it with RNR before any data lands);
+//! - it is a plain RDMA WRITE, or an RDMA READ, of at least [`PLACE_MIN_BYTES`] (a WRITE
+//!   with immediate data would consume a receive, and the responder may have to refuse it
+//!   with RNR before any data lands);
 //! - every earlier request of the QP is acknowledged or was placed itself: what the
-//!   responder does for an earlier request (a receive's CQE, a READ of the same memory)
-//!   happens before the WRITE's data appears, as on hardware, where requests are executed
-//!   in order;
+//!   responder does for an earlier request (a receive's CQE, a WRITE's data) happens
+//!   before the WRITE's data appears or the READ's is taken, as on hardware, where
+//!   requests are executed in order;
 //! - the peer QP, by the facts its ring publishes ([`QpFacts`]), is in RTR, RTS or SQD and
-//!   grants REMOTE_WRITE, in the PD of the region (checked at the WRITE's start, as the
-//!   responder checks a message at its first packet; later chunks need only a QP that
-//!   still takes requests);
-//! - the key names an exported region that grants REMOTE_WRITE, and the WRITE's whole
-//!   range lies in it.
+//!   grants REMOTE_WRITE (a WRITE) or REMOTE_READ (a READ), in the PD of the region
+//!   (checked at the request's start, as the responder checks a message at its first
+//!   packet; later chunks need only a QP that still takes requests);
+//! - the key names an exported region that grants the same right, and the request's
+//!   whole range lies in it.
 //!
 //! The requester copies the data while it holds the region's user slot (DEREG_MR waits for
 //! it) and its placement gate is open (the peer QP's MODIFY_QP or DESTROY_QP that takes
 //! placement away waits for it: the facts are read after the gate opened), at most
 //! [`PLACE_CHUNK_BYTES`] per pass, and pushes the request's header with [`flag::PLACED`]
-//! (no payload) together with the last chunk. The responder acknowledges the header as it
-//! would the whole message, and the requester's completion waits for that ACK as for any
-//! WRITE. A requester checks every [`PEER_CHECK_INTERVAL`] that the peer's process still
-//! exists. Should the region or the peer QP go away between two chunks, the WRITE fails
-//! with a remote access error, part of its data placed, as one whose target vanishes in
-//! flight does on hardware.
+//! (no payload) together with the last chunk. The responder answers the header as it
+//! would the whole request, without its data: an ACK for a WRITE, an empty last READ
+//! response for a READ; the requester's completion waits for that answer, as for any
+//! request, so it comes in order and after the responder took the request in sequence. A
+//! requester checks every [`PEER_CHECK_INTERVAL`] that the peer's process still exists.
+//! Should the region or the peer QP go away between two chunks, the request fails with a
+//! remote access error, part of its data copied, as one whose target vanishes in flight
+//! does on hardware.
 //!
 //! [`flag::PLACED`]: super::wire::flag::PLACED
 
@@ -107,9 +110,10 @@ impl QpFacts {
         matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD)
     }
 
-    /// Whether a peer may start placing a WRITE into memory through a QP with these facts.
-    pub fn allows_placement(&self) -> bool {
-        self.takes_requests() && self.remote_access & access::REMOTE_WRITE != 0
+    /// Whether a peer may start placing a request that needs `right` (REMOTE_WRITE for a
+    /// WRITE, REMOTE_READ for a READ) through a QP with these facts.
+    pub fn grants(&self, right: u32) -> bool {
+        self.takes_requests() && self.remote_access & right != 0
     }
 
     /// The facts in a word read from a peer's ring header.
@@ -135,6 +139,8 @@ pub struct Imports {
     regions: HashMap<(u64, u32), (u32, Option<ImportedMemory>)>,
     /// WRITEs placed so far (for tests and benchmarks).
     pub placed_writes: u64,
+    /// READs placed so far.
+    pub placed_reads: u64,
 }
 
 impl std::fmt::Debug for Imports {
@@ -142,6 +148,7 @@ impl std::fmt::Debug for Imports {
         f.debug_struct("Imports")
             .field("regions", &self.regions.len())
             .field("placed_writes", &self.placed_writes)
+            .field("placed_reads", &self.placed_reads)
             .finish()
     }
 }

@@ -556,7 +556,8 @@ impl QueuePair {
         self.publish_facts();
     }
 
-    /// Tells the peer's requester what it needs for placing WRITEs (`placement.rs`): the
+    /// Tells the peer's requester what it needs for placing WRITEs and READs
+    /// (`placement.rs`): the
     /// state, the remote rights and the PD, in the ring's header.
     fn publish_facts(&self) {
         let facts = QpFacts {
@@ -566,8 +567,9 @@ impl QueuePair {
             pdn: self.setup.pdn,
         };
         self.link.outbound.publish_qp_facts(facts.encode());
-        if !facts.allows_placement() {
-            // A placement that saw the old facts finishes before the change takes effect.
+        if !(facts.grants(access::REMOTE_WRITE) && facts.grants(access::REMOTE_READ)) {
+            // A placement that saw the old facts finishes before the change takes effect
+            // (a change that takes nothing away waits for nothing, as the gate is closed).
             self.wait_for_peer_placement();
         }
     }
@@ -1287,6 +1289,11 @@ impl QueuePair {
         match wqe.opcode {
             opcode::RDMA_READ => {
                 header.kind = kind::READ;
+                if header.length >= PLACE_MIN_BYTES
+                    && let Some(pushed) = self.place(wqe, &header, hw)
+                {
+                    return Some(pushed);
+                }
                 header.flags |= flag::FIRST | flag::LAST;
                 return self.push(&header, &[]).then_some(true);
             }
@@ -1321,7 +1328,7 @@ impl QueuePair {
         if header.kind == kind::WRITE
             && header.flags & flag::IMMEDIATE == 0
             && total >= PLACE_MIN_BYTES
-            && let Some(pushed) = self.place_write(wqe, &header, hw)
+            && let Some(pushed) = self.place(wqe, &header, hw)
         {
             return Some(pushed);
         }
@@ -1358,18 +1365,20 @@ impl QueuePair {
         }
     }
 
-    /// Places the RDMA WRITE at the cursor straight into the peer's exported memory, a
-    /// chunk of at most [`PLACE_CHUNK_BYTES`] per call, and pushes its header with the last
-    /// one, when `placement.rs`'s conditions hold. `Some(true)`: all placed and the header
-    /// sent; `Some(false)`: more to place at the next pass, or the ring is full, or the
-    /// WRITE failed part-way (it then completes in error); `None`: send it through the ring
-    /// instead (nothing was placed).
-    fn place_write(
+    /// Places the RDMA WRITE or READ at the cursor: copies it straight into (WRITE) or out
+    /// of (READ) the peer's exported memory, a chunk of at most [`PLACE_CHUNK_BYTES`] per
+    /// call, and pushes its header with the last one, when `placement.rs`'s conditions
+    /// hold. `Some(true)`: all placed and the header sent; `Some(false)`: more to place at
+    /// the next pass, or the ring is full, or the request failed part-way (it then
+    /// completes in error); `None`: send it through the ring instead (nothing was placed).
+    fn place(
         &mut self,
         wqe: &SendWqe<'_>,
         header: &PacketHeader,
         hw: &mut Hardware<'_>,
     ) -> Option<bool> {
+        let reading = header.kind == kind::READ;
+        let right = if reading { access::REMOTE_READ } else { access::REMOTE_WRITE };
         let index = self.cursor.index;
         let start = self.cursor.offset;
         let continuing = start > 0;
@@ -1383,11 +1392,13 @@ impl QueuePair {
             }) {
                 return None; // an earlier request is not done at the responder yet
             }
-            // A local buffer that no longer translates is the ring path's case, as before.
+            // A local buffer that no longer translates is the ring path's case, as before
+            // (a READ's were translated, for writing, when it was admitted).
             let pdn = self.setup.pdn;
-            if wqe
-                .sges()
-                .any(|s| hw.regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), 0).is_err())
+            if !reading
+                && wqe.sges().any(|s| {
+                    hw.regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), 0).is_err()
+                })
             {
                 return None;
             }
@@ -1411,11 +1422,10 @@ impl QueuePair {
                 break 'place Placing::Refused;
             };
             let region = *import.region();
-            // The whole WRITE must fit at its start, as the responder checks it at its first
-            // packet: nothing of one that does not is placed.
+            // The whole request must fit at its start, as the responder checks it at its
+            // first packet: nothing of one that does not is placed.
             if !continuing
-                && (region.access & access::REMOTE_WRITE == 0
-                    || !import.covers(header.remote_addr, header.length))
+                && (region.access & right == 0 || !import.covers(header.remote_addr, header.length))
             {
                 break 'place Placing::Refused;
             }
@@ -1429,7 +1439,7 @@ impl QueuePair {
             let allowed = if continuing {
                 facts.takes_requests()
             } else {
-                facts.allows_placement() && facts.pdn == region.pdn
+                facts.grants(right) && facts.pdn == region.pdn
             };
             if !allowed || peer.facts_epoch.is_some_and(|e| e != facts.epoch) {
                 break 'place Placing::Refused;
@@ -1438,23 +1448,33 @@ impl QueuePair {
             let placement = match import.claim(header.remote_addr.wrapping_add(start), len) {
                 Ok(placement) => placement,
                 Err(PlaceError::Withdrawn) => break 'place Placing::Withdrawn,
-                // Every user slot taken: a WRITE under way waits for one.
+                // Every user slot taken: a request under way waits for one.
                 Err(PlaceError::Busy) if continuing => break 'place Placing::Retry,
                 Err(_) => break 'place Placing::Refused,
             };
             if last {
                 // The header goes with the last chunk, while the slot is held: the
-                // responder only acknowledges it, and the ACK is handled under this QP's
-                // lock, after the copy; a later request is pushed after the copy too.
+                // responder only answers it (an ACK, or an empty READ response), and the
+                // answer is handled under this QP's lock, after the copy; a later request
+                // is pushed after the copy too.
                 let mut h = *header;
                 h.flags |= flag::FIRST | flag::LAST | flag::PLACED;
                 if !self.push(&h, &[]) {
                     break 'place Placing::Retry;
                 }
             }
-            let copied = placement.copy(|map, at| {
-                gather_into_mapping(wqe, regions, pdn, start, len as usize, map, at)
-            });
+            let copied = if reading {
+                let Operation::Read { targets, .. } = &self.outstanding[index].operation else {
+                    break 'place Placing::Refused; // admitted as a READ: not reached
+                };
+                placement.copy(|map, at| {
+                    scatter(targets, start, Payload::InMapping { map, at, len: len as usize }).ok()
+                })
+            } else {
+                placement.copy(|map, at| {
+                    gather_into_mapping(wqe, regions, pdn, start, len as usize, map, at)
+                })
+            };
             match (copied, last) {
                 (Err(_), _) => Placing::Failed,
                 (Ok(()), true) => Placing::Done,
@@ -1469,10 +1489,20 @@ impl QueuePair {
         let registry_uid = self.link.peer.as_ref().map(|p| p.registry.uid());
         match step {
             Placing::Done | Placing::More => {
-                self.outstanding[index].placed = true;
+                let o = &mut self.outstanding[index];
+                o.placed = true;
+                if let Operation::Read { received, .. } = &mut o.operation {
+                    // The responder's empty response to the header starts where this ends.
+                    *received = start + len;
+                }
                 self.cursor.offset = start + len;
                 if last {
-                    hw.imports.placed_writes += 1;
+                    let placed = if reading {
+                        &mut hw.imports.placed_reads
+                    } else {
+                        &mut hw.imports.placed_writes
+                    };
+                    *placed += 1;
                 }
                 Some(last)
             }
@@ -1484,10 +1514,10 @@ impl QueuePair {
                 None
             }
             Placing::Refused | Placing::Withdrawn | Placing::Failed => {
-                // Part of the data may have landed: the WRITE fails, as one does whose
-                // region or responder goes away in the middle (the header, if pushed, is
-                // acknowledged to no effect). Completed here: a later chunk is placed from
-                // a progress pass, which completes nothing after transmitting.
+                // Part of the data may have landed: the request fails, as one whose region
+                // or responder goes away in the middle (the header, if pushed, is answered
+                // to no effect). Completed here: a later chunk is placed from a progress
+                // pass, which completes nothing after transmitting.
                 if let Some(uid) = registry_uid {
                     hw.imports.forget(uid, header.rkey);
                 }
@@ -2440,6 +2470,27 @@ impl QueuePair {
                 });
                 true
             }
+            kind::READ if h.flags & flag::PLACED != 0 => {
+                // The requester copied the data itself (it checked the region and this QP's
+                // published facts): the READ takes its place in sequence and is answered
+                // with an empty last response where its data would have ended. A placed
+                // header that could not have been is a requester breaking the protocol.
+                let whole = flag::FIRST | flag::LAST;
+                if h.payload_len != 0 || h.flags & whole != whole || h.offset != 0 {
+                    self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
+                    return false;
+                }
+                self.expected_psn = wire::next_psn(self.expected_psn);
+                self.responses.push_back(Response::Packet(PacketHeader {
+                    kind: kind::READ_RESPONSE,
+                    flags: flag::LAST,
+                    src_qpn: self.setup.qpn,
+                    psn: h.psn,
+                    offset: h.length,
+                    ..Default::default()
+                }));
+                false
+            }
             kind::READ => {
                 let source = if h.length == 0 {
                     // SAFETY: an empty span is never dereferenced.
@@ -2717,14 +2768,24 @@ fn gather_into_mapping(
 #[derive(Clone, Copy)]
 enum Payload<'a> {
     Copied(&'a [u8]),
-    InRing { record: &'a RecordView<'a>, offset: usize, len: usize },
+    InRing {
+        record: &'a RecordView<'a>,
+        offset: usize,
+        len: usize,
+    },
+    /// `len` bytes at `at` in a peer's exported region (a placed READ).
+    InMapping {
+        map: &'a SharedMapping,
+        at: usize,
+        len: usize,
+    },
 }
 
 impl Payload<'_> {
     fn len(&self) -> usize {
         match self {
             Payload::Copied(bytes) => bytes.len(),
-            Payload::InRing { len, .. } => *len,
+            Payload::InRing { len, .. } | Payload::InMapping { len, .. } => *len,
         }
     }
 
@@ -2745,6 +2806,12 @@ impl Payload<'_> {
                     return Err(OutOfSpan);
                 }
                 target.copy_from_record(target_offset, record, offset + from, len)
+            }
+            Payload::InMapping { map, at, len: payload_len } => {
+                if from + len > *payload_len {
+                    return Err(OutOfSpan);
+                }
+                target.copy_from_mapping(target_offset, len, map, at + from)
             }
         }
     }

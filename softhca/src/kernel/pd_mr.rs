@@ -103,9 +103,10 @@ pub(crate) fn reg_mr(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         memory,
         access: cmd.access_flags,
     });
-    // Memory mapped from a shared file can take RDMA WRITEs placed by the peer itself
-    // (one copy, none on this process's CPU); other memory takes them through the ring.
-    if cmd.access_flags & access::REMOTE_WRITE != 0
+    // Memory mapped from a shared file can take RDMA WRITEs and READs placed by the peer
+    // itself (one copy, none on this process's CPU); other memory takes them through the
+    // ring.
+    if crate::fabric::exported_for(cmd.access_flags)
         && let Some(backing) = shared_backing::find(cmd.start, cmd.length)
     {
         let region = ExportedRegion {

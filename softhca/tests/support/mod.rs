@@ -205,7 +205,7 @@ impl SharedMr {
             memory: unsafe { AppSpan::new(addr as usize, len) },
             access: access_flags,
         });
-        if access_flags & access::REMOTE_WRITE != 0 {
+        if ferrodat_softhca::fabric::exported_for(access_flags) {
             let backing = ferrodat_softhca::shared_backing::find(addr, len as u64)
                 .expect("a shared memfd mapping has a backing file");
             let region = ferrodat_softhca::fabric::ExportedRegion {
@@ -244,6 +244,18 @@ impl SharedMr {
     pub fn fill(&self, byte: u8) {
         // SAFETY: our live mapping, nobody writes it at this point of a test.
         unsafe { std::ptr::write_bytes(self.addr as *mut u8, byte, self.len) };
+    }
+
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= self.len);
+        // SAFETY: in bounds of our live mapping; nobody else writes it at this point.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                (self.addr as usize + offset) as *mut u8,
+                data.len(),
+            )
+        };
     }
 }
 
