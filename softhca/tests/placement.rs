@@ -729,3 +729,43 @@ fn a_read_behind_an_unfinished_send_reads_after_it() {
     assert!(sink.buf.read(0, 8192).iter().all(|&b| b == 0x88));
     assert_eq!(p.engine.placed_reads(), 1);
 }
+
+/// A READ whose local buffer is deregistered while the READ is in flight fails with a
+/// local protection error, as the HCA checks the key at each write into the buffer, and
+/// nothing more lands in it: placed (deregistered between two chunks) or through the ring
+/// (deregistered before the first response).
+#[test]
+fn a_read_into_a_buffer_deregistered_in_flight_fails_without_landing() {
+    const LEN: usize = (2 << 20) + 4096; // three chunks when placed
+    for placed in [true, false] {
+        let mut p = pair("place-read-dereg", rc_attrs());
+        let data = pattern(9, LEN);
+        let (shared, private);
+        let (source_addr, source_key) = if placed {
+            shared = SharedMr::new(&p.engine, p.pdn, LEN, ALL_ACCESS);
+            shared.write(0, &data);
+            (shared.addr, shared.key)
+        } else {
+            private = Mr::new(&p.engine, p.pdn, LEN, ALL_ACCESS);
+            private.buf.write(0, &data);
+            (private.addr(), private.key)
+        };
+        let sink = Mr::new(&p.engine, p.pdn, LEN, ALL_ACCESS);
+        sink.buf.fill(0xee);
+        // Posting places the first chunk (placed) or sends the request (ring) at once.
+        p.a.post_send(
+            &p.engine,
+            &read_wr(vec![(sink.addr(), LEN as u32, sink.key)], (source_addr, source_key)),
+        );
+        p.engine.remove_memory_region(sink.key >> 8);
+        let got = p.cq_a.wait(&p.engine, 1, WAIT);
+        assert_eq!(got.len(), 1, "placed {placed}: no completion");
+        assert_eq!(got[0].syndrome, Some(cqe_syndrome::LOCAL_PROT_ERR), "placed {placed}");
+        let landed = if placed { 1 << 20 } else { 0 };
+        assert!(sink.buf.read(0, landed) == data[..landed], "placed {placed}: the first chunk");
+        assert!(
+            sink.buf.read(landed, LEN - landed).iter().all(|&b| b == 0xee),
+            "placed {placed}: data landed after DEREG_MR"
+        );
+    }
+}

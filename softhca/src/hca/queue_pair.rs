@@ -29,7 +29,7 @@ use super::placement::{
     Imports, PEER_CHECK_INTERVAL, PLACE_CHUNK_BYTES, PLACE_MIN_BYTES, Placing, QpFacts,
 };
 use super::recv_wqe::scatter_list;
-use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe};
+use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe, Sge};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{
@@ -166,9 +166,10 @@ enum Operation {
     Local,
     /// SEND or RDMA WRITE (data goes out; done at ACK).
     Transfer,
-    /// RDMA READ of `length` bytes into these buffers; `received` of them arrived (the
-    /// responses come in order, each at the offset where the last one ended).
-    Read { targets: Vec<AppSpan>, length: u64, received: u64 },
+    /// RDMA READ of `length` bytes into the buffers `sges` name (`targets`, as last
+    /// translated); `received` of them arrived (the responses come in order, each at the
+    /// offset where the last one ended).
+    Read { sges: Vec<Sge>, targets: Vec<AppSpan>, length: u64, received: u64 },
     /// Atomic; the original value lands in `target`.
     Atomic { target: AppSpan },
 }
@@ -1169,14 +1170,13 @@ impl QueuePair {
                         .map_err(local_key_syndrome)
                 }
             }
-            opcode::RDMA_READ => wqe
-                .sges()
-                .map(|s| {
-                    regions.translate(s.lkey, pdn, s.addr, u64::from(s.length), access::LOCAL_WRITE)
+            opcode::RDMA_READ => {
+                let sges: Vec<Sge> = wqe.sges().collect();
+                let mut targets = Vec::with_capacity(sges.len());
+                translate_read_targets(&sges, &mut targets, regions, pdn).map(|()| {
+                    Operation::Read { sges, targets, length: wqe.local_length(), received: 0 }
                 })
-                .collect::<Result<Vec<_>, _>>()
-                .map(|targets| Operation::Read { targets, length: wqe.local_length(), received: 0 })
-                .map_err(local_key_syndrome),
+            }
             _ => match wqe.sges().next() {
                 Some(s) => regions
                     .translate(s.lkey, pdn, s.addr, 8, access::LOCAL_WRITE)
@@ -1406,6 +1406,17 @@ impl QueuePair {
                 return None;
             }
         }
+        if reading {
+            // The buffers as they are registered now, for each chunk, as for each response
+            // of a READ through the ring.
+            let pdn = self.setup.pdn;
+            if let Operation::Read { sges, targets, .. } = &mut self.outstanding[index].operation
+                && let Err(syndrome) = translate_read_targets(sges, targets, hw.regions, pdn)
+            {
+                self.fail_placed(index, syndrome, hw);
+                return Some(false);
+            }
+        }
         let len = (header.length - start).min(PLACE_CHUNK_BYTES);
         let last = start + len == header.length;
         let pdn = self.setup.pdn;
@@ -1516,18 +1527,23 @@ impl QueuePair {
             Placing::Refused | Placing::Withdrawn | Placing::Failed => {
                 // Part of the data may have landed: the request fails, as one whose region
                 // or responder goes away in the middle (the header, if pushed, is answered
-                // to no effect). Completed here: a later chunk is placed from a progress
-                // pass, which completes nothing after transmitting.
+                // to no effect).
                 if let Some(uid) = registry_uid {
                     hw.imports.forget(uid, header.rkey);
                 }
-                self.outstanding[index].outcome = Some(Err(cqe_syndrome::REMOTE_ACCESS_ERR));
-                self.cursor = TransmitCursor { index: self.outstanding.len(), offset: 0 };
-                self.recount_awaiting();
-                self.complete_in_order(hw);
+                self.fail_placed(index, cqe_syndrome::REMOTE_ACCESS_ERR, hw);
                 Some(false)
             }
         }
+    }
+
+    /// The request at `index`, being placed, fails with `syndrome`; completed here: a later
+    /// chunk is placed from a progress pass, which completes nothing after transmitting.
+    fn fail_placed(&mut self, index: usize, syndrome: u8, hw: &mut Hardware<'_>) {
+        self.outstanding[index].outcome = Some(Err(syndrome));
+        self.cursor = TransmitCursor { index: self.outstanding.len(), offset: 0 };
+        self.recount_awaiting();
+        self.complete_in_order(hw);
     }
 
     /// Whether the peer's process is still there, looked at no more often than every
@@ -1911,8 +1927,9 @@ impl QueuePair {
         }
         match h.kind {
             kind::READ_RESPONSE => {
+                let pdn = self.setup.pdn;
                 let o = &mut self.outstanding[pos];
-                if let Operation::Read { targets, length, received } = &mut o.operation {
+                if let Operation::Read { sges, targets, length, received } = &mut o.operation {
                     // The responses must cover the READ exactly, in order: anything else
                     // (short, too long, out of order, repeated) would complete it with
                     // stale bytes in its buffer. Hardware calls that a bad response.
@@ -1920,6 +1937,10 @@ impl QueuePair {
                     let last = h.flags & flag::LAST != 0;
                     if h.offset != *received || end > *length || (last && end != *length) {
                         o.outcome = Some(Err(cqe_syndrome::BAD_RESP_ERR));
+                    } else if let Err(syndrome) =
+                        translate_read_targets(sges, targets, hw.regions, pdn)
+                    {
+                        o.outcome = Some(Err(syndrome));
                     } else if scatter(targets, h.offset, payload).is_err() {
                         o.outcome = Some(Err(cqe_syndrome::LOCAL_LENGTH_ERR));
                     } else if last {
@@ -2815,6 +2836,26 @@ impl Payload<'_> {
             }
         }
     }
+}
+
+/// Translates a READ's local buffers `sges` (LOCAL_WRITE) into `targets`, again before
+/// each chunk of data lands, as an HCA checks the memory key at each write: a buffer
+/// deregistered while the READ is in flight fails it with a local protection error
+/// rather than taking its data. Err: the CQE syndrome.
+fn translate_read_targets(
+    sges: &[Sge],
+    targets: &mut Vec<AppSpan>,
+    regions: &MemoryRegions,
+    pdn: u32,
+) -> Result<(), u8> {
+    targets.clear();
+    for s in sges {
+        let span = regions
+            .translate(s.lkey, pdn, s.addr, u64::from(s.length), access::LOCAL_WRITE)
+            .map_err(local_key_syndrome)?;
+        targets.push(span);
+    }
+    Ok(())
 }
 
 /// Copies `data` to message offset `offset` across `targets`. Err: it does not fit.
