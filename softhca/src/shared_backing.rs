@@ -1,12 +1,13 @@
 //! The file behind a registered range, when the application mapped it shared: what REG_MR
-//! exports so that peers place RDMA WRITEs into it directly (`fabric/memory_export.rs`).
+//! exports so that peers place RDMA WRITEs into it and READs out of it directly
+//! (`fabric/memory_export.rs`).
 //!
 //! The range must lie in one `MAP_SHARED`, readable and writable mapping of a file (a
 //! memfd, a file in `/dev/shm` or hugetlbfs, a regular file) as `/proc/self/maps` lists
 //! it. The descriptor comes from `/proc/self/map_files` (which needs CAP_SYS_ADMIN or
 //! CAP_CHECKPOINT_RESTORE), else from an open descriptor of the same file in
 //! `/proc/self/fd` (the memfd the application mapped, say); a range with neither is
-//! registered all the same, and its WRITEs travel through the ring.
+//! registered all the same, and its WRITEs and READs travel through the ring.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

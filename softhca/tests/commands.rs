@@ -2443,8 +2443,9 @@ fn uverbs_and_device_can_be_shared_between_threads() {
     assert!(fx.dev.state().pds.is_empty());
 }
 
-/// REG_MR exports memory mapped from a shared file when peers may write it (placement,
-/// `fabric/memory_export.rs`); other memory and other rights stay private. DEREG_MR
+/// REG_MR exports memory mapped from a shared file when peers may write or read it
+/// (placement, `fabric/memory_export.rs`); other memory, and memory without a remote right,
+/// stay private. DEREG_MR
 /// withdraws the export, file included.
 #[test]
 fn reg_mr_exports_shared_file_memory_that_peers_may_write_or_read() {

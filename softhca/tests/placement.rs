@@ -611,29 +611,43 @@ fn a_read_from_a_shared_region_is_placed_and_completes() {
     assert_eq!(post_and_wait(&mut p, &small).syndrome, None);
     assert_eq!(sink.buf.read(0, 512), data[100..612]);
     assert_eq!(p.engine.placed_reads(), before + 1);
-    // READs and WRITEs in a row, all placed, completing in order.
-    let staging = Mr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
-    staging.buf.write(0, &data[..64 << 10]);
-    for i in 0..16u64 {
-        let mut wr = if i % 2 == 0 {
-            read_wr(vec![(sink.addr(), 64 << 10, sink.key)], (source.addr + i * 65536, source.key))
-        } else {
-            write_wr(
-                vec![(staging.addr(), 64 << 10, staging.key)],
-                (source.addr + (1 << 20) + i * 65536, source.key),
-            )
-        };
-        wr.signaled = true;
-        p.a.post_send(&p.engine, &wr);
+    // WRITEs and READs of what they wrote, in a row, all placed, completing in order: each
+    // READ follows a placed WRITE, so it is placed too, and sees its bytes.
+    let staging = Mr::new(&p.engine, p.pdn, 8 << 16, ALL_ACCESS);
+    let written = pattern(8, 8 << 16);
+    staging.buf.write(0, &written);
+    let writes_before = p.engine.placed_writes();
+    for k in 0..8u64 {
+        let at = (1 << 20) + k * 65536;
+        let mut write = write_wr(
+            vec![(staging.addr() + k * 65536, 64 << 10, staging.key)],
+            (source.addr + at, source.key),
+        );
+        let mut read = read_wr(
+            vec![(sink.addr() + k * 65536, 64 << 10, sink.key)],
+            (source.addr + at, source.key),
+        );
+        (write.signaled, read.signaled) = (true, true);
+        p.a.post_send(&p.engine, &write);
+        p.a.post_send(&p.engine, &read);
     }
     let got = p.cq_a.wait(&p.engine, 16, WAIT);
     assert_eq!(got.len(), 16);
     assert!(got.iter().all(|w| w.syndrome.is_none()), "{got:?}");
     let counters: Vec<u16> = got.iter().map(|w| w.wqe_counter).collect();
     assert!(counters.windows(2).all(|w| w[0] < w[1]), "completions in order: {counters:?}");
-    assert_eq!(sink.buf.read(0, 64 << 10), data[14 * 65536..15 * 65536]);
-    assert_eq!(source.read((1 << 20) + 15 * 65536, 64 << 10), data[..64 << 10]);
+    assert!(sink.buf.read(0, 8 << 16) == written, "each READ saw the WRITE before it");
+    assert_eq!(p.engine.placed_writes(), writes_before + 8);
     assert_eq!(p.engine.placed_reads(), before + 1 + 8);
+
+    // A region that grants REMOTE_READ only is exported too, for READs.
+    let read_only = SharedMr::new(&p.engine, p.pdn, 64 << 10, access::REMOTE_READ);
+    read_only.fill(0x3c);
+    assert!(p.engine.is_exported(read_only.key >> 8));
+    let wr = read_wr(vec![(sink.addr(), 64 << 10, sink.key)], (read_only.addr, read_only.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert!(sink.buf.read(0, 64 << 10).iter().all(|&b| b == 0x3c));
+    assert_eq!(p.engine.placed_reads(), before + 1 + 8 + 1);
 }
 
 /// Each case on a fresh pair (a failed READ ends the connection): the READ fails with the

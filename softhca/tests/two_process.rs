@@ -123,7 +123,8 @@ fn peer_role() {
                 say("ECHOED");
             }
             ["SHARED_MR", len] => {
-                // A region in a shared memfd mapping: exported, peers place WRITEs in it.
+                // A region in a shared memfd mapping: exported, peers place WRITEs in it
+                // and READs out of it.
                 let region = SharedMr::new(&engine, pdn, len.parse().unwrap(), ALL_ACCESS);
                 say(&format!("SHARED {} {}", region.addr, region.key));
                 shared = Some(region);
@@ -315,10 +316,10 @@ fn every_opcode_across_two_processes() {
 }
 
 /// A region the peer registered from a shared memfd mapping takes RDMA WRITEs placed by
-/// this process directly, while the peer sits blocked in its pipe; WRITE with immediate
-/// and READ use the ring as before.
+/// this process directly, and gives READs of 4 KiB and more the same way, while the peer
+/// sits blocked in its pipe; WRITE with immediate and small READs use the ring as before.
 #[test]
-fn writes_into_a_peers_shared_region_are_placed_across_processes() {
+fn writes_into_and_reads_from_a_peers_shared_region_are_placed_across_processes() {
     let mut r = connect("placed", 64, 64, 14, 7);
     let (sa, sk) = r.shared_region(4 << 20);
     let data = pattern(9, PEER_MR_BYTES);
@@ -365,6 +366,13 @@ fn writes_into_a_peers_shared_region_are_placed_across_processes() {
     };
     assert_eq!(r.post(&read).byte_cnt, 1000);
     assert_eq!(r.mr.buf.read(500_000, 1000), data[..1000]);
+    assert_eq!(r.engine.placed_reads(), 0, "a small READ takes the ring");
+    // The whole placed WRITE back, itself placed: copied out of the peer's memory.
+    r.mr.buf.fill(0);
+    let whole = SendWr { sges: vec![(base, PEER_MR_BYTES as u32, lkey)], ..read };
+    assert_eq!(r.post(&whole).byte_cnt, PEER_MR_BYTES as u32);
+    assert_eq!(r.engine.placed_reads(), 1, "placed out of the peer's memory");
+    assert!(r.mr.buf.read(0, PEER_MR_BYTES) == data);
     r.peer.send("EXIT");
 }
 

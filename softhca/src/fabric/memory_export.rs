@@ -230,7 +230,8 @@ impl ImportedMemory {
     /// backing file exists but cannot be used (a hostile or newer peer, an exporter or a
     /// backing file of another user, permissions).
     /// `exporter` is the pid the region must belong to: the owner of the peer QP that
-    /// WRITEs to it will land through (a file naming another process is refused).
+    /// WRITEs to it will land through, or READs from it be taken through (a file naming
+    /// another process is refused).
     pub fn open(registry: &Registry, key: u32, exporter: u32) -> Result<Option<Self>, FabricError> {
         let path = registry.export_path(key >> 8);
         let file = match OpenOptions::new()
@@ -311,7 +312,7 @@ impl ImportedMemory {
         if exporter_uid.ok() != Some(me) {
             return Err(FabricError::InvalidArgument(format!(
                 "{}: the exporting process {pid} is gone, runs as another user than {me} or \
-                 is not dumpable; its region takes WRITEs through the ring",
+                 is not dumpable; its region takes WRITEs and READs through the ring",
                 path.display()
             )));
         }

@@ -212,7 +212,7 @@ struct Tables {
     scratch: Vec<u8>,
     /// Reused list of the QPs one pass visits.
     work: Vec<u32>,
-    /// Peers' exported regions our requesters place WRITEs into.
+    /// Peers' exported regions our requesters place WRITEs into and READs out of.
     imports: Imports,
     /// `earliest` or the `errored` list may have changed since the last
     /// [`Background::publish`] (which then looks at them; most passes change neither).
@@ -602,8 +602,9 @@ impl Engine {
     }
 
     /// Exports the region with key `key` (just registered from a shared file mapping),
-    /// so that peers place RDMA WRITEs into it directly. Best effort: a region that cannot
-    /// be exported is still registered, and its WRITEs travel through the ring.
+    /// so that peers place RDMA WRITEs into it and READs out of it directly. Best effort: a
+    /// region that cannot be exported is still registered, and its WRITEs and READs
+    /// travel through the ring.
     pub fn export_memory_region(
         &self,
         region: ExportedRegion,
@@ -741,7 +742,7 @@ impl Engine {
         let mut t = self.tables();
         let events = t.qps.get(&qpn).map(|qp| qp.async_events_reported()).unwrap_or(0);
         if let Some(qp) = t.qps.get_mut(&qpn) {
-            // The peer stops placing WRITEs through it first (it waits for one in progress).
+            // The peer stops placing through it first (it waits for a placement in progress).
             qp.stop_placements();
         }
         t.imports.prune();
@@ -781,7 +782,7 @@ impl Engine {
         });
         self.background.publish(&mut t);
         drop(t);
-        // The rest of a WRITE being placed goes at the next passes; a progress thread that
+        // The rest of a request being placed goes at the next passes; a progress thread that
         // went to sleep before this doorbell would not run them until its timeout.
         if placing && self.background.sleepy.load(Ordering::SeqCst) > 0 {
             self.instance.waker().wake();

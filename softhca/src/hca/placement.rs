@@ -40,7 +40,7 @@ use crate::fabric::{ImportedMemory, Registry};
 use ferrodat_abi::uverbs::{access, qp_state};
 use std::time::Duration;
 
-/// The smallest WRITE placed. A smaller one travels with its header in a ring record or
+/// The smallest WRITE or READ placed (measured for WRITEs). A smaller one travels with its header in a ring record or
 /// two and the responder's copy of it is cheap, while placing it adds a cache line that
 /// crosses to the peer, a lookup and a slot claim, and leaves the header for the responder
 /// to handle all the same: the 8-byte WRITE ping-pong of `ferrodat perf` took 305-409 ns
@@ -49,7 +49,7 @@ use std::time::Duration;
 /// 43-45 GB/s placed against 19-21 GB/s.
 pub const PLACE_MIN_BYTES: u64 = 4096;
 
-/// The most a requester places in one go: a larger WRITE is placed a chunk per pass, its
+/// The most a requester places in one go: a larger request is placed a chunk per pass, its
 /// header pushed with the last one, so that no copy holds the engine's lock (and the
 /// peer's DEREG_MR or MODIFY_QP, which wait for a placement in progress) for long: 1 MiB
 /// takes some 25 us here.
@@ -67,7 +67,7 @@ pub(crate) enum Placing {
     /// A chunk placed; more at the next pass.
     More,
     /// Nothing placed now, try again at the next pass: the ring has no room for the
-    /// header, or (part-way through a WRITE) every user slot of the region is taken.
+    /// header, or (part-way through a request) every user slot of the region is taken.
     Retry,
     /// The conditions do not hold (no export, the peer QP's facts, the range, or at the
     /// start every user slot taken): nothing placed.
@@ -104,7 +104,7 @@ impl QpFacts {
             | u64::from(self.pdn) << 32
     }
 
-    /// Whether a QP with these facts takes requests (a placed WRITE's later chunks need
+    /// Whether a QP with these facts takes requests (a placed request's later chunks need
     /// no more: rights count at a message's start).
     pub fn takes_requests(&self) -> bool {
         matches!(self.state, qp_state::RTR | qp_state::RTS | qp_state::SQD)
@@ -162,12 +162,13 @@ impl Imports {
         if stale || !self.regions.contains_key(&id) {
             self.prune();
             if self.regions.len() >= MAX_IMPORTS {
-                // Regions in use are open again at their next WRITE.
+                // Regions in use are open again at their next placement.
                 self.regions.clear();
             }
             // An export that cannot be opened (absent: private memory; or another user's,
             // malformed, a descriptor limit reached) is remembered as such for this
-            // exporter: its WRITEs take the ring, without a file system look each time.
+            // exporter: its WRITEs and READs take the ring, without a file system look
+            // each time.
             let opened = ImportedMemory::open(registry, key, exporter).ok().flatten();
             self.regions.insert(id, (exporter, opened));
         }

@@ -142,7 +142,8 @@ pub struct Hardware<'a> {
     pub now: Option<Instant>,
     /// The engine's last clock reading: never later than the true time, possibly earlier.
     pub coarse_now: Instant,
-    /// Peers' exported regions this process's requesters place WRITEs into.
+    /// Peers' exported regions this process's requesters place WRITEs into and READs out
+    /// of.
     pub imports: &'a mut Imports,
 }
 
@@ -188,7 +189,7 @@ struct Outstanding {
     /// Completed: `Ok(byte_cnt)` or `Err(syndrome)`.
     outcome: Option<Result<u32, u8>>,
     rnr_naks: u8,
-    /// An RDMA WRITE whose data the requester placed itself (`placement.rs`).
+    /// An RDMA WRITE or READ whose data the requester placed itself (`placement.rs`).
     placed: bool,
 }
 
@@ -569,13 +570,15 @@ impl QueuePair {
         };
         self.link.outbound.publish_qp_facts(facts.encode());
         if !(facts.grants(access::REMOTE_WRITE) && facts.grants(access::REMOTE_READ)) {
-            // A placement that saw the old facts finishes before the change takes effect
-            // (a change that takes nothing away waits for nothing, as the gate is closed).
+            // A placement that saw the old facts finishes before the change takes effect.
+            // A QP that grants only one of the two rights waits at every change (mostly a
+            // fence and a look at a closed gate; before its peer's ring is attached, an
+            // open of that ring).
             self.wait_for_peer_placement();
         }
     }
 
-    /// Waits while the peer QP places a WRITE into this process's memory (its gate, in
+    /// Waits while the peer QP places a WRITE or READ in this process's memory (its gate, in
     /// the ring it sends us, is open), opening that ring for the purpose if this QP has
     /// not attached it yet.
     fn wait_for_peer_placement(&self) {
@@ -1548,7 +1551,7 @@ impl QueuePair {
 
     /// Whether the peer's process is still there, looked at no more often than every
     /// [`PEER_CHECK_INTERVAL`] (a few system calls): a dead peer's memory takes no more
-    /// placements (its WRITEs then take the ring, and time out as before).
+    /// placements (its WRITEs and READs then take the ring, and time out as before).
     fn peer_alive(&mut self, hw: &mut Hardware<'_>) -> bool {
         let now = hw.now();
         if self.peer_checked_at.is_some_and(|at| now.duration_since(at) < PEER_CHECK_INTERVAL) {
@@ -1565,7 +1568,7 @@ impl QueuePair {
         alive
     }
 
-    /// A WRITE is part-way placed: the rest goes at the next passes (the engine wakes a
+    /// A request is part-way placed: the rest goes at the next passes (the engine wakes a
     /// sleeping progress thread for it).
     pub(crate) fn placement_pending(&self) -> bool {
         self.cursor.offset > 0

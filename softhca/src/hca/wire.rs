@@ -63,8 +63,9 @@ pub mod flag {
     pub const ACK_REQUEST: u8 = 16;
     /// `ack_psn` acknowledges every request of the receiver up to it (a piggybacked ACK).
     pub const ACK_PIGGYBACK: u8 = 32;
-    /// An RDMA WRITE whose data the requester placed in the responder's memory itself
-    /// (`hca::placement`): one segment, no payload, `length` the bytes placed.
+    /// An RDMA WRITE or READ whose data the requester placed in (or took from) the
+    /// responder's memory itself (`hca::placement`): one segment, no payload, `length` the
+    /// bytes placed.
     pub const PLACED: u8 = 64;
 }
 
