@@ -235,7 +235,7 @@ fn withdrawal_waits_for_a_placement_in_progress() {
     });
     std::thread::sleep(Duration::from_millis(100));
     assert!(!withdrawn.load(Ordering::SeqCst), "DEREG_MR returned during a placement");
-    placement.copy(|map, at| map.copy_in(at, b"hello").ok()).unwrap();
+    placement.write(|map, at| map.copy_in(at, b"hello").ok()).unwrap();
     dereg.join().unwrap();
     assert!(withdrawn.load(Ordering::SeqCst));
     assert_eq!(target.read(100, 5), b"hello");
@@ -782,4 +782,33 @@ fn a_read_into_a_buffer_deregistered_in_flight_fails_without_landing() {
             "placed {placed}: data landed after DEREG_MR"
         );
     }
+}
+
+/// A region that grants REMOTE_READ only is opened and mapped read-only by its peers: a
+/// file sealed against writable mappings is read from all the same, and a placement that
+/// would write into it is refused before it touches it.
+#[test]
+fn a_region_exported_for_reading_only_is_mapped_read_only() {
+    let mut p = pair("place-read-only", rc_attrs());
+    let region = SharedMr::new(&p.engine, p.pdn, 64 << 10, access::REMOTE_READ);
+    region.fill(0x4d);
+    region.seal_future_writes();
+    let sink = Mr::new(&p.engine, p.pdn, 64 << 10, ALL_ACCESS);
+    let wr = read_wr(vec![(sink.addr(), 64 << 10, sink.key)], (region.addr, region.key));
+    assert_eq!(post_and_wait(&mut p, &wr).syndrome, None);
+    assert_eq!(p.engine.placed_reads(), 1, "a writable mapping of a sealed file fails");
+    assert!(sink.buf.read(0, 64 << 10).iter().all(|&b| b == 0x4d));
+
+    let import = ImportedMemory::open(p.engine.registry(), region.key, std::process::id())
+        .expect("a well-formed export")
+        .expect("exported");
+    let claim = || import.claim(region.addr, 5).expect("live region");
+    assert_eq!(
+        claim().write(|map, at| map.copy_in(at, b"hello").ok()).err(),
+        Some(PlaceError::ReadOnly)
+    );
+    let mut five = [0u8; 5];
+    claim().read(|map, at| map.copy_out(at, &mut five).ok()).expect("read");
+    assert_eq!(five, [0x4d; 5]);
+    assert!(region.read(0, 5).iter().all(|&b| b == 0x4d), "written through a read-only import");
 }

@@ -200,6 +200,8 @@ pub enum PlaceError {
     /// The copy failed (a bug in the caller's arithmetic), or the backing file was truncated
     /// under the mapping: what was written may be lost.
     CopyFailed,
+    /// A write into a region exported for reading only (mapped read-only here).
+    ReadOnly,
 }
 
 /// A peer's export, opened and mapped by a requester.
@@ -210,6 +212,10 @@ pub struct ImportedMemory {
     skew: usize,
     region: ExportedRegion,
     path: PathBuf,
+    /// `data` is mapped read-write: the region grants REMOTE_WRITE. A region that grants
+    /// only REMOTE_READ is opened and mapped read-only (a file sealed against writes can
+    /// be read from so), and takes no writes from here.
+    writable: bool,
     /// What a user slot holds while we place ([`slot_word`]; worked out once: `getpid` is
     /// a system call).
     slot_word: u64,
@@ -317,9 +323,10 @@ impl ImportedMemory {
             )));
         }
         let backing_path = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
+        let writable = region.access & access::REMOTE_WRITE != 0;
         let backing = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(writable)
             .custom_flags(libc::O_CLOEXEC)
             .open(&backing_path)
             .map_err(|e| {
@@ -360,9 +367,13 @@ impl ImportedMemory {
             .filter(|&e| e <= meta.len())
             .unwrap_or(end);
         let map_len = usize::try_from(end - start).map_err(|_| bad("region too large".into()))?;
-        let data = SharedMapping::map_at(&backing, start, map_len, &backing_path)?;
+        let data = if writable {
+            SharedMapping::map_at(&backing, start, map_len, &backing_path)?
+        } else {
+            SharedMapping::map_at_read_only(&backing, start, map_len, &backing_path)?
+        };
         let slot_word = slot_word(ProcessIdentity::current());
-        Ok(Some(ImportedMemory { header, data, skew, region, path, slot_word }))
+        Ok(Some(ImportedMemory { header, data, skew, region, path, writable, slot_word }))
     }
 
     /// What the export says about its region.
@@ -422,10 +433,30 @@ pub struct Placement<'a> {
 }
 
 impl Placement<'_> {
-    /// Writes the data: `copy` gets the mapping and the offset to write at, and answers
-    /// `None` if it failed. `CopyFailed` also when the backing file was truncated under the
-    /// mapping (what was written is lost).
-    pub fn copy(
+    /// Writes the data (a placed WRITE): `copy` gets the mapping and the offset to write
+    /// at, and answers `None` if it failed. `CopyFailed` also when the backing file was
+    /// truncated under the mapping (what was written is lost); `ReadOnly`, with nothing
+    /// done, for a region exported for reading only.
+    pub fn write(
+        self,
+        copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
+    ) -> Result<(), PlaceError> {
+        if !self.import.writable {
+            return Err(PlaceError::ReadOnly);
+        }
+        self.copy(copy)
+    }
+
+    /// Reads the data (a placed READ): as [`Self::write`], `copy` reading from the mapping
+    /// (a truncated backing file reads as zeros: `CopyFailed`).
+    pub fn read(
+        self,
+        copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
+    ) -> Result<(), PlaceError> {
+        self.copy(copy)
+    }
+
+    fn copy(
         self,
         copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
     ) -> Result<(), PlaceError> {

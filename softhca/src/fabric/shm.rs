@@ -57,7 +57,8 @@ impl std::fmt::Display for OutOfBounds {
 
 impl std::error::Error for OutOfBounds {}
 
-/// A read-write `MAP_SHARED` mapping of a whole file, unmapped on drop.
+/// A `MAP_SHARED` mapping of a file (read-write, but for [`SharedMapping::map_at_read_only`]),
+/// unmapped on drop.
 #[derive(Debug)]
 pub struct SharedMapping {
     base: NonNull<u8>,
@@ -82,6 +83,28 @@ impl SharedMapping {
     /// Maps `len` bytes of `file` from `offset` (a multiple of the page size) read-write
     /// and shared. `path` is for errors only.
     pub fn map_at(file: &File, offset: u64, len: usize, path: &Path) -> Result<Self, FabricError> {
+        Self::map_with(file, offset, len, path, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    /// As [`Self::map_at`], read-only: a store through the mapping faults. Only for a
+    /// peer's region this process may only read (`memory_export.rs`, whose placements
+    /// refuse to write into such an import).
+    pub(crate) fn map_at_read_only(
+        file: &File,
+        offset: u64,
+        len: usize,
+        path: &Path,
+    ) -> Result<Self, FabricError> {
+        Self::map_with(file, offset, len, path, libc::PROT_READ)
+    }
+
+    fn map_with(
+        file: &File,
+        offset: u64,
+        len: usize,
+        path: &Path,
+        protection: libc::c_int,
+    ) -> Result<Self, FabricError> {
         if len == 0 {
             return Err(FabricError::bad_file(path, "the file is empty".to_string()));
         }
@@ -94,7 +117,7 @@ impl SharedMapping {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                protection,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
                 offset,

@@ -1481,11 +1481,11 @@ impl QueuePair {
                 let Operation::Read { targets, .. } = &self.outstanding[index].operation else {
                     break 'place Placing::Refused; // admitted as a READ: not reached
                 };
-                placement.copy(|map, at| {
+                placement.read(|map, at| {
                     scatter(targets, start, Payload::InMapping { map, at, len: len as usize }).ok()
                 })
             } else {
-                placement.copy(|map, at| {
+                placement.write(|map, at| {
                     gather_into_mapping(wqe, regions, pdn, start, len as usize, map, at)
                 })
             };

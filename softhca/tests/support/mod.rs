@@ -177,8 +177,12 @@ impl SharedMr {
     pub fn new(engine: &Arc<Engine>, pdn: u32, len: usize, access_flags: u32) -> SharedMr {
         use std::os::fd::{AsRawFd, FromRawFd};
         // SAFETY: a valid NUL-terminated name; the result is checked.
-        let fd =
-            unsafe { libc::memfd_create(c"softhca-test-shared-mr".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"softhca-test-shared-mr".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
         // SAFETY: the descriptor just created, owned from here on.
         let memfd = unsafe { std::fs::File::from_raw_fd(fd) };
@@ -244,6 +248,17 @@ impl SharedMr {
     pub fn fill(&self, byte: u8) {
         // SAFETY: our live mapping, nobody writes it at this point of a test.
         unsafe { std::ptr::write_bytes(self.addr as *mut u8, byte, self.len) };
+    }
+
+    /// Seals the file against new writable mappings (F_SEAL_FUTURE_WRITE), as a
+    /// producer of read-only data would; the mapping made at creation stays writable.
+    pub fn seal_future_writes(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on our own descriptor; the result is checked.
+        let rc = unsafe {
+            libc::fcntl(self._memfd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_FUTURE_WRITE)
+        };
+        assert_eq!(rc, 0, "F_SEAL_FUTURE_WRITE: {}", std::io::Error::last_os_error());
     }
 
     pub fn write(&self, offset: usize, data: &[u8]) {
