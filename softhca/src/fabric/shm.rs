@@ -57,8 +57,8 @@ impl std::fmt::Display for OutOfBounds {
 
 impl std::error::Error for OutOfBounds {}
 
-/// A `MAP_SHARED` mapping of a file (read-write, but for [`SharedMapping::map_at_read_only`]),
-/// unmapped on drop.
+/// A `MAP_SHARED` mapping of a file (read-write, but for the read-only mappings of peers' regions
+/// this process may only read), unmapped on drop.
 #[derive(Debug)]
 pub struct SharedMapping {
     base: NonNull<u8>,
