@@ -167,12 +167,22 @@ enum Operation {
     Local,
     /// SEND or RDMA WRITE (data goes out; done at ACK).
     Transfer,
-    /// RDMA READ of `length` bytes into the buffers `sges` name (`targets`, as last
-    /// translated); `received` of them arrived (the responses come in order, each at the
-    /// offset where the last one ended).
-    Read { sges: Vec<Sge>, targets: Vec<AppSpan>, length: u64, received: u64 },
+    /// RDMA READ (boxed: every SEND and WRITE moves an `Operation` through the
+    /// outstanding queue, and a READ's buffers would make each of them larger).
+    Read(Box<ReadBuffers>),
     /// Atomic; the original value lands in `target`.
     Atomic { target: AppSpan },
+}
+
+/// Where an RDMA READ's data goes: `length` bytes into the buffers `sges` name (`targets`,
+/// as last translated); `received` of them arrived (the responses come in order, each at
+/// the offset where the last one ended).
+#[derive(Clone, Debug)]
+struct ReadBuffers {
+    sges: Vec<Sge>,
+    targets: Vec<AppSpan>,
+    length: u64,
+    received: u64,
 }
 
 /// A send WQE between execution and completion.
@@ -195,7 +205,7 @@ struct Outstanding {
 
 impl Outstanding {
     fn is_read_or_atomic(&self) -> bool {
-        matches!(self.operation, Operation::Read { .. } | Operation::Atomic { .. })
+        matches!(self.operation, Operation::Read(_) | Operation::Atomic { .. })
     }
 }
 
@@ -1177,7 +1187,12 @@ impl QueuePair {
                 let sges: Vec<Sge> = wqe.sges().collect();
                 let mut targets = Vec::with_capacity(sges.len());
                 translate_read_targets(&sges, &mut targets, regions, pdn).map(|()| {
-                    Operation::Read { sges, targets, length: wqe.local_length(), received: 0 }
+                    Operation::Read(Box::new(ReadBuffers {
+                        sges,
+                        targets,
+                        length: wqe.local_length(),
+                        received: 0,
+                    }))
                 })
             }
             _ => match wqe.sges().next() {
@@ -1413,8 +1428,9 @@ impl QueuePair {
             // The buffers as they are registered now, for each chunk, as for each response
             // of a READ through the ring.
             let pdn = self.setup.pdn;
-            if let Operation::Read { sges, targets, .. } = &mut self.outstanding[index].operation
-                && let Err(syndrome) = translate_read_targets(sges, targets, hw.regions, pdn)
+            if let Operation::Read(read) = &mut self.outstanding[index].operation
+                && let Err(syndrome) =
+                    translate_read_targets(&read.sges, &mut read.targets, hw.regions, pdn)
             {
                 self.fail_placed(index, syndrome, hw);
                 return Some(false);
@@ -1478,11 +1494,12 @@ impl QueuePair {
                 }
             }
             let copied = if reading {
-                let Operation::Read { targets, .. } = &self.outstanding[index].operation else {
+                let Operation::Read(read) = &self.outstanding[index].operation else {
                     break 'place Placing::Refused; // admitted as a READ: not reached
                 };
                 placement.read(|map, at| {
-                    scatter(targets, start, Payload::InMapping { map, at, len: len as usize }).ok()
+                    let data = Payload::InMapping { map, at, len: len as usize };
+                    scatter(&read.targets, start, data).ok()
                 })
             } else {
                 placement.write(|map, at| {
@@ -1505,9 +1522,9 @@ impl QueuePair {
             Placing::Done | Placing::More => {
                 let o = &mut self.outstanding[index];
                 o.placed = true;
-                if let Operation::Read { received, .. } = &mut o.operation {
+                if let Operation::Read(read) = &mut o.operation {
                     // The responder's empty response to the header starts where this ends.
-                    *received = start + len;
+                    read.received = start + len;
                 }
                 self.cursor.offset = start + len;
                 if last {
@@ -1932,7 +1949,8 @@ impl QueuePair {
             kind::READ_RESPONSE => {
                 let pdn = self.setup.pdn;
                 let o = &mut self.outstanding[pos];
-                if let Operation::Read { sges, targets, length, received } = &mut o.operation {
+                if let Operation::Read(read) = &mut o.operation {
+                    let ReadBuffers { sges, targets, length, received } = &mut **read;
                     // The responses must cover the READ exactly, in order: anything else
                     // (short, too long, out of order, repeated) would complete it with
                     // stale bytes in its buffer. Hardware calls that a bad response.
