@@ -569,8 +569,7 @@ impl QueuePair {
     }
 
     /// Tells the peer's requester what it needs for placing WRITEs and READs
-    /// (`placement.rs`): the
-    /// state, the remote rights and the PD, in the ring's header.
+    /// (`placement.rs`): the state, the remote rights and the PD, in the ring's header.
     fn publish_facts(&self) {
         let facts = QpFacts {
             state: self.state,
@@ -1411,7 +1410,7 @@ impl QueuePair {
                 return None; // an earlier request is not done at the responder yet
             }
             // A local buffer that no longer translates is the ring path's case, as before
-            // (a READ's were translated, for writing, when it was admitted).
+            // (a READ's are translated below, for writing, before each chunk).
             let pdn = self.setup.pdn;
             if !reading
                 && wqe.sges().any(|s| {
