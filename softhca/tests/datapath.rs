@@ -218,6 +218,31 @@ fn a_responder_error_behind_a_large_read_still_answers_the_read_first() {
     assert!(local.buf.read(0, LEN) == data, "the READ's data arrived");
 }
 
+/// An atomic whose local buffer is deregistered while it is in flight fails with a local
+/// protection error, and its original value does not land there (the HCA checks the key
+/// when it writes the result).
+#[test]
+fn an_atomic_into_a_buffer_deregistered_in_flight_fails_without_landing() {
+    let mut p = pair("atomic-dereg", rc_attrs());
+    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
+    remote.buf.write(8, &100u64.to_ne_bytes());
+    let fa = SendWr {
+        opcode: opcode::ATOMIC_FA,
+        sges: vec![(local.addr(), 8, local.key)],
+        remote: Some((remote.addr() + 8, remote.key)),
+        atomic: Some((5, 0)),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &fa);
+    p.engine.remove_memory_region(local.key >> 8);
+    let w = p.cq_a.wait(&p.engine, 1, WAIT);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].syndrome, Some(cqe_syndrome::LOCAL_PROT_ERR), "{w:?}");
+    assert_eq!(local.buf.read(0, 8), [0; 8], "the result landed after DEREG_MR");
+}
+
 #[test]
 fn atomics_return_the_original_value() {
     let mut p = pair("atomic", rc_attrs());

@@ -170,8 +170,9 @@ enum Operation {
     /// RDMA READ (boxed: every SEND and WRITE moves an `Operation` through the
     /// outstanding queue, and a READ's buffers would make each of them larger).
     Read(Box<ReadBuffers>),
-    /// Atomic; the original value lands in `target`.
-    Atomic { target: AppSpan },
+    /// Atomic; the original value lands in the 8 bytes `sge` names (translated again when
+    /// the response comes, as for a READ's buffers: `translate_read_targets`).
+    Atomic { sge: Sge },
 }
 
 /// Where an RDMA READ's data goes: `length` bytes into the buffers `sges` name (`targets`,
@@ -1197,7 +1198,7 @@ impl QueuePair {
             _ => match wqe.sges().next() {
                 Some(s) => regions
                     .translate(s.lkey, pdn, s.addr, 8, access::LOCAL_WRITE)
-                    .map(|target| Operation::Atomic { target })
+                    .map(|_| Operation::Atomic { sge: s })
                     .map_err(local_key_syndrome),
                 // Decode lets no atomic through without its one data segment.
                 None => Err(cqe_syndrome::LOCAL_QP_OP_ERR),
@@ -1972,13 +1973,20 @@ impl QueuePair {
                 self.ack_before(pos);
             }
             kind::ATOMIC_RESPONSE => {
+                let pdn = self.setup.pdn;
                 let o = &mut self.outstanding[pos];
-                if let Operation::Atomic { target } = o.operation {
+                if let Operation::Atomic { sge } = o.operation {
+                    // The buffer as registered now: one deregistered meanwhile takes nothing.
                     o.outcome = Some(
-                        target
-                            .write(0, &h.operand.to_ne_bytes())
-                            .map(|_| 8)
-                            .map_err(|_| cqe_syndrome::LOCAL_PROT_ERR),
+                        hw.regions
+                            .translate(sge.lkey, pdn, sge.addr, 8, access::LOCAL_WRITE)
+                            .map_err(local_key_syndrome)
+                            .and_then(|target| {
+                                target
+                                    .write(0, &h.operand.to_ne_bytes())
+                                    .map(|_| 8)
+                                    .map_err(|_| cqe_syndrome::LOCAL_PROT_ERR)
+                            }),
                     );
                 }
                 self.ack_before(pos);
