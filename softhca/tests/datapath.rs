@@ -1080,6 +1080,82 @@ fn dropping_the_engine_while_its_progress_thread_sleeps_drops_it_at_once() {
     assert!(thread_cpu_ticks(name).is_none(), "the progress thread outlived its engine");
 }
 
+/// Two HCAs in one process (`hca1` at 127.0.0.1, `hca2` at 127.0.0.2), so that each
+/// engine's work is its own: a QP on each, connected, with its own PD and CQ.
+struct TwoHcas {
+    e1: std::sync::Arc<ferrodat_softhca::hca::engine::Engine>,
+    e2: std::sync::Arc<ferrodat_softhca::hca::engine::Engine>,
+    pdn1: u32,
+    pdn2: u32,
+    cq1: Cq,
+    cq2: Cq,
+    qp1: Qp,
+    qp2: Qp,
+    gid2: [u8; 16],
+    _fabric: TestFabric,
+}
+
+impl TwoHcas {
+    fn new(tag: &str) -> TwoHcas {
+        let fabric = TestFabric::new(tag);
+        let mut gid2 = LOCALHOST_GID;
+        gid2[15] = 2;
+        let open = |name: &str, gid| {
+            ferrodat_softhca::hca::engine::Engine::open_in(fabric.dir.clone(), name, gid).unwrap()
+        };
+        let (e1, e2) = (open(&format!("{tag}1"), LOCALHOST_GID), open(&format!("{tag}2"), gid2));
+        let (pdn1, pdn2) = (e1.registry().alloc_pdn(), e2.registry().alloc_pdn());
+        let (cq1, cq2) = (Cq::new(&e1, 256), Cq::new(&e2, 256));
+        let qp1 = Qp::new(&e1, Self::spec(pdn1, &cq1));
+        let qp2 = Qp::new(&e2, Self::spec(pdn2, &cq2));
+        qp1.connect(&e1, gid2, qp2.qpn, rc_attrs());
+        qp2.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+        TwoHcas { e1, e2, pdn1, pdn2, cq1, cq2, qp1, qp2, gid2, _fabric: fabric }
+    }
+
+    fn spec(pdn: u32, cq: &Cq) -> QpSpec {
+        QpSpec {
+            pdn,
+            send_cqn: cq.cqn,
+            recv_cqn: cq.cqn,
+            srqn: None,
+            sq_wqebbs: 64,
+            rq_wqe_count: 16,
+            max_recv_sge: 1,
+            sq_sig_all: false,
+        }
+    }
+
+    /// Drives both engines until QP 1's CQ has a completion.
+    fn wait1(&mut self) -> Wc {
+        let TwoHcas { e1, e2, cq1, .. } = self;
+        drive_until(e1, e2, cq1)
+    }
+
+    /// Drives both engines until QP 2's CQ has a completion.
+    fn wait2(&mut self) -> Wc {
+        let TwoHcas { e1, e2, cq2, .. } = self;
+        drive_until(e1, e2, cq2)
+    }
+}
+
+/// Drives both engines until `cq` has a completion.
+fn drive_until(
+    e1: &ferrodat_softhca::hca::engine::Engine,
+    e2: &ferrodat_softhca::hca::engine::Engine,
+    cq: &mut Cq,
+) -> Wc {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        e1.progress();
+        e2.progress();
+        if let Some(wc) = cq.poll_one() {
+            return wc;
+        }
+        assert!(std::time::Instant::now() < deadline, "no completion");
+    }
+}
+
 /// A requester whose WRITE fills its ring waits for the peer to read; the peer's reading
 /// wakes it (`ring.rs`, "Room") rather than leaving it to find the room at its next look,
 /// which for a sleeping progress thread is up to a millisecond later. Two HCAs in one
@@ -1087,36 +1163,14 @@ fn dropping_the_engine_while_its_progress_thread_sleeps_drops_it_at_once() {
 /// do, and says so, until the responder's engine reads.
 #[test]
 fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
-    let fabric = TestFabric::new("room-wake");
-    let mut other_gid = LOCALHOST_GID;
-    other_gid[15] = 2;
-    let open = |name: &str, gid| {
-        ferrodat_softhca::hca::engine::Engine::open_in(fabric.dir.clone(), name, gid).unwrap()
-    };
-    let (e1, e2) = (open("hcaroom1", LOCALHOST_GID), open("hcaroom2", other_gid));
-    let (pdn1, pdn2) = (e1.registry().alloc_pdn(), e2.registry().alloc_pdn());
-    let (mut cq1, cq2) = (Cq::new(&e1, 256), Cq::new(&e2, 256));
-    let spec = |pdn, cq: &Cq| QpSpec {
-        pdn,
-        send_cqn: cq.cqn,
-        recv_cqn: cq.cqn,
-        srqn: None,
-        sq_wqebbs: 64,
-        rq_wqe_count: 16,
-        max_recv_sge: 1,
-        sq_sig_all: false,
-    };
-    let mut qp1 = Qp::new(&e1, spec(pdn1, &cq1));
-    let qp2 = Qp::new(&e2, spec(pdn2, &cq2));
-    qp1.connect(&e1, other_gid, qp2.qpn, rc_attrs());
-    qp2.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+    let mut h = TwoHcas::new("hcaroom");
     const LEN: usize = 1 << 20; // four rings' worth
-    let src = Mr::new(&e1, pdn1, LEN, ALL_ACCESS);
-    let dst = Mr::new(&e2, pdn2, LEN, ALL_ACCESS);
+    let src = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
+    let dst = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
     src.buf.write(0, &data);
-    qp1.post_send(
-        &e1,
+    h.qp1.post_send(
+        &h.e1,
         &SendWr {
             opcode: opcode::RDMA_WRITE,
             sges: vec![(src.addr(), LEN as u32, src.key)],
@@ -1126,19 +1180,11 @@ fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
         },
     );
     // The doorbell filled the ring; the requester has nothing to do until the peer reads.
-    while e1.progress() {}
-    assert!(!e1.progress(), "the requester's engine found work before the peer read");
-    assert!(e2.progress(), "the responder read the ring");
-    assert!(e1.progress(), "the responder's reading woke the requester");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let wc = loop {
-        e2.progress();
-        if let Some(wc) = cq1.poll_one() {
-            break wc;
-        }
-        e1.progress();
-        assert!(std::time::Instant::now() < deadline, "the WRITE never completed");
-    };
+    while h.e1.progress() {}
+    assert!(!h.e1.progress(), "the requester's engine found work before the peer read");
+    assert!(h.e2.progress(), "the responder read the ring");
+    assert!(h.e1.progress(), "the responder's reading woke the requester");
+    let wc = h.wait1();
     assert_eq!(wc.syndrome, None, "{wc:?}");
     assert!(dst.buf.read(0, LEN) == data, "the WRITE's bytes arrived intact");
 }
@@ -1152,33 +1198,11 @@ fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
 #[test]
 fn a_requester_reconnected_with_a_full_ring_reaches_its_new_peer() {
     for new_peer_connects_first in [false, true] {
-        let fabric = TestFabric::new("room-reconnect");
-        let mut other_gid = LOCALHOST_GID;
-        other_gid[15] = 2;
-        let open = |name: &str, gid| {
-            ferrodat_softhca::hca::engine::Engine::open_in(fabric.dir.clone(), name, gid).unwrap()
-        };
-        let (e1, e2) = (open("hcarc1", LOCALHOST_GID), open("hcarc2", other_gid));
-        let (pdn1, pdn2) = (e1.registry().alloc_pdn(), e2.registry().alloc_pdn());
-        let (mut cq1, cq2) = (Cq::new(&e1, 256), Cq::new(&e2, 256));
-        let spec = |pdn, cq: &Cq| QpSpec {
-            pdn,
-            send_cqn: cq.cqn,
-            recv_cqn: cq.cqn,
-            srqn: None,
-            sq_wqebbs: 64,
-            rq_wqe_count: 16,
-            max_recv_sge: 1,
-            sq_sig_all: false,
-        };
-        let mut qp1 = Qp::new(&e1, spec(pdn1, &cq1));
-        let old_peer = Qp::new(&e2, spec(pdn2, &cq2));
-        qp1.connect(&e1, other_gid, old_peer.qpn, rc_attrs());
-        old_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+        let mut h = TwoHcas::new("hcarc");
         const LEN: usize = 1 << 20;
-        let src = Mr::new(&e1, pdn1, LEN, ALL_ACCESS);
+        let src = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
         src.buf.fill(0x5c);
-        let dst = Mr::new(&e2, pdn2, LEN, ALL_ACCESS);
+        let dst = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
         let write = |len: usize, to: &Mr| SendWr {
             opcode: opcode::RDMA_WRITE,
             sges: vec![(src.addr(), len as u32, src.key)],
@@ -1186,40 +1210,141 @@ fn a_requester_reconnected_with_a_full_ring_reaches_its_new_peer() {
             signaled: true,
             ..Default::default()
         };
-        qp1.post_send(&e1, &write(LEN, &dst));
-        while e1.progress() {}
+        h.qp1.post_send(&h.e1, &write(LEN, &dst));
+        while h.e1.progress() {}
         // The old peer goes away unread; the requester reconnects to a new QP.
-        e2.modify_qp(old_peer.qpn, qp_state::RESET, rc_attrs());
-        e1.modify_qp(qp1.qpn, qp_state::RESET, rc_attrs());
-        qp1.sq_pi = 0;
-        while cq1.poll_one().is_some() {}
-        let new_peer = Qp::new(&e2, spec(pdn2, &cq2));
+        h.e2.modify_qp(h.qp2.qpn, qp_state::RESET, rc_attrs());
+        h.e1.modify_qp(h.qp1.qpn, qp_state::RESET, rc_attrs());
+        h.qp1.sq_pi = 0;
+        while h.cq1.poll_one().is_some() {}
+        let new_peer = Qp::new(&h.e2, TwoHcas::spec(h.pdn2, &h.cq2));
         if new_peer_connects_first {
-            new_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+            new_peer.connect(&h.e2, LOCALHOST_GID, h.qp1.qpn, rc_attrs());
             for _ in 0..10 {
-                e2.progress();
+                h.e2.progress();
             }
-            qp1.connect(&e1, other_gid, new_peer.qpn, rc_attrs());
+            h.qp1.connect(&h.e1, h.gid2, new_peer.qpn, rc_attrs());
         } else {
-            qp1.connect(&e1, other_gid, new_peer.qpn, rc_attrs());
-            new_peer.connect(&e2, LOCALHOST_GID, qp1.qpn, rc_attrs());
+            h.qp1.connect(&h.e1, h.gid2, new_peer.qpn, rc_attrs());
+            new_peer.connect(&h.e2, LOCALHOST_GID, h.qp1.qpn, rc_attrs());
         }
-        let dst_new = Mr::new(&e2, pdn2, 1 << 16, ALL_ACCESS);
-        qp1.post_send(&e1, &write(1 << 16, &dst_new));
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let wc = loop {
-            e1.progress();
-            e2.progress();
-            if let Some(wc) = cq1.poll_one() {
-                break wc;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the WRITE to the new peer never completed (new peer first: {new_peer_connects_first})"
-            );
-            std::thread::sleep(Duration::from_micros(200));
-        };
+        // The new peer's own first announcement (at RTR, as the requester's), out of the
+        // way: it would wake the requester too.
+        h.e2.sq_doorbell(new_peer.qpn);
+        while h.e1.progress() {}
+        let dst_new = Mr::new(&h.e2, h.pdn2, 1 << 16, ALL_ACCESS);
+        h.qp1.post_send(&h.e1, &write(1 << 16, &dst_new));
+        // The first push did not fit, and told the new peer; its first look skips the old
+        // epoch's bytes, which frees the room, and wakes the requester (at its pass's end:
+        // it read no record).
+        while h.e1.progress() {}
+        assert!(
+            h.e2.progress(),
+            "the new peer was told (new peer first: {new_peer_connects_first})"
+        );
+        assert!(h.e1.progress(), "the new peer's look woke the requester");
+        let wc = h.wait1();
         assert_eq!(wc.syndrome, None, "{wc:?}");
         assert!(dst_new.buf.read(0, 1 << 16).iter().all(|&b| b == 0x5c), "the bytes arrived");
     }
+}
+
+/// What lands of a message through the ring whose buffer is deregistered part-way, as an
+/// HCA checks the key at each packet: nothing after DEREG_MR, and the request fails.
+/// `landed` counts the leading bytes of `buf` (filled with 0xee) that now hold `byte`.
+fn landed(buf: &Mr, len: usize, byte: u8) -> usize {
+    buf.buf.read(0, len).iter().take_while(|&&b| b == byte).count()
+}
+
+/// A WRITE through the ring whose target region is deregistered between two segments
+/// fails with a remote access error, and no later segment lands.
+#[test]
+fn a_write_whose_target_is_deregistered_part_way_lands_no_more() {
+    let mut h = TwoHcas::new("hcaderegw");
+    const LEN: usize = 1 << 20;
+    let src = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
+    src.buf.fill(0x11);
+    let dst = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
+    dst.buf.fill(0xee);
+    h.qp1.post_send(
+        &h.e1,
+        &SendWr {
+            opcode: opcode::RDMA_WRITE,
+            sges: vec![(src.addr(), LEN as u32, src.key)],
+            remote: Some((dst.addr(), dst.key)),
+            signaled: true,
+            ..Default::default()
+        },
+    );
+    while h.e1.progress() {}
+    h.e2.progress();
+    let before = landed(&dst, LEN, 0x11);
+    assert!(before > 0 && before < LEN, "part of the WRITE landed first: {before}");
+    h.e2.remove_memory_region(dst.key >> 8);
+    let wc = h.wait1();
+    assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR), "{wc:?}");
+    assert_eq!(landed(&dst, LEN, 0x11), before, "bytes landed after DEREG_MR");
+    assert!(dst.buf.read(before, LEN - before).iter().all(|&b| b == 0xee));
+    assert_eq!(h.e2.qp_state(h.qp2.qpn), Some(qp_state::ERR));
+}
+
+/// A SEND through the ring whose receive buffer is deregistered between two segments: the
+/// receive completes with a local protection error, the SEND with a remote operation
+/// error, and no later segment lands.
+#[test]
+fn a_send_whose_receive_buffer_is_deregistered_part_way_lands_no_more() {
+    let mut h = TwoHcas::new("hcaderegs");
+    const LEN: usize = 1 << 20;
+    let src = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
+    src.buf.fill(0x22);
+    let rbuf = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
+    rbuf.buf.fill(0xee);
+    h.qp2.post_recv(&[(rbuf.addr(), LEN as u32, rbuf.key)]);
+    h.qp1.post_send(
+        &h.e1,
+        &SendWr { signaled: true, ..send(vec![(src.addr(), LEN as u32, src.key)]) },
+    );
+    while h.e1.progress() {}
+    h.e2.progress();
+    let before = landed(&rbuf, LEN, 0x22);
+    assert!(before > 0 && before < LEN, "part of the SEND landed first: {before}");
+    h.e2.remove_memory_region(rbuf.key >> 8);
+    let recv = h.wait2();
+    assert_eq!(recv.syndrome, Some(cqe_syndrome::LOCAL_PROT_ERR), "{recv:?}");
+    let sent = h.wait1();
+    assert_eq!(sent.syndrome, Some(cqe_syndrome::REMOTE_OP_ERR), "{sent:?}");
+    assert_eq!(landed(&rbuf, LEN, 0x22), before, "bytes landed after DEREG_MR");
+}
+
+/// A READ through the ring whose source region the responder deregisters while its data
+/// goes out: the responder NAKs it (remote access error) instead of reading memory it no
+/// longer may, and ends in ERR; what it sent before lands, nothing after.
+#[test]
+fn a_read_whose_source_is_deregistered_part_way_reads_no_more() {
+    let mut h = TwoHcas::new("hcaderegr");
+    const LEN: usize = 1 << 20;
+    let source = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
+    source.buf.fill(0x33);
+    let sink = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
+    sink.buf.fill(0xee);
+    h.qp1.post_send(
+        &h.e1,
+        &SendWr {
+            opcode: opcode::RDMA_READ,
+            sges: vec![(sink.addr(), LEN as u32, sink.key)],
+            remote: Some((source.addr(), source.key)),
+            signaled: true,
+            ..Default::default()
+        },
+    );
+    while h.e1.progress() {}
+    // The responder fills its ring with the first segments of the READ data.
+    h.e2.progress();
+    h.e2.remove_memory_region(source.key >> 8);
+    let wc = h.wait1();
+    assert_eq!(wc.syndrome, Some(cqe_syndrome::REMOTE_ACCESS_ERR), "{wc:?}");
+    let got = landed(&sink, LEN, 0x33);
+    assert!(got < LEN, "the whole READ arrived");
+    assert!(sink.buf.read(got, LEN - got).iter().all(|&b| b == 0xee), "partial segments");
+    assert_eq!(h.e2.qp_state(h.qp2.qpn), Some(qp_state::ERR));
 }

@@ -226,8 +226,14 @@ struct InboundMessage {
     length: u64,
     received: u64,
     entry: Option<ReceiveEntry>,
-    /// Receive buffers (SEND) or the RDMA WRITE target.
+    /// Receive buffers (SEND) or the RDMA WRITE target, as last translated: again before
+    /// each later segment (`retarget`), as an HCA checks the key at each packet.
     targets: Vec<AppSpan>,
+    /// What `targets` is translated from: the receive entry's buffers in this PD (SEND), or
+    /// this key and address (WRITE).
+    pdn: u32,
+    rkey: u32,
+    remote_addr: u64,
     imm: Option<[u8; 4]>,
     solicited: bool,
     ack_request: bool,
@@ -237,7 +243,16 @@ struct InboundMessage {
 #[derive(Clone, Copy, Debug)]
 enum Response {
     Packet(PacketHeader),
-    ReadData { psn: u32, source: AppSpan, offset: u64 },
+    /// READ data from `length` bytes at `addr` under `rkey`, sent up to `offset`; the
+    /// source is translated again for each segment, so a region deregistered meanwhile is
+    /// not read (the READ is NAKed).
+    ReadData {
+        psn: u32,
+        rkey: u32,
+        addr: u64,
+        length: u64,
+        offset: u64,
+    },
 }
 
 /// The room a pass of [`QueuePair::run_inbound`] granted the peer's requester: the first
@@ -2121,7 +2136,8 @@ impl QueuePair {
         self.send_owed_responses(hw)
     }
 
-    fn send_owed_responses(&mut self, _hw: &mut Hardware<'_>) -> bool {
+    fn send_owed_responses(&mut self, hw: &mut Hardware<'_>) -> bool {
+        let mut source_lost = false;
         while let Some(r) = self.responses.front_mut() {
             match r {
                 Response::Packet(h) => {
@@ -2130,8 +2146,31 @@ impl QueuePair {
                         break;
                     }
                 }
-                Response::ReadData { psn, source, offset } => {
-                    let (psn, source, off) = (*psn, *source, *offset);
+                Response::ReadData { psn, rkey, addr, length, offset } => {
+                    let (psn, off) = (*psn, *offset);
+                    let source = if *length == 0 {
+                        // SAFETY: an empty span is never dereferenced.
+                        Ok(unsafe { AppSpan::new(0, 0) })
+                    } else {
+                        let pdn = self.setup.pdn;
+                        hw.regions.translate_remote(*rkey, pdn, *addr, *length, access::REMOTE_READ)
+                    };
+                    let Ok(source) = source else {
+                        // Deregistered (or unbound) while its data went out: the READ is
+                        // NAKed where it stands in the queue, and the QP ends in ERR.
+                        *r = Response::Packet(PacketHeader {
+                            kind: kind::NAK,
+                            flags: flag::FIRST | flag::LAST,
+                            syndrome: nak::REMOTE_ACCESS,
+                            src_qpn: self.setup.qpn,
+                            psn,
+                            ..Default::default()
+                        });
+                        source_lost = true;
+                        // Nothing after it goes out: the connection ends here.
+                        self.responses.truncate(1);
+                        continue;
+                    };
                     let len = (source.len() as u64 - off).min(SEGMENT_BYTES as u64) as usize;
                     let mut h = PacketHeader {
                         kind: kind::READ_RESPONSE,
@@ -2177,6 +2216,15 @@ impl QueuePair {
             self.responses.pop_front();
         }
         self.notify_peer();
+        if source_lost && self.state != qp_state::ERR {
+            // As `responder_fatal`, the NAK already queued in PSN order.
+            let owed = std::mem::take(&mut self.responses);
+            self.post_async(event::QP_ACCESS_ERR, hw);
+            self.state = qp_state::ERR;
+            self.enter_error(hw);
+            self.responses = owed;
+            return self.send_owed_responses(hw);
+        }
         self.responses.is_empty()
     }
 
@@ -2249,7 +2297,50 @@ impl QueuePair {
                 return;
             }
         }
+        let skip = self.rq_skip();
         let Some(msg) = self.inbound.as_mut() else { return };
+        if msg.received > 0 && !msg.targets.is_empty() {
+            // A later segment lands where the key says now: a region deregistered since the
+            // first one takes nothing more.
+            let retargeted = match msg.entry {
+                Some(entry) if msg.kind == kind::SEND => {
+                    receive_targets(&entry, skip, msg.pdn, hw.regions, &mut msg.targets)
+                        .map(|_| ())
+                        .map_err(|_| ())
+                }
+                _ => hw
+                    .regions
+                    .translate_remote(
+                        msg.rkey,
+                        msg.pdn,
+                        msg.remote_addr,
+                        msg.length,
+                        access::REMOTE_WRITE,
+                    )
+                    .map(|span| {
+                        msg.targets.clear();
+                        msg.targets.push(span);
+                    })
+                    .map_err(|_| ()),
+            };
+            if retargeted.is_err() {
+                let (entry, psn, kind) = (msg.entry, msg.psn, msg.kind);
+                self.inbound = None;
+                if kind == kind::SEND {
+                    if let Some(entry) = entry {
+                        self.receive_error(entry, cqe_syndrome::LOCAL_PROT_ERR, hw);
+                    }
+                    self.responder_fatal(psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
+                } else {
+                    // A WRITE with immediate data took its receive: it ends flushed.
+                    if let Some(entry) = entry {
+                        self.receive_error(entry, cqe_syndrome::WR_FLUSH_ERR, hw);
+                    }
+                    self.responder_fatal(psn, nak::REMOTE_ACCESS, event::QP_ACCESS_ERR, hw);
+                }
+                return;
+            }
+        }
         // A message carries exactly the length its first segment announced: a segment
         // beyond it, or a last one short of it, is a requester breaking the protocol (a
         // receive would otherwise report bytes that never came, or get more than it was
@@ -2409,37 +2500,16 @@ impl QueuePair {
                     return false;
                 };
                 let mut targets = std::mem::take(&mut self.spare_targets);
-                targets.clear();
-                let mut capacity = 0u64;
-                // The entry's data segments, read one at a time up to the terminator
-                // (no staging of the whole stride).
-                let stride = entry.bytes.len().min(MAX_RECEIVE_ENTRY_BYTES);
-                let mut at = self.rq_skip_for(&entry);
-                while at + SEND_WQE_DS <= stride {
-                    let mut raw = [0u8; SEND_WQE_DS];
-                    if entry.bytes.read(at, &mut raw).is_err() {
+                let skip = self.rq_skip();
+                let capacity = match receive_targets(&entry, skip, pdn, hw.regions, &mut targets) {
+                    Ok(capacity) => capacity,
+                    Err(ReceiveTargetsError::Unreadable) => return false,
+                    Err(ReceiveTargetsError::Key) => {
+                        self.receive_error(entry, cqe_syndrome::LOCAL_PROT_ERR, hw);
+                        self.responder_fatal(h.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
                         return false;
                     }
-                    at += SEND_WQE_DS;
-                    let Some(sge) = scatter_list(&raw, 0).next() else { break };
-                    match hw.regions.translate(
-                        sge.lkey,
-                        pdn,
-                        sge.addr,
-                        u64::from(sge.length),
-                        access::LOCAL_WRITE,
-                    ) {
-                        Ok(span) => {
-                            capacity += u64::from(sge.length);
-                            targets.push(span);
-                        }
-                        Err(_) => {
-                            self.receive_error(entry, cqe_syndrome::LOCAL_PROT_ERR, hw);
-                            self.responder_fatal(h.psn, nak::REMOTE_OPERATION, event::QP_FATAL, hw);
-                            return false;
-                        }
-                    }
-                }
+                };
                 if h.length > capacity {
                     self.receive_error(entry, cqe_syndrome::LOCAL_LENGTH_ERR, hw);
                     self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
@@ -2452,6 +2522,9 @@ impl QueuePair {
                     received: 0,
                     entry: Some(entry),
                     targets,
+                    pdn,
+                    rkey: 0,
+                    remote_addr: 0,
                     imm: with_imm.then_some(h.imm),
                     solicited: h.flags & flag::SOLICITED != 0,
                     ack_request: false,
@@ -2513,6 +2586,9 @@ impl QueuePair {
                     received: if placed { h.length } else { 0 },
                     entry,
                     targets: target.into_iter().collect(),
+                    pdn: self.setup.pdn,
+                    rkey: h.rkey,
+                    remote_addr: h.remote_addr,
                     imm: with_imm.then_some(h.imm),
                     solicited: h.flags & flag::SOLICITED != 0,
                     ack_request: false,
@@ -2554,11 +2630,13 @@ impl QueuePair {
                     )
                 };
                 match source {
-                    Ok(source) if qp_allows(access::REMOTE_READ) => {
+                    Ok(_) if qp_allows(access::REMOTE_READ) => {
                         self.expected_psn = wire::next_psn(self.expected_psn);
                         self.responses.push_back(Response::ReadData {
                             psn: h.psn,
-                            source,
+                            rkey: h.rkey,
+                            addr: h.remote_addr,
+                            length: h.length,
                             offset: 0,
                         });
                     }
@@ -2607,7 +2685,8 @@ impl QueuePair {
         }
     }
 
-    fn rq_skip_for(&self, _entry: &ReceiveEntry) -> usize {
+    /// Where a receive entry's data segments start (an SRQ entry has its next-WQE header).
+    fn rq_skip(&self) -> usize {
         if self.setup.srqn.is_some() { SEND_WQE_DS } else { self.setup.rq_skip }
     }
 
@@ -2864,6 +2943,45 @@ impl Payload<'_> {
             }
         }
     }
+}
+
+/// Why [`receive_targets`] failed.
+enum ReceiveTargetsError {
+    /// The entry could not be read.
+    Unreadable,
+    /// A buffer does not translate (LOCAL_WRITE in the entry's PD).
+    Key,
+}
+
+/// The buffers of receive entry `entry` (its data segments from `skip`, up to the
+/// terminator), translated (LOCAL_WRITE, PD `pdn`) into `targets`; their total length.
+/// Read one segment at a time (no staging of the whole stride), at a message's first
+/// packet and again at each later one.
+fn receive_targets(
+    entry: &ReceiveEntry,
+    skip: usize,
+    pdn: u32,
+    regions: &MemoryRegions,
+    targets: &mut Vec<AppSpan>,
+) -> Result<u64, ReceiveTargetsError> {
+    targets.clear();
+    let mut capacity = 0u64;
+    let stride = entry.bytes.len().min(MAX_RECEIVE_ENTRY_BYTES);
+    let mut at = skip;
+    while at + SEND_WQE_DS <= stride {
+        let mut raw = [0u8; SEND_WQE_DS];
+        if entry.bytes.read(at, &mut raw).is_err() {
+            return Err(ReceiveTargetsError::Unreadable);
+        }
+        at += SEND_WQE_DS;
+        let Some(sge) = scatter_list(&raw, 0).next() else { break };
+        let span = regions
+            .translate(sge.lkey, pdn, sge.addr, u64::from(sge.length), access::LOCAL_WRITE)
+            .map_err(|_| ReceiveTargetsError::Key)?;
+        capacity += u64::from(sge.length);
+        targets.push(span);
+    }
+    Ok(capacity)
 }
 
 /// Translates a READ's local buffers `sges` (LOCAL_WRITE) into `targets`, again before
