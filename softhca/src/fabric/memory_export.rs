@@ -447,13 +447,14 @@ impl Placement<'_> {
         self.copy(copy)
     }
 
-    /// Reads the data (a placed READ): as [`Self::write`], `copy` reading from the mapping
-    /// (a truncated backing file reads as zeros: `CopyFailed`).
+    /// Reads the data (a placed READ): as [`Self::write`], `copy` reading through a view
+    /// that can only read (the import may be mapped read-only; a truncated backing file
+    /// reads as zeros: `CopyFailed`).
     pub fn read(
         self,
-        copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
+        copy: impl FnOnce(MappingReader<'_>, usize) -> Option<()>,
     ) -> Result<(), PlaceError> {
-        self.copy(copy)
+        self.copy(|map, at| copy(MappingReader(map), at))
     }
 
     fn copy(
@@ -472,6 +473,32 @@ impl Drop for Placement<'_> {
     fn drop(&mut self) {
         // Release: the exporter that sees the slot free sees the copy done.
         self.slot.store(0, Ordering::Release);
+    }
+}
+
+/// Read access to an imported region's mapping, all a placed READ gets: the mapping may be
+/// read-only, and a store through it would fault.
+#[derive(Clone, Copy)]
+pub struct MappingReader<'a>(&'a SharedMapping);
+
+impl MappingReader<'_> {
+    /// Copies `len` bytes at `offset` to `dst` (see [`SharedMapping::copy_out_raw`]).
+    ///
+    /// # Safety
+    /// `dst..dst+len` must be writable for the duration of the call.
+    pub unsafe fn copy_out_raw(
+        &self,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), super::shm::OutOfBounds> {
+        // SAFETY: the caller vouches for the destination, as `copy_out_raw` requires.
+        unsafe { self.0.copy_out_raw(offset, dst, len) }
+    }
+
+    /// Fills `dst` from `offset`.
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<(), super::shm::OutOfBounds> {
+        self.0.copy_out(offset, dst)
     }
 }
 

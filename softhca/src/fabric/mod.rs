@@ -91,7 +91,8 @@ use std::path::{Path, PathBuf};
 
 pub use instance::{Instance, QpAllocation};
 pub use memory_export::{
-    ExportedRegion, ImportedMemory, MemoryExport, PlaceError, Placement, exported_for,
+    ExportedRegion, ImportedMemory, MappingReader, MemoryExport, PlaceError, Placement,
+    exported_for,
 };
 pub use registry::{QpOwner, Registry, SweepReport};
 pub use ring::{

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-use crate::fabric::{RecordFiller, RecordView, SharedMapping};
+use crate::fabric::{MappingReader, RecordFiller, RecordView, SharedMapping};
 
 /// A range of application memory the HCA may access. Cheap to copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +142,7 @@ impl AppSpan {
         &self,
         offset: usize,
         len: usize,
-        map: &SharedMapping,
+        map: MappingReader<'_>,
         map_offset: usize,
     ) -> Result<(), OutOfSpan> {
         let at = self.check(offset, len)?;

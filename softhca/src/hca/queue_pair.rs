@@ -33,8 +33,8 @@ use super::send_wqe::{self, MAX_WQE_BYTES, SendWqe, Sge};
 use super::shared_receive_queue::{ReceiveEntry, SharedReceiveQueue};
 use super::wire::{self, CompactHeader, PacketHeader, SEGMENT_BYTES, flag, kind, nak};
 use crate::fabric::{
-    FilledPushError, PlaceError, QpNotifier, RecordFiller, RecordView, Registry, RingConsumer,
-    RingError, RingProducer, SharedMapping, SmallRecord,
+    FilledPushError, MappingReader, PlaceError, QpNotifier, RecordFiller, RecordView, Registry,
+    RingConsumer, RingError, RingProducer, SharedMapping, SmallRecord,
 };
 use ferrodat_abi::mlx5::{
     INLINE_SEG, INVALID_LKEY, SEND_WQE_BB, SEND_WQE_DS, WqeCtrlSeg, WqeDataSeg, cqe_opcode,
@@ -2903,7 +2903,7 @@ enum Payload<'a> {
     },
     /// `len` bytes at `at` in a peer's exported region (a placed READ).
     InMapping {
-        map: &'a SharedMapping,
+        map: MappingReader<'a>,
         at: usize,
         len: usize,
     },
@@ -2939,7 +2939,7 @@ impl Payload<'_> {
                 if from + len > *payload_len {
                     return Err(OutOfSpan);
                 }
-                target.copy_from_mapping(target_offset, len, map, at + from)
+                target.copy_from_mapping(target_offset, len, *map, at + from)
             }
         }
     }
