@@ -2217,12 +2217,8 @@ impl QueuePair {
         }
         self.notify_peer();
         if source_lost && self.state != qp_state::ERR {
-            // As `responder_fatal`, the NAK already queued in PSN order.
-            let owed = std::mem::take(&mut self.responses);
-            self.post_async(event::QP_ACCESS_ERR, hw);
-            self.state = qp_state::ERR;
-            self.enter_error(hw);
-            self.responses = owed;
+            // The NAK is already queued, in PSN order.
+            self.enter_error_keeping_responses(event::QP_ACCESS_ERR, hw);
             return self.send_owed_responses(hw);
         }
         self.responses.is_empty()
@@ -2235,12 +2231,18 @@ impl QueuePair {
         // survive the move to ERR, which otherwise drops what is queued; later passes send
         // what the ring cannot take now.
         self.respond(kind::NAK, psn, reason, 0);
+        self.enter_error_keeping_responses(async_event, hw);
+        self.send_responses(hw);
+    }
+
+    /// The QP goes to ERR with an async event, keeping the responses it owes (the move to
+    /// ERR otherwise drops what is queued).
+    fn enter_error_keeping_responses(&mut self, async_event: u32, hw: &mut Hardware<'_>) {
         let owed = std::mem::take(&mut self.responses);
         self.post_async(async_event, hw);
         self.state = qp_state::ERR;
         self.enter_error(hw);
         self.responses = owed;
-        self.send_responses(hw);
     }
 
     fn take_receive_entry(&mut self, hw: &mut Hardware<'_>) -> Option<(ReceiveEntry, u32)> {
