@@ -72,16 +72,7 @@ fn echo_child() {
 }
 
 fn spec(pdn: u32, cq: &Cq) -> QpSpec {
-    QpSpec {
-        pdn,
-        send_cqn: cq.cqn,
-        recv_cqn: cq.cqn,
-        srqn: None,
-        sq_wqebbs: 256,
-        rq_wqe_count: 64,
-        max_recv_sge: 1,
-        sq_sig_all: false,
-    }
+    QpSpec::on_cq(pdn, cq, 256, 64)
 }
 
 fn measure_softhca(samples: usize, rounds: u32) -> Summary {

@@ -1114,16 +1114,7 @@ impl TwoHcas {
     }
 
     fn spec(pdn: u32, cq: &Cq) -> QpSpec {
-        QpSpec {
-            pdn,
-            send_cqn: cq.cqn,
-            recv_cqn: cq.cqn,
-            srqn: None,
-            sq_wqebbs: 64,
-            rq_wqe_count: 16,
-            max_recv_sge: 1,
-            sq_sig_all: false,
-        }
+        QpSpec::on_cq(pdn, cq, 64, 16)
     }
 
     /// Drives both engines until QP 1's CQ has a completion.
@@ -1171,13 +1162,7 @@ fn a_requester_waiting_for_ring_room_is_woken_when_the_peer_reads() {
     src.buf.write(0, &data);
     h.qp1.post_send(
         &h.e1,
-        &SendWr {
-            opcode: opcode::RDMA_WRITE,
-            sges: vec![(src.addr(), LEN as u32, src.key)],
-            remote: Some((dst.addr(), dst.key)),
-            signaled: true,
-            ..Default::default()
-        },
+        &write_wr(vec![(src.addr(), LEN as u32, src.key)], (dst.addr(), dst.key)),
     );
     // The doorbell filled the ring; the requester has nothing to do until the peer reads.
     while h.e1.progress() {}
@@ -1203,12 +1188,8 @@ fn a_requester_reconnected_with_a_full_ring_reaches_its_new_peer() {
         let src = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
         src.buf.fill(0x5c);
         let dst = Mr::new(&h.e2, h.pdn2, LEN, ALL_ACCESS);
-        let write = |len: usize, to: &Mr| SendWr {
-            opcode: opcode::RDMA_WRITE,
-            sges: vec![(src.addr(), len as u32, src.key)],
-            remote: Some((to.addr(), to.key)),
-            signaled: true,
-            ..Default::default()
+        let write = |len: usize, to: &Mr| {
+            write_wr(vec![(src.addr(), len as u32, src.key)], (to.addr(), to.key))
         };
         h.qp1.post_send(&h.e1, &write(LEN, &dst));
         while h.e1.progress() {}
@@ -1268,13 +1249,7 @@ fn a_write_whose_target_is_deregistered_part_way_lands_no_more() {
     dst.buf.fill(0xee);
     h.qp1.post_send(
         &h.e1,
-        &SendWr {
-            opcode: opcode::RDMA_WRITE,
-            sges: vec![(src.addr(), LEN as u32, src.key)],
-            remote: Some((dst.addr(), dst.key)),
-            signaled: true,
-            ..Default::default()
-        },
+        &write_wr(vec![(src.addr(), LEN as u32, src.key)], (dst.addr(), dst.key)),
     );
     while h.e1.progress() {}
     h.e2.progress();
@@ -1327,16 +1302,8 @@ fn a_read_whose_source_is_deregistered_part_way_reads_no_more() {
     source.buf.fill(0x33);
     let sink = Mr::new(&h.e1, h.pdn1, LEN, ALL_ACCESS);
     sink.buf.fill(0xee);
-    h.qp1.post_send(
-        &h.e1,
-        &SendWr {
-            opcode: opcode::RDMA_READ,
-            sges: vec![(sink.addr(), LEN as u32, sink.key)],
-            remote: Some((source.addr(), source.key)),
-            signaled: true,
-            ..Default::default()
-        },
-    );
+    let read = read_wr(vec![(sink.addr(), LEN as u32, sink.key)], (source.addr(), source.key));
+    h.qp1.post_send(&h.e1, &read);
     while h.e1.progress() {}
     // The responder fills its ring with the first segments of the READ data.
     h.e2.progress();

@@ -984,19 +984,7 @@ impl Victim {
         let pdn = engine.registry().alloc_pdn();
         let region = GuardedRegion::new(&engine, pdn);
         let cq = Cq::new(&engine, 256);
-        let qp = Qp::new(
-            &engine,
-            QpSpec {
-                pdn,
-                send_cqn: cq.cqn,
-                recv_cqn: cq.cqn,
-                srqn: None,
-                sq_wqebbs: 64,
-                rq_wqe_count: 16,
-                max_recv_sge: 1,
-                sq_sig_all: true,
-            },
-        );
+        let qp = Qp::new(&engine, QpSpec { sq_sig_all: true, ..QpSpec::on_cq(pdn, &cq, 64, 16) });
         let peer_hca = fabric.dir.open_hca("softhca0", LOCALHOST_GID).expect("peer registry");
         let peer = peer_hca.register_instance().expect("peer instance");
         let evil = peer.alloc_qpn().expect("peer QPN").qpn;

@@ -7,7 +7,7 @@
 
 mod support;
 
-use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
+use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome};
 use ferrodat_abi::uverbs::{access, qp_state};
 use ferrodat_softhca::fabric::{ImportedMemory, PlaceError};
 use ferrodat_softhca::hca::engine::Engine;
@@ -22,16 +22,6 @@ const REGION: usize = 2 << 20;
 
 fn pattern(seed: u32, len: usize) -> Vec<u8> {
     (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 11) as u8).collect()
-}
-
-fn write_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
-    SendWr {
-        opcode: opcode::RDMA_WRITE,
-        sges,
-        remote: Some(remote),
-        signaled: true,
-        ..Default::default()
-    }
 }
 
 /// Posts `wr` on A and returns its completion.
@@ -92,40 +82,52 @@ fn a_write_into_a_shared_region_is_placed_and_completes() {
     assert_eq!(p.engine.placed_writes(), before + 1 + 64);
 }
 
+/// The ways the responder refuses a request, for the remote right it needs.
+#[derive(Clone, Copy)]
+enum Refusal {
+    PastTheEnd,
+    KeyWithoutRight,
+    RegionInAnotherPd,
+    QpWithoutRight,
+    Deregistered,
+}
+
+/// A fresh pair (a refused request ends the connection) set up for `case` of a request
+/// needing `right`: A's 8 KiB buffer (0x11), B's 64 KiB shared region (0x22, registered
+/// but not yet deregistered for [`Refusal::Deregistered`]), and the remote address to use.
+fn refused(tag: &str, right: u32, case: Refusal) -> (Pair, Mr, SharedMr, u64) {
+    let mut attrs = rc_attrs();
+    if matches!(case, Refusal::QpWithoutRight) {
+        attrs.access_flags &= !right;
+    }
+    let p = pair(tag, attrs);
+    let local = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
+    local.buf.fill(0x11);
+    let (pdn, rights) = match case {
+        Refusal::RegionInAnotherPd => (p.engine.registry().alloc_pdn(), ALL_ACCESS),
+        Refusal::KeyWithoutRight => (p.pdn, ALL_ACCESS & !right),
+        _ => (p.pdn, ALL_ACCESS),
+    };
+    let region = SharedMr::new(&p.engine, pdn, 64 << 10, rights);
+    region.fill(0x22);
+    let addr = match case {
+        Refusal::PastTheEnd => region.addr + (64 << 10) - 100,
+        _ => region.addr,
+    };
+    (p, local, region, addr)
+}
+
 /// Each case on a fresh pair (a failed WRITE ends the connection): the WRITE fails with the
 /// syndrome the responder gives it through the ring, and the region keeps its bytes.
 #[test]
 fn writes_the_responder_would_refuse_are_not_placed_and_touch_nothing() {
-    enum Case {
-        PastTheEnd,
-        KeyWithoutRemoteWrite,
-        RegionInAnotherPd,
-        QpWithoutRemoteWrite,
-    }
     for case in [
-        Case::PastTheEnd,
-        Case::KeyWithoutRemoteWrite,
-        Case::RegionInAnotherPd,
-        Case::QpWithoutRemoteWrite,
+        Refusal::PastTheEnd,
+        Refusal::KeyWithoutRight,
+        Refusal::RegionInAnotherPd,
+        Refusal::QpWithoutRight,
     ] {
-        let mut attrs = rc_attrs();
-        if matches!(case, Case::QpWithoutRemoteWrite) {
-            attrs.access_flags &= !access::REMOTE_WRITE;
-        }
-        let mut p = pair("place-refused", attrs);
-        let source = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
-        source.buf.fill(0x11);
-        let (pdn, rights) = match case {
-            Case::RegionInAnotherPd => (p.engine.registry().alloc_pdn(), ALL_ACCESS),
-            Case::KeyWithoutRemoteWrite => (p.pdn, ALL_ACCESS & !access::REMOTE_WRITE),
-            _ => (p.pdn, ALL_ACCESS),
-        };
-        let target = SharedMr::new(&p.engine, pdn, 64 << 10, rights);
-        target.fill(0x22);
-        let addr = match case {
-            Case::PastTheEnd => target.addr + (64 << 10) - 100,
-            _ => target.addr,
-        };
+        let (mut p, source, target, addr) = refused("place-refused", access::REMOTE_WRITE, case);
         let before = p.engine.placed_writes();
         let wc = post_and_wait(
             &mut p,
@@ -574,10 +576,6 @@ fn a_sleeping_progress_thread_is_woken_for_the_rest_of_a_placed_write() {
     assert!(took < Duration::from_millis(400), "took {took:?}: the progress thread slept on");
 }
 
-fn read_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
-    SendWr { opcode: opcode::RDMA_READ, ..write_wr(sges, remote) }
-}
-
 #[test]
 fn a_read_from_a_shared_region_is_placed_and_completes() {
     let mut p = pair("place-read", rc_attrs());
@@ -654,43 +652,19 @@ fn a_read_from_a_shared_region_is_placed_and_completes() {
 /// syndrome the responder gives it through the ring, and the local buffer keeps its bytes.
 #[test]
 fn reads_the_responder_would_refuse_are_not_placed_and_read_nothing() {
-    enum Case {
-        PastTheEnd,
-        KeyWithoutRemoteRead,
-        RegionInAnotherPd,
-        QpWithoutRemoteRead,
-        Deregistered,
-    }
     for case in [
-        Case::PastTheEnd,
-        Case::KeyWithoutRemoteRead,
-        Case::RegionInAnotherPd,
-        Case::QpWithoutRemoteRead,
-        Case::Deregistered,
+        Refusal::PastTheEnd,
+        // Still exported: it grants REMOTE_WRITE.
+        Refusal::KeyWithoutRight,
+        Refusal::RegionInAnotherPd,
+        Refusal::QpWithoutRight,
+        Refusal::Deregistered,
     ] {
-        let mut attrs = rc_attrs();
-        if matches!(case, Case::QpWithoutRemoteRead) {
-            attrs.access_flags &= !access::REMOTE_READ;
-        }
-        let mut p = pair("place-read-refused", attrs);
-        let sink = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
-        sink.buf.fill(0x11);
-        let (pdn, rights) = match case {
-            Case::RegionInAnotherPd => (p.engine.registry().alloc_pdn(), ALL_ACCESS),
-            // Still exported: it grants REMOTE_WRITE.
-            Case::KeyWithoutRemoteRead => (p.pdn, ALL_ACCESS & !access::REMOTE_READ),
-            _ => (p.pdn, ALL_ACCESS),
-        };
-        let source = SharedMr::new(&p.engine, pdn, 64 << 10, rights);
-        source.fill(0x22);
+        let (mut p, sink, source, addr) = refused("place-read-refused", access::REMOTE_READ, case);
         assert!(p.engine.is_exported(source.key >> 8));
-        if matches!(case, Case::Deregistered) {
+        if matches!(case, Refusal::Deregistered) {
             p.engine.remove_memory_region(source.key >> 8);
         }
-        let addr = match case {
-            Case::PastTheEnd => source.addr + (64 << 10) - 100,
-            _ => source.addr,
-        };
         let wc = post_and_wait(
             &mut p,
             &read_wr(vec![(sink.addr(), 8192, sink.key)], (addr, source.key)),

@@ -168,19 +168,7 @@ fn connect(tag: &str, rq: u32, sq_wqebbs: u32, timeout: u8, retry: u8) -> Reques
     let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
     let pdn = engine.registry().alloc_pdn();
     let cq = Cq::new(&engine, 16);
-    let qp = Qp::new(
-        &engine,
-        QpSpec {
-            pdn,
-            send_cqn: cq.cqn,
-            recv_cqn: cq.cqn,
-            srqn: None,
-            sq_wqebbs,
-            rq_wqe_count: rq,
-            max_recv_sge: 1,
-            sq_sig_all: false,
-        },
-    );
+    let qp = Qp::new(&engine, QpSpec::on_cq(pdn, &cq, sq_wqebbs, rq));
     let mr = Mr::new(&engine, pdn, PEER_MR_BYTES, ALL_ACCESS);
     let mut attrs = rc_attrs();
     attrs.timeout = timeout;

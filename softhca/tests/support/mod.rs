@@ -400,6 +400,23 @@ pub struct QpSpec {
     pub sq_sig_all: bool,
 }
 
+impl QpSpec {
+    /// A QP whose sends and receives complete on `cq`: its own receive queue with one
+    /// segment per entry, selective signalling.
+    pub fn on_cq(pdn: u32, cq: &Cq, sq_wqebbs: u32, rq_wqe_count: u32) -> QpSpec {
+        QpSpec {
+            pdn,
+            send_cqn: cq.cqn,
+            recv_cqn: cq.cqn,
+            srqn: None,
+            sq_wqebbs,
+            rq_wqe_count,
+            max_recv_sge: 1,
+            sq_sig_all: false,
+        }
+    }
+}
+
 impl Qp {
     pub fn new(engine: &Engine, spec: QpSpec) -> Qp {
         let alloc = engine.alloc_qpn().unwrap();
@@ -582,6 +599,22 @@ pub fn rc_attrs() -> QpAttributes {
 
 pub fn send(sges: Vec<(u64, u32, u32)>) -> SendWr {
     SendWr { opcode: opcode::SEND, sges, signaled: true, ..Default::default() }
+}
+
+/// A signalled RDMA WRITE from `sges` to `remote` (address, rkey).
+pub fn write_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
+    SendWr {
+        opcode: opcode::RDMA_WRITE,
+        sges,
+        remote: Some(remote),
+        signaled: true,
+        ..Default::default()
+    }
+}
+
+/// A signalled RDMA READ into `sges` from `remote` (address, rkey).
+pub fn read_wr(sges: Vec<(u64, u32, u32)>, remote: (u64, u32)) -> SendWr {
+    SendWr { opcode: opcode::RDMA_READ, ..write_wr(sges, remote) }
 }
 
 /// A loopback pair on one engine: A and B connected to each other, each with its CQ.
