@@ -212,10 +212,6 @@ pub struct ImportedMemory {
     skew: usize,
     region: ExportedRegion,
     path: PathBuf,
-    /// `data` is mapped read-write: the region grants REMOTE_WRITE. A region that grants
-    /// only REMOTE_READ is opened and mapped read-only (a file sealed against writes can
-    /// be read from so), and takes no writes from here.
-    writable: bool,
     /// What a user slot holds while we place ([`slot_word`]; worked out once: `getpid` is
     /// a system call).
     slot_word: u64,
@@ -323,7 +319,9 @@ impl ImportedMemory {
             )));
         }
         let backing_path = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
-        let writable = region.access & access::REMOTE_WRITE != 0;
+        // A region that grants only REMOTE_READ is opened and mapped read-only (a file
+        // sealed against writes can be read from so), and takes no writes from here.
+        let writable = takes_writes(&region);
         let backing = OpenOptions::new()
             .read(true)
             .write(writable)
@@ -373,7 +371,7 @@ impl ImportedMemory {
             SharedMapping::map_at_read_only(&backing, start, map_len, &backing_path)?
         };
         let slot_word = slot_word(ProcessIdentity::current());
-        Ok(Some(ImportedMemory { header, data, skew, region, path, writable, slot_word }))
+        Ok(Some(ImportedMemory { header, data, skew, region, path, slot_word }))
     }
 
     /// What the export says about its region.
@@ -441,7 +439,7 @@ impl Placement<'_> {
         self,
         copy: impl FnOnce(&SharedMapping, usize) -> Option<()>,
     ) -> Result<(), PlaceError> {
-        if !self.import.writable {
+        if !takes_writes(&self.import.region) {
             return Err(PlaceError::ReadOnly);
         }
         self.copy(copy)
@@ -474,6 +472,12 @@ impl Drop for Placement<'_> {
         // Release: the exporter that sees the slot free sees the copy done.
         self.slot.store(0, Ordering::Release);
     }
+}
+
+/// Whether peers write into `region` (it grants REMOTE_WRITE): its import is then mapped
+/// read-write, else read-only.
+fn takes_writes(region: &ExportedRegion) -> bool {
+    region.access & access::REMOTE_WRITE != 0
 }
 
 /// Read access to an imported region's mapping, all a placed READ gets: the mapping may be
