@@ -25,6 +25,8 @@ impl Errno {
     pub const EPERM: Errno = Errno(libc::EPERM);
     /// Handle names no object of that type.
     pub const ENOENT: Errno = Errno(libc::ENOENT);
+    /// The device failed (DEVICE_FATAL was reported): it makes and changes no more objects.
+    pub const EIO: Errno = Errno(libc::EIO);
 
     /// The symbolic name, e.g. `"EINVAL"`.
     pub fn name(self) -> &'static str {
@@ -41,6 +43,7 @@ impl Errno {
             libc::EAGAIN => "EAGAIN",
             libc::EEXIST => "EEXIST",
             libc::EMFILE => "EMFILE",
+            libc::EIO => "EIO",
             _ => "E?",
         }
     }

@@ -19,9 +19,10 @@ mod verbs;
 
 use completion::Wc;
 use ferrodat_abi::mlx5::{cqe_opcode, cqe_syndrome, opcode};
-use ferrodat_abi::uverbs::{ModifyQp, access, event, qp_attr, qp_state};
+use ferrodat_abi::uverbs::{self, ModifyQp, access, cmd, event, qp_attr, qp_state};
 use ferrodat_softhca::Errno;
 use verbs::*;
+use zerocopy::IntoBytes;
 
 const LOCAL: u32 = access::LOCAL_WRITE;
 const REMOTE: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
@@ -475,4 +476,63 @@ fn a_qp_the_hardware_moved_to_err_stays_there_until_reset_and_then_works_again()
     let wb = v.wait(&mut cq_b, 1)[0];
     assert_eq!((wb.opcode, wb.wqe_counter, wb.byte_cnt), (cqe_opcode::RESP_SEND, r, 8));
     assert_eq!(remote.read(0, 8), b"again!!!");
+}
+
+/// A device whose registry file was truncated under this process's mapping (which
+/// `fabric/sigbus.rs` turns from a SIGBUS into a lost mapping) can no longer find its
+/// peers nor be found: it has failed for good, as an mlx5 device in its internal-error
+/// state. The contexts hear DEVICE_FATAL once; every QP is in ERR with its work requests
+/// flushed, so a consumer waiting for a completion is told; commands that make or change
+/// objects fail with EIO, while a move to ERR or RESET, queries and destroys still work,
+/// so the consumer can clean up.
+#[test]
+fn a_lost_registry_fails_the_device_and_flushes_every_qp() {
+    let v = Verbs::open();
+    let pd = v.alloc_pd();
+    let mut cq_a = v.create_cq(31, None, 0xa);
+    let cq_b = v.create_cq(31, None, 0xb);
+    let mut a = v.create_qp(&pd, &cq_a, &cq_a, None, QpCaps::default());
+    let b = v.create_qp(&pd, &cq_b, &cq_b, None, QpCaps::default());
+    v.connect_pair(&a, &b);
+    let mr = v.reg_mr(&pd, 4096, LOCAL);
+    let posted = [v.post_recv(&mut a, &[mr.sge(0, 64)]), v.post_recv(&mut a, &[mr.sge(64, 64)])];
+    v.settle();
+    assert!(v.async_event().is_none() && cq_a.poll_one().is_none());
+
+    let registry = v.dev.engine().registry().path().to_owned();
+    let file = std::fs::OpenOptions::new().write(true).open(&registry).expect("the registry");
+    file.set_len(0).expect("truncate the registry");
+    // Progress looks at the registry's wake words, loses the mapping, then fails the device.
+    v.settle();
+    let fatal = v.async_event().expect("DEVICE_FATAL");
+    assert_eq!((fatal.event_type, fatal.element), (event::DEVICE_FATAL, 1));
+    v.settle();
+    assert!(v.async_event().is_none(), "DEVICE_FATAL is reported once");
+    let flushed = v.wait(&mut cq_a, 2);
+    for (wc, idx) in flushed.iter().zip(posted) {
+        assert_err(wc, cqe_opcode::RESP_ERR, cqe_syndrome::WR_FLUSH_ERR, &a, idx);
+    }
+    for qp in [&a, &b] {
+        assert_eq!(v.query_qp(qp).qp_state, qp_state::ERR);
+    }
+    // A request posted now is flushed as on any QP in ERR.
+    let s = v.post_send(&mut a, &[send(vec![mr.sge(0, 8)])]);
+    assert_err(&v.wait(&mut cq_a, 1)[0], cqe_opcode::REQ_ERR, cqe_syndrome::WR_FLUSH_ERR, &a, s[0]);
+
+    // Nothing new is made or changed...
+    let alloc = v.cmd(cmd::ALLOC_PD, uverbs::AllocPd::default().as_bytes(), &[], 8);
+    assert_eq!(alloc.err(), Some(Errno::EIO));
+    let to_rts = ModifyQp {
+        qp_handle: a.handle,
+        attr_mask: qp_attr::STATE,
+        qp_state: qp_state::RTS,
+        ..Default::default()
+    };
+    assert_eq!(v.modify_qp(&to_rts), Err(Errno::EIO));
+    // ...but the consumer can still clean up.
+    let to_reset = ModifyQp { qp_state: qp_state::RESET, ..to_rts };
+    assert_eq!(v.modify_qp(&to_reset), Ok(()));
+    assert_eq!(v.query_qp(&a).qp_state, qp_state::RESET);
+    v.destroy_qp(&b).expect("DESTROY_QP on a failed device");
+    v.destroy_cq(&cq_b).expect("DESTROY_CQ on a failed device");
 }

@@ -100,6 +100,7 @@ pub use ring::{
     RecordView, RingConsumer, RingError, RingProducer, SmallRecord,
 };
 pub use shm::{OutOfBounds, SharedMapping};
+pub(crate) use sigbus::losses as mapping_losses;
 pub use wake::{InstanceWaker, PendingSlots, QpNotifier, WaitOutcome};
 
 /// A 16-byte RoCE GID.

@@ -34,7 +34,7 @@
 //! mapping's start with another's length.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Mappings guarded at the same time (two rings per QP: an instance owns at most 4096 QPs
 /// per HCA; the registries; the perf baselines' files). The table is zero-initialised
@@ -67,9 +67,19 @@ const FREE: Slot = Slot { range: AtomicU64::new(0), state: AtomicU8::new(LIVE) }
 static SLOTS: [Slot; MAX_GUARDED] = [FREE; MAX_GUARDED];
 /// One past the highest slot ever used: what the handler scans.
 static IN_USE: AtomicUsize = AtomicUsize::new(0);
+/// Mappings lost so far in this process: a cheap "did anything change?" for pollers (the
+/// engine checks it on every progress call and goes fatal if its registry is among them).
+static LOSSES: AtomicU32 = AtomicU32::new(0);
 /// The disposition before ours: null until the kernel has written it.
 static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut());
 static INSTALL: Once = Once::new();
+
+/// How many guarded mappings this process has lost so far (see [`Guard::lost`]); it only
+/// grows, so a caller compares it with the count it last saw.
+#[inline]
+pub fn losses() -> u32 {
+    LOSSES.load(Ordering::Acquire)
+}
 
 /// `start..start + len` as one slot word, if it is page-aligned and fits.
 fn pack(start: usize, len: usize) -> Option<u64> {
@@ -226,6 +236,8 @@ fn replace_guarded(addr: usize) -> bool {
             return false;
         }
         slot.state.store(LOST, Ordering::Release);
+        // A lock-free atomic, safe in a signal handler.
+        LOSSES.fetch_add(1, Ordering::Release);
         return true;
     }
     false

@@ -517,6 +517,22 @@ pub struct Engine {
     /// The progress thread watches doorbells (hardware-like mode).
     watching: AtomicBool,
     watch: Mutex<DoorbellWatch>,
+    health: DeviceHealth,
+}
+
+/// Whether the device still works, and who hears when it stops (see
+/// [`Engine::is_fatal`]).
+#[derive(Default)]
+struct DeviceHealth {
+    /// [`crate::fabric::mapping_losses`] when last looked at: a change is worth a look at
+    /// the registry.
+    losses_seen: AtomicU32,
+    /// DEVICE_FATAL was reported: every QP is in ERR and commands that make or change
+    /// objects fail with EIO.
+    fatal: AtomicBool,
+    /// The async event files of the contexts opened on this device (weak: a closed
+    /// context drops out), told of device-wide events.
+    sinks: Mutex<Vec<Weak<dyn EventSink>>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -570,6 +586,7 @@ impl Engine {
             progress_thread: Mutex::new(None),
             watching: AtomicBool::new(false),
             watch: Mutex::new(DoorbellWatch::default()),
+            health: DeviceHealth::default(),
         }))
     }
 
@@ -770,6 +787,67 @@ impl Engine {
         Some(found)
     }
 
+    // ======================================================= device failure
+
+    /// GET_CONTEXT: the context's async event file hears of device-wide events
+    /// (DEVICE_FATAL).
+    pub fn add_device_event_sink(&self, sink: &Arc<dyn EventSink>) {
+        let mut sinks = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner());
+        sinks.retain(|s| s.strong_count() > 0);
+        sinks.push(Arc::downgrade(sink));
+    }
+
+    /// Whether the device failed for good. softhca fails when this process loses its
+    /// registry (the file was truncated under its mapping: `fabric/sigbus.rs`), since the
+    /// other processes can then no longer find this HCA's QPs, nor it theirs. It then does
+    /// what an mlx5 device in its internal-error state does: reports DEVICE_FATAL to every
+    /// context, and the commands that make or change objects fail with EIO while those
+    /// that destroy them succeed, so the consumer can clean up. Unlike mlx5, which leaves
+    /// a user process's queues as they are, every QP goes to ERR and completes its work
+    /// requests with flush errors, so a consumer waiting for a completion is told instead
+    /// of waiting for ever. The loss is noticed by an idle [`Self::progress`] call, by each
+    /// pass of the progress thread, and here (every command asks): a count of lost
+    /// mappings is compared, so the busy paths pay nothing.
+    pub fn is_fatal(&self) -> bool {
+        self.check_health();
+        self.health.fatal.load(Ordering::Acquire)
+    }
+
+    /// Looks at the registry again if some shared mapping of this process was lost since
+    /// the last look (one load when none was).
+    #[inline(always)]
+    fn check_health(&self) {
+        if crate::fabric::mapping_losses() != self.health.losses_seen.load(Ordering::Relaxed) {
+            self.notice_losses();
+        }
+    }
+
+    #[cold]
+    fn notice_losses(&self) {
+        // Counted before the look: a loss after it changes the count again.
+        self.health.losses_seen.store(crate::fabric::mapping_losses(), Ordering::Relaxed);
+        if self.registry.lost() && !self.health.fatal.swap(true, Ordering::AcqRel) {
+            self.fail_device();
+        }
+    }
+
+    /// The device failed: every QP to ERR (flushing), then DEVICE_FATAL to every context.
+    #[cold]
+    fn fail_device(&self) {
+        let mut t = self.tables();
+        let qpns: Vec<u32> = t.qps.iter().map(|(&qpn, _)| qpn).collect();
+        for qpn in qpns {
+            t.with_qp(qpn, |qp, hw| qp.device_failed(hw));
+        }
+        self.background.publish(&mut t);
+        drop(t);
+        let sinks = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for sink in sinks.iter().filter_map(Weak::upgrade) {
+            // The element of an unaffiliated event is the port (mlx5 reports port 1).
+            sink.async_event(1, ferrodat_abi::uverbs::event::DEVICE_FATAL);
+        }
+    }
+
     // ======================================================= model entry points
 
     /// The send doorbell of QP `qpn` rang: execute its new WQEs now.
@@ -803,6 +881,9 @@ impl Engine {
             && !self.background.always()
             && !self.background.polling.load(Ordering::Relaxed)
         {
+            // Idle: the time to see whether the device failed (a polled ring is idle here
+            // too once it goes back to notifications; the progress thread looks each pass).
+            self.check_health();
             return false;
         }
         let mut t = self.tables();
@@ -992,6 +1073,7 @@ impl Engine {
                 while !stop_flag.load(Ordering::Acquire) {
                     let Some(engine) = engine_weak.upgrade() else { break };
                     let watching = engine.watching.load(Ordering::Acquire);
+                    engine.check_health();
                     let mut worked = engine.progress();
                     if watching {
                         worked |= engine.watch_doorbells();

@@ -807,6 +807,14 @@ impl QueuePair {
         self.flush_everything(hw);
     }
 
+    /// The device failed (`Engine::is_fatal`): a QP past RESET goes to ERR, flushing its
+    /// work requests, as a MODIFY_QP to ERR would, but without reading the peer first.
+    pub(crate) fn device_failed(&mut self, hw: &mut Hardware<'_>) {
+        if !matches!(self.state, qp_state::RESET | qp_state::ERR) {
+            self.enter_error(hw);
+        }
+    }
+
     /// ERR: every WQE still owned by the HCA completes with `WR_FLUSH_ERR`, signalled or
     /// not (mlx5_ib's drain posts an unsignalled RDMA WRITE and waits for its flush CQE),
     /// whatever its own progress: a WQE behind the failed one is never reported done.

@@ -14,6 +14,7 @@ use super::bfreg::BfregInfo;
 use super::call::Call;
 use super::caps::*;
 use crate::errno::Errno;
+use crate::hca::events::EventSink;
 use crate::objects::{AsyncEventFile, UarPages};
 use ferrodat_abi::mlx5;
 use ferrodat_abi::uverbs::{self, atomic_cap, link_layer, port_state};
@@ -80,12 +81,14 @@ pub(crate) fn get_context(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno
     };
     resp.response_length = c.driver_out.len.min(size_of::<mlx5::AllocUcontextResp>()) as u32;
     c.driver_write(&resp.as_bytes()[..resp.response_length as usize])?;
+    let async_file = Arc::new(async_file);
+    s.dev.engine().add_device_event_sink(&(Arc::clone(&async_file) as Arc<dyn EventSink>));
     s.file.context = Some(Context {
         cqe_version,
         bfregs,
         uar,
         async_fd: user_end.into_raw_fd(),
-        async_file: Arc::new(async_file),
+        async_file: Arc::clone(&async_file),
     });
     Ok(())
 }

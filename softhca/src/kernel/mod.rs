@@ -222,6 +222,43 @@ fn method_for(command: u32) -> Result<Method, Errno> {
     Ok(legacy_method(index))
 }
 
+/// Whether `command` fails with EIO once the device failed (`Engine::is_fatal`), as mlx5
+/// firmware commands do in the device's internal-error state: everything that makes or
+/// changes an object. Destroys, deallocations and queries go on (the consumer cleans up and
+/// can see its QPs in ERR); MODIFY_QP decides by the state asked for (`kernel/qp.rs`).
+fn refused_by_a_failed_device(command: u32) -> bool {
+    let index = command & uverbs::CMD_COMMAND_MASK;
+    if command & uverbs::CMD_FLAG_EXTENDED != 0 {
+        return !matches!(
+            index,
+            ex_cmd::QUERY_DEVICE
+                | ex_cmd::MODIFY_QP
+                | ex_cmd::DESTROY_FLOW
+                | ex_cmd::DESTROY_WQ
+                | ex_cmd::DESTROY_RWQ_IND_TBL
+        );
+    }
+    !matches!(
+        index,
+        cmd::QUERY_DEVICE
+            | cmd::QUERY_PORT
+            | cmd::DEALLOC_PD
+            | cmd::QUERY_AH
+            | cmd::DESTROY_AH
+            | cmd::QUERY_MR
+            | cmd::DEREG_MR
+            | cmd::DEALLOC_MW
+            | cmd::DESTROY_CQ
+            | cmd::QUERY_QP
+            | cmd::MODIFY_QP
+            | cmd::DESTROY_QP
+            | cmd::DETACH_MCAST
+            | cmd::QUERY_SRQ
+            | cmd::DESTROY_SRQ
+            | cmd::CLOSE_XRCD
+    )
+}
+
 /// errnos errno.rs has no name for.
 pub(crate) const EBADF: Errno = Errno(libc::EBADF);
 pub(crate) const ENODATA: Errno = Errno(libc::ENODATA);
@@ -252,6 +289,9 @@ impl Uverbs {
             return Err(Errno::EINVAL); // count < sizeof(hdr)
         };
         let method = method_for(hdr.command)?;
+        if refused_by_a_failed_device(hdr.command) && self.device.engine().is_fatal() {
+            return Err(Errno::EIO);
+        }
         let call = if method.is_ex {
             split_extended(buf, &hdr)?
         } else {

@@ -498,6 +498,12 @@ fn port_valid(port: u8) -> bool {
 /// driver data of the extended command (ECE, out-of-order placement) is not modelled.
 fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> Result<(), Errno> {
     let qpn = s.file.handles.get(cmd.qp_handle, Kind::Qp)?;
+    let to_err_or_reset = cmd.attr_mask & qp_attr::STATE != 0
+        && (cmd.qp_state == QpState::Err as u8 || cmd.qp_state == QpState::Reset as u8);
+    if !to_err_or_reset && s.dev.engine().is_fatal() {
+        // A failed mlx5 device completes 2ERR and 2RST, and fails every other transition.
+        return Err(Errno::EIO);
+    }
     // The QP context's real state: the hardware may have moved the QP to ERR on its own.
     let hw_in_error = s.dev.engine().qp_state(qpn) == Some(QpState::Err as u8);
     let mut st = s.dev.state();
