@@ -195,6 +195,23 @@ fn a_client_without_a_server_says_how_to_start_one() {
     assert!(stderr(&out).contains("no-such-host.invalid"), "{}", stderr(&out));
 }
 
+/// A server that accepts but never answers (one busy with another client: it serves one
+/// at a time) used to keep the client waiting silently for ten minutes; it now gives up
+/// after the greeting's timeout and says why.
+#[test]
+fn a_client_of_a_server_that_does_not_answer_gives_up_and_says_why() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let started = std::time::Instant::now();
+    let out = run(&["perf", "--client", "127.0.0.1", "--port", &port.to_string(), "--iters", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("sent no greeting within 10 s"), "{err}");
+    assert!(err.contains("serving another client"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "gave up in time");
+    drop(listener);
+}
+
 /// Checks the JSON object of a run: every row present once, with positive numbers.
 fn check_json(text: &str, mode: &str) {
     check_json_of_device(text, mode, "softhca0");

@@ -21,7 +21,7 @@
 //! instead of a closed socket.
 
 use ferrodat_engine::cm::ConnInfo;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::time::Duration;
 
@@ -31,6 +31,11 @@ const VERSION: u32 = 2;
 /// How long either side waits for the next line: longer than any row of a sane run
 /// (the client measures its local baselines between two commands).
 const LINE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long either side waits for the other's greeting: a server busy with another client
+/// (it serves one at a time) accepts the connection but does not answer, nor does a
+/// program that is not a ferrodat perf server.
+const GREETING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a side tells the other about its QP and its buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +114,16 @@ impl Control {
 
     /// Receives one line; `ERR …` from the other side becomes an error.
     pub fn recv(&mut self) -> Result<String, String> {
+        self.recv_or(|waited| {
+            format!(
+                "the other side sent nothing for {} s: it stopped or is stuck (see its output)",
+                waited.as_secs()
+            )
+        })
+    }
+
+    /// [`Self::recv`], with `silence(timeout)` as the error when the read timed out.
+    fn recv_or(&mut self, silence: impl FnOnce(Duration) -> String) -> Result<String, String> {
         let mut line = String::new();
         match self.reader.read_line(&mut line) {
             Ok(0) => Err("the other side closed the control connection (see its output)".into()),
@@ -119,8 +134,28 @@ impl Control {
                     None => Ok(line),
                 }
             }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                let waited = self.reader.get_ref().read_timeout().ok().flatten();
+                Err(silence(waited.unwrap_or(LINE_TIMEOUT)))
+            }
             Err(e) => Err(format!("reading the control connection: {e}")),
         }
+    }
+
+    /// The other side's greeting: [`Self::recv`] within [`GREETING_TIMEOUT`]; if none comes,
+    /// the error says `who` sent none and `why` that may be.
+    fn recv_greeting(&mut self, who: &str, why: &str) -> Result<String, String> {
+        let timeout = |c: &Self, t| {
+            c.reader
+                .get_ref()
+                .set_read_timeout(Some(t))
+                .map_err(|e| format!("control connection: {e}"))
+        };
+        timeout(self, GREETING_TIMEOUT)?;
+        let line = self
+            .recv_or(|waited| format!("{who} sent no greeting within {} s{why}", waited.as_secs()));
+        timeout(self, LINE_TIMEOUT)?;
+        line
     }
 
     /// Receives one line and checks it is `want`.
@@ -141,7 +176,11 @@ impl Control {
     /// Client: the greeting; returns the server's device name.
     pub fn hello_client(&mut self) -> Result<String, String> {
         self.send(&format!("{HELLO} {VERSION}"))?;
-        let line = self.recv()?;
+        let line = self.recv_greeting(
+            "the server accepted the connection but",
+            ": it is serving another client (a server takes one at a time: wait for it, or \
+             start another on another --port), or it is not a ferrodat perf server",
+        )?;
         let mut words = line.split_whitespace();
         match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok()), words.next()) {
             (Some(HELLO), Some(VERSION), Some(device)) => Ok(device.to_string()),
@@ -155,7 +194,7 @@ impl Control {
 
     /// Server: answers the greeting with its device name.
     pub fn hello_server(&mut self, device: &str) -> Result<(), String> {
-        let line = self.recv()?;
+        let line = self.recv_greeting("the client", " (not a ferrodat perf client?)")?;
         let mut words = line.split_whitespace();
         match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok())) {
             (Some(HELLO), Some(VERSION)) => self.send(&format!("{HELLO} {VERSION} {device}")),
