@@ -130,6 +130,64 @@ fn info_lists_the_device_its_port_and_the_ia_it_would_be() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no device \"nosuch\"") && err.contains("softhca0"), "{err}");
+    // A malformed device list is named, not hidden behind "no device found".
+    let out = ferrodat(&["info"], &[("FERRODAT_SOFTHCA", "softhca0")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no RDMA device found") && err.contains("missing '='"), "{err}");
+    // A device that cannot be opened is reported, and the command fails.
+    let not_a_dir = dir.join("not-a-directory");
+    std::fs::write(&not_a_dir, b"").unwrap();
+    let unusable = [
+        ("FERRODAT_SOFTHCA", "softhca0=127.0.0.1"),
+        ("FERRODAT_SOFTHCA_SHM_DIR", not_a_dir.to_str().unwrap()),
+    ];
+    let out = ferrodat(&["info"], &unusable);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cannot open it"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open softhca0"));
+    let out = ferrodat(&["conf"], &unusable);
+    assert_eq!(out.status.code(), Some(1), "a dat.conf without the device is no success");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("# softhca0: not usable"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no dat.conf line for softhca0"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fabric directory of another user is refused with who owns it and what to do (root
+/// runs the test, as CI does, and runs ferrodat as nobody against a directory of its own).
+#[test]
+fn a_fabric_of_another_user_says_whose_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run ferrodat as another user");
+        return;
+    }
+    let dir = scratch("other-user");
+    let shm = dir.join("shm");
+    std::fs::create_dir_all(&shm).unwrap();
+    // Nobody may enter both and run the copy, but not write the fabric directory (whatever
+    // the umask and wherever the build lives).
+    let exe = dir.join("ferrodat");
+    std::fs::copy(env!("CARGO_BIN_EXE_ferrodat"), &exe).unwrap();
+    for (path, mode) in [(&dir, 0o755), (&shm, 0o755), (&exe, 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let out = Command::new(&exe)
+        .arg("info")
+        .env("FERRODAT_SOFTHCA", "softhca0=127.0.0.1")
+        .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run ferrodat as nobody");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(text.contains("its directory belongs to uid 0 with mode 755"), "{text}");
+    assert!(text.contains("runs as uid 65534"), "{text}");
+    assert!(text.contains("FERRODAT_SOFTHCA_SHM_DIR=<directory>"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

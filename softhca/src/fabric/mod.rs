@@ -322,11 +322,46 @@ impl FabricError {
     }
 }
 
+/// For a permission error on `path`: whose it (or the directory it was to be made in) is,
+/// if not this process's user, and what to do. A fabric is one user's unless its
+/// directory and files are writable by others (made under a umask that lets them be).
+fn another_users(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let (what, meta) = match std::fs::metadata(path) {
+        Ok(meta) => ("it", meta),
+        Err(_) => match path.parent().and_then(|dir| std::fs::metadata(dir).ok()) {
+            Some(meta) => ("its directory", meta),
+            None => return String::new(),
+        },
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() == me {
+        return String::new();
+    }
+    format!(
+        " ({what} belongs to uid {} with mode {:o}, and this process runs as uid {me}: processes \
+         of different users share a softhca fabric only if its directory and files are writable \
+         by all of them, e.g. made under umask 000 in a directory with mode 1777; otherwise give \
+         each user a fabric of its own with {SHM_DIR_ENV}=<directory>)",
+        meta.uid(),
+        meta.mode() & 0o7777
+    )
+}
+
 impl fmt::Display for FabricError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Os { op, path, source, hint } => {
-                write!(f, "softhca fabric: {op} {} failed: {source}; hint: {hint}", path.display())
+                write!(
+                    f,
+                    "softhca fabric: {op} {} failed: {source}; hint: {hint}",
+                    path.display()
+                )?;
+                if source.kind() == io::ErrorKind::PermissionDenied {
+                    f.write_str(&another_users(path))?;
+                }
+                Ok(())
             }
             Self::BadFile { path, problem } => {
                 write!(f, "softhca fabric: {}: {problem}", path.display())

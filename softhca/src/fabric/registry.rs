@@ -193,8 +193,9 @@ fn temp_file_pid(file_name: &str) -> Option<u32> {
     if is_ours { pid.parse().ok() } else { None }
 }
 
-/// Creates a new zero-filled file of `len` bytes at `path` (must not exist), open to all
-/// users as the fabric's files are.
+/// Creates a new zero-filled file of `len` bytes at `path` (must not exist), with mode
+/// 0666 less the umask, as the fabric's files are: other users can join the fabric only
+/// if the umask lets them (see `FabricError`'s permission hint).
 pub(crate) fn create_zeroed_file(path: &Path, len: u64) -> Result<File, FabricError> {
     create_zeroed_file_with_mode(path, len, 0o666)
 }

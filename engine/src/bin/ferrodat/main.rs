@@ -71,23 +71,58 @@ enum SofthcaCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Perf(args) => perf::run(args),
+        Command::Perf(args) => perf::run(args).map(Report::complete),
         Command::Info { device } => info(device.as_deref()),
         Command::Conf { library } => conf(library),
         Command::Softhca { command: SofthcaCommand::Env { sysfs_dir, preload } } => {
-            softhca_env(sysfs_dir, preload)
+            softhca_env(sysfs_dir, preload).map(Report::complete)
         }
     };
     match result {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
+        Ok(report) => {
+            print!("{}", report.text);
+            match report.incomplete {
+                None => ExitCode::SUCCESS,
+                Some(why) => {
+                    eprintln!("ferrodat: {why}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(message) => {
             eprintln!("ferrodat: {message}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// What a command prints, and whether it could do all it was asked (`info` and `conf`
+/// print what they can and still fail, so that `ferrodat conf > file` is not taken for a
+/// success when a device was left out).
+struct Report {
+    text: String,
+    /// Why the command fails although it printed `text`.
+    incomplete: Option<String>,
+}
+
+impl Report {
+    fn complete(text: String) -> Report {
+        Report { text, incomplete: None }
+    }
+}
+
+/// The error when discovery found no device at all: what was skipped and why (a malformed
+/// FERRODAT_SOFTHCA, say), and how to get a device.
+fn no_device(skipped: &[String]) -> String {
+    let mut why = String::from("no RDMA device found");
+    if !skipped.is_empty() {
+        why.push_str(&format!(" (skipped: {})", skipped.join("; ")));
+    }
+    why.push_str(
+        ": load mlx5_ib for a ConnectX, or configure softhca with FERRODAT_SOFTHCA \
+         (default softhca0=127.0.0.1)",
+    );
+    why
 }
 
 /// Writes the tree and returns the shell lines to evaluate.
@@ -143,7 +178,7 @@ const PROVIDER_LIBRARY: &str = "libferrodat.so";
 /// dat.conf lines, one per device: `ferro-<device> u2.0 nonthreadsafe default <library>
 /// ferrodat.2.0 "<device> 1 <address>" ""` (the registry key the stock test programs look
 /// up needs u2.0, nonthreadsafe and default).
-fn conf(library: Option<PathBuf>) -> Result<String, String> {
+fn conf(library: Option<PathBuf>) -> Result<Report, String> {
     use ferrodat_driver::discovery::discover;
     use ferrodat_engine::ia::{Ia, IaSpec};
     let library = match library {
@@ -158,22 +193,19 @@ fn conf(library: Option<PathBuf>) -> Result<String, String> {
         library.canonicalize().map_err(|e| format!("{}: {e}", library.display()))?
     } else {
         eprintln!(
-            "ferrodat: note: {} does not exist (the DAT provider library is not part of this \
-             build yet); the lines below name it where it will be",
+            "ferrodat: note: {} does not exist (build it with `cargo build --release -p \
+             ferrodat-capi`, or name it with --library); the lines below name it there",
             library.display()
         );
         std::path::absolute(&library).map_err(|e| format!("{}: {e}", library.display()))?
     };
     let found = discover();
     if found.devices.is_empty() {
-        return Err(
-            "no RDMA device found: load mlx5_ib for a ConnectX, or configure softhca with \
-                    FERRODAT_SOFTHCA (default softhca0=127.0.0.1)"
-                .into(),
-        );
+        return Err(no_device(&found.skipped));
     }
     let mut out =
         String::from("# dat.conf lines for ferrodat (give libdat2 the file with DAT_OVERRIDE)\n");
+    let mut unusable = Vec::new();
     for d in &found.devices {
         let spec = IaSpec { device: d.name.clone(), port: 1, address: None };
         match Ia::open(&d.name, &spec) {
@@ -184,14 +216,20 @@ fn conf(library: Option<PathBuf>) -> Result<String, String> {
                 d.name,
                 ia.attr().address
             )),
-            Err(e) => out.push_str(&format!("# {}: not usable: {e}\n", d.name)),
+            Err(e) => {
+                out.push_str(&format!("# {}: not usable: {e}\n", d.name));
+                unusable.push(d.name.clone());
+            }
         }
     }
-    Ok(out)
+    let incomplete = (!unusable.is_empty()).then(|| {
+        format!("no dat.conf line for {} (not usable: see the comments above)", unusable.join(", "))
+    });
+    Ok(Report { text: out, incomplete })
 }
 
 /// The `info` report: every device discovery finds (or only `only`), then what was skipped.
-fn info(only: Option<&str>) -> Result<String, String> {
+fn info(only: Option<&str>) -> Result<Report, String> {
     use ferrodat_driver::discovery::{DeviceKind, discover};
     use std::fmt::Write;
     let found = discover();
@@ -200,13 +238,12 @@ fn info(only: Option<&str>) -> Result<String, String> {
     if devices.is_empty() {
         let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
         return Err(match only {
-            Some(n) => format!("no device {n:?}; found: {}", names.join(", ")),
-            None => "no RDMA device found: load mlx5_ib for a ConnectX, or configure softhca with \
-                     FERRODAT_SOFTHCA (default softhca0=127.0.0.1)"
-                .into(),
+            Some(n) if !names.is_empty() => format!("no device {n:?}; found: {}", names.join(", ")),
+            _ => no_device(&found.skipped),
         });
     }
     let mut out = String::new();
+    let mut unopened = Vec::new();
     for d in devices {
         let kind = match &d.kind {
             DeviceKind::Hardware(h) => format!("hardware, {}", h.uverbs_path.display()),
@@ -215,12 +252,15 @@ fn info(only: Option<&str>) -> Result<String, String> {
         let _ = writeln!(out, "device {} ({kind})", d.name);
         if let Err(e) = device_report(&d.name, &mut out) {
             let _ = writeln!(out, "  cannot open it: {e}");
+            unopened.push(d.name.clone());
         }
     }
     for s in &found.skipped {
         let _ = writeln!(out, "skipped: {s}");
     }
-    Ok(out)
+    let incomplete =
+        (!unopened.is_empty()).then(|| format!("cannot open {} (see above)", unopened.join(", ")));
+    Ok(Report { text: out, incomplete })
 }
 
 /// Device, port 1 and IA details of one device.

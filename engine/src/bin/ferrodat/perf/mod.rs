@@ -158,10 +158,14 @@ fn default_device() -> Result<String, String> {
         .find(|d| matches!(d.kind, DeviceKind::Softhca(_)))
         .map(|d| d.name.clone())
         .ok_or_else(|| {
+            let skipped = if found.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", found.skipped.join("; "))
+            };
             format!(
-                "no softhca device is configured ({}); set FERRODAT_SOFTHCA=softhca0=127.0.0.1 or \
-                 name a device with --device",
-                found.skipped.join("; ")
+                "no softhca device is configured{skipped}; set FERRODAT_SOFTHCA=softhca0=127.0.0.1 \
+                 or name a device with --device"
             )
         })
 }
