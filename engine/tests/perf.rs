@@ -92,7 +92,9 @@ fn usage_error_saying(args: &[&str], mentions: &[&str]) {
 fn argument_errors_name_the_argument() {
     usage_error(&["perf", "--client"], "--client");
     usage_error(&["perf", "--iters", "many"], "--iters");
-    usage_error(&["perf", "--iters", "0"], "--iters");
+    usage_error_saying(&["perf", "--iters", "0"], &["--iters", "at least 1"]);
+    usage_error_saying(&["perf", "--iters", "-5"], &["--iters", "at least 1"]);
+    usage_error_saying(&["perf", "--duration", "-1"], &["--duration", "at least 0.01"]);
     usage_error(&["perf", "--duration", "0"], "--duration");
     usage_error(&["perf", "--duration", "soon"], "--duration");
     usage_error(&["perf", "--duration", "1", "--iters", "10"], "--iters");
@@ -178,6 +180,8 @@ fn a_run_that_fails_after_its_setup_leaves_no_fabric_directory() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("nosuch"), "{err}");
+    // Said once: the server child is not started for a device that does not exist.
+    assert_eq!(err.matches("no device \"nosuch\"").count(), 1, "{err}");
     assert!(!shm.exists(), "left {}", shm.display());
 }
 
@@ -193,6 +197,10 @@ fn a_client_without_a_server_says_how_to_start_one() {
     let out = run(&["perf", "--client", "no-such-host.invalid", "--iters", "1"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no-such-host.invalid"), "{}", stderr(&out));
+    // HOST:PORT in one argument is pointed at --port.
+    let out = run(&["perf", "--client", "127.0.0.1:18520", "--iters", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--client 127.0.0.1 --port 18520"), "{}", stderr(&out));
 }
 
 /// A server that accepts but never answers (one busy with another client: it serves one

@@ -151,7 +151,15 @@ unsafe fn uverbs_index(path: *const c_char) -> Option<usize> {
         return None;
     }
     let n: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    let count = config::devices().map(|d| d.len()).unwrap_or(0);
+    let count = match config::devices() {
+        Ok(devices) => devices.len(),
+        Err(e) => {
+            // Said once: without it a malformed list reads as "No IB devices found".
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("softhca-preload: {e}; no softhca device is served"));
+            0
+        }
+    };
     (n < count).then_some(n)
 }
 

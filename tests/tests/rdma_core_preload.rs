@@ -39,6 +39,20 @@ fn ibv_devinfo_shows_an_active_roce_port() {
     }
 }
 
+/// A malformed device list is said once on stderr, instead of reading as "No IB devices
+/// found" (the sysfs tree still names the device; the preload library then serves none).
+#[test]
+fn a_malformed_device_list_is_named_by_the_preload_library() {
+    let world = World::new("malformed");
+    world.run("ibv_devices", &[]); // writes the sysfs tree for softhca0
+    let out = world.command("ibv_devinfo", &[]).env("FERRODAT_SOFTHCA", "softhca0").output();
+    let out = out.expect("run ibv_devinfo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("softhca-preload:").count(), 1, "{stderr}");
+    assert!(stderr.contains("missing '='") && stderr.contains("no softhca device"), "{stderr}");
+}
+
 /// `tests/c/<name>.c` compiled against rdma-core's libibverbs, in `world`'s directory.
 fn verbs_program(world: &World, name: &str) -> std::path::PathBuf {
     let exe = world.dir.join(name);

@@ -76,11 +76,11 @@ pub struct PerfArgs {
     #[arg(long, conflicts_with = "server")]
     json: bool,
     /// Seconds each row runs, 0.01 to 3600 (after a warm-up of a tenth of that) [default: 2].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, conflicts_with_all = ["iters", "server"])]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true, conflicts_with_all = ["iters", "server"])]
     duration: Option<f64>,
     /// Run each row for N round trips (latency; rounded up to whole samples of up to 100)
     /// or N messages (bandwidth) instead of a duration, after a warm-up of N/10.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "server")]
+    #[arg(long, value_name = "N", value_parser = parse_iters, allow_negative_numbers = true, conflicts_with = "server")]
     iters: Option<u64>,
     /// (internal) a baseline's helper process: KIND (floor, least-hca, pipeline) answers
     /// the run through the shared FILE.
@@ -97,6 +97,14 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
+}
+
+/// `--iters`: a whole number of round trips or messages, at least 1.
+fn parse_iters(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?}: give a whole number of round trips or messages, at least 1")),
+    }
 }
 
 /// Runs `ferrodat perf` as the arguments say; returns the text to print on stdout.
@@ -170,6 +178,24 @@ fn default_device() -> Result<String, String> {
         })
 }
 
+/// Fails unless discovery finds `device`, naming the devices it found and why others were
+/// skipped.
+fn check_device(device: &str) -> Result<(), String> {
+    let found = ferrodat_driver::discovery::discover();
+    if found.devices.iter().any(|d| d.name == device) {
+        return Ok(());
+    }
+    let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
+    let mut why = format!("no device {device:?}; found: {}", names.join(", "));
+    if names.is_empty() {
+        why.push_str("none");
+    }
+    if !found.skipped.is_empty() {
+        why.push_str(&format!(" (skipped: {})", found.skipped.join("; ")));
+    }
+    Err(why)
+}
+
 /// How long `--client` waits for each address of the server to answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -178,7 +204,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve --client {host:?}: {e}"))?
+        .map_err(|e| {
+            // HOST:PORT in one argument, as other tools take it.
+            let port_hint = match host.parse::<SocketAddr>() {
+                Ok(a) => {
+                    format!(" (give the port on its own: --client {} --port {})", a.ip(), a.port())
+                }
+                Err(_) => String::new(),
+            };
+            format!("cannot resolve --client {host:?}: {e}{port_hint}")
+        })?
         .collect();
     if addrs.is_empty() {
         return Err(format!("--client {host:?} resolves to no address"));
@@ -224,6 +259,8 @@ fn local(device: &str, sizing: Sizing) -> Result<report::Report, String> {
     // After the environment is set (no other thread may run while it is).
     interrupt::install()?;
     let result = (|| {
+        // Before the server child starts: it would report a missing device too, twice over.
+        check_device(device)?;
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
         let mut server = ChildGuard::spawn(
