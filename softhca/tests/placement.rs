@@ -786,3 +786,49 @@ fn a_region_exported_for_reading_only_is_mapped_read_only() {
     assert_eq!(five, [0x4d; 5]);
     assert!(region.read(0, 5).iter().all(|&b| b == 0x4d), "written through a read-only import");
 }
+
+/// A MODIFY_QP that takes REMOTE_READ away from a QP waits while its peer places (the
+/// peer's placement gate open: a placed READ may be copying out of our memory under the
+/// old rights), as one taking REMOTE_WRITE away does; one that keeps both rights, which no
+/// placement in progress can have relied on losing, does not wait.
+#[test]
+fn taking_remote_read_away_waits_for_the_peers_placement_in_progress() {
+    use ferrodat_softhca::fabric::PLACEMENT_WAIT_LIMIT;
+    use ferrodat_softhca::fabric::layout::ring::OFF_PLACING;
+    use std::os::unix::fs::FileExt;
+    let p = pair("revoke-read", rc_attrs());
+    // The peer (a) holds its gate open, as during a placement.
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.engine.registry().ring_path(p.a.qpn))
+        .expect("a's ring");
+    let set_gate = |open: u64| gate.write_at(&open.to_ne_bytes(), OFF_PLACING as u64).unwrap();
+    set_gate(1);
+    let attrs = |access_flags| QpAttributes {
+        dest_qpn: p.a.qpn,
+        dgid: LOCALHOST_GID,
+        access_flags,
+        ..rc_attrs()
+    };
+    let both = access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let started = std::time::Instant::now();
+    p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(both));
+    assert!(started.elapsed() < PLACEMENT_WAIT_LIMIT / 4, "keeping both rights does not wait");
+
+    let done = Arc::new(AtomicBool::new(false));
+    let modify = {
+        let (engine, done, qpn, write_only) =
+            (p.engine.clone(), done.clone(), p.b.qpn, attrs(access::REMOTE_WRITE));
+        std::thread::spawn(move || {
+            engine.modify_qp(qpn, qp_state::RTS, write_only);
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
+    assert!(!done.load(Ordering::SeqCst), "took REMOTE_READ away while the peer placed");
+    set_gate(0);
+    modify.join().unwrap();
+    assert!(done.load(Ordering::SeqCst));
+    assert_eq!(p.engine.qp_state(p.b.qpn), Some(qp_state::RTS));
+}
