@@ -831,4 +831,39 @@ fn taking_remote_read_away_waits_for_the_peers_placement_in_progress() {
     modify.join().unwrap();
     assert!(done.load(Ordering::SeqCst));
     assert_eq!(p.engine.qp_state(p.b.qpn), Some(qp_state::RTS));
+
+    // A change that takes nothing away waits for nothing, whatever the QP grants (it
+    // used to wait at every change for a QP granting only one of the two rights).
+    set_gate(1);
+    for flags in [access::REMOTE_WRITE, access::REMOTE_WRITE | access::REMOTE_READ] {
+        let started = std::time::Instant::now();
+        p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(flags));
+        assert!(started.elapsed() < PLACEMENT_WAIT_LIMIT / 4, "{flags:#x}: nothing taken away");
+    }
+    set_gate(0);
+}
+
+/// Which changes of a QP's published facts must wait for a peer's placement in progress.
+#[test]
+fn only_a_change_that_takes_a_right_away_waits_for_placements() {
+    use ferrodat_softhca::hca::placement::QpFacts;
+    let (w, r) = (access::REMOTE_WRITE, access::REMOTE_READ);
+    let facts = |state, remote_access| QpFacts { state, remote_access, epoch: 1, pdn: 7 };
+    let waits = |before: QpFacts, after: QpFacts| before.takes_placement_away(&after);
+    // Connecting takes nothing away.
+    assert!(!waits(facts(qp_state::RESET, 0), facts(qp_state::INIT, w | r)));
+    assert!(!waits(facts(qp_state::INIT, w | r), facts(qp_state::RTR, w | r)));
+    assert!(!waits(facts(qp_state::RTR, w), facts(qp_state::RTS, w)));
+    // A QP that never granted a right has nothing to wait for.
+    assert!(!waits(facts(qp_state::RTS, 0), facts(qp_state::ERR, 0)));
+    // Losing a right, or every right by leaving the states that take requests, waits.
+    assert!(waits(facts(qp_state::RTS, w | r), facts(qp_state::RTS, w)));
+    assert!(waits(facts(qp_state::RTS, w | r), facts(qp_state::RTS, r)));
+    assert!(waits(facts(qp_state::RTS, w), facts(qp_state::ERR, w)));
+    assert!(waits(facts(qp_state::SQD, r), facts(qp_state::RESET, r)));
+    // Another connection (epoch) or PD under the same rights waits too.
+    assert!(waits(facts(qp_state::RTS, w), QpFacts { epoch: 2, ..facts(qp_state::RTS, w) }));
+    assert!(waits(facts(qp_state::RTS, r), QpFacts { pdn: 8, ..facts(qp_state::RTS, r) }));
+    // Gaining a right takes nothing away.
+    assert!(!waits(facts(qp_state::RTS, w), facts(qp_state::RTS, w | r)));
 }

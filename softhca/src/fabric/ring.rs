@@ -472,6 +472,11 @@ impl RingProducer {
         self.free_from_cache()
     }
 
+    /// The facts word last published (0 before any: a QP in RESET granting nothing).
+    pub fn qp_facts(&self) -> u64 {
+        self.map.u64_at(lay::OFF_QP_FACTS).load(Ordering::Relaxed)
+    }
+
     /// Stores what the owning QP tells its peer about itself (see [`lay::OFF_QP_FACTS`]).
     /// A change that takes placement away is followed by
     /// [`RingConsumer::wait_while_producer_places`], whose SeqCst fence orders this store

@@ -116,6 +116,20 @@ impl QpFacts {
         self.takes_requests() && self.remote_access & right != 0
     }
 
+    /// Whether a peer placement these facts allowed could be one that `after` forbids, so
+    /// that changing to `after` must wait for a placement in progress: these granted a
+    /// right (REMOTE_WRITE or REMOTE_READ, in a state that takes requests) that `after`
+    /// does not, or `after` names another connection or PD. A change that takes nothing
+    /// away (connecting, RTR to RTS, a QP granting neither right) waits for nothing: no
+    /// placement can have started on rights the QP did not have.
+    pub fn takes_placement_away(&self, after: &QpFacts) -> bool {
+        let lost = |right| self.grants(right) && !after.grants(right);
+        let granted = self.grants(access::REMOTE_WRITE) || self.grants(access::REMOTE_READ);
+        lost(access::REMOTE_WRITE)
+            || lost(access::REMOTE_READ)
+            || (granted && (self.epoch != after.epoch || self.pdn != after.pdn))
+    }
+
     /// The facts in a word read from a peer's ring header.
     pub fn decode(word: u64) -> QpFacts {
         QpFacts {

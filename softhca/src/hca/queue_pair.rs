@@ -593,12 +593,10 @@ impl QueuePair {
             epoch: self.link.outbound.epoch() as u16,
             pdn: self.setup.pdn,
         };
+        let before = QpFacts::decode(self.link.outbound.qp_facts());
         self.link.outbound.publish_qp_facts(facts.encode());
-        if !(facts.grants(access::REMOTE_WRITE) && facts.grants(access::REMOTE_READ)) {
+        if before.takes_placement_away(&facts) {
             // A placement that saw the old facts finishes before the change takes effect.
-            // A QP that grants only one of the two rights waits at every change (mostly a
-            // fence and a look at a closed gate; before its peer's ring is attached, an
-            // open of that ring).
             self.wait_for_peer_placement();
         }
     }
