@@ -25,8 +25,11 @@ impl Errno {
     pub const EPERM: Errno = Errno(libc::EPERM);
     /// Handle names no object of that type.
     pub const ENOENT: Errno = Errno(libc::ENOENT);
-    /// The device failed (DEVICE_FATAL was reported): it makes and changes no more objects.
-    pub const EIO: Errno = Errno(libc::EIO);
+    /// The device failed (DEVICE_FATAL was reported): its firmware makes, changes and
+    /// queries no more objects (mlx5's internal-error state; EIO before Linux 5.18).
+    pub const ENOLINK: Errno = Errno(libc::ENOLINK);
+    /// Try again later; GET_CONTEXT on a device that is not active.
+    pub const EAGAIN: Errno = Errno(libc::EAGAIN);
 
     /// The symbolic name, e.g. `"EINVAL"`.
     pub fn name(self) -> &'static str {
@@ -43,7 +46,7 @@ impl Errno {
             libc::EAGAIN => "EAGAIN",
             libc::EEXIST => "EEXIST",
             libc::EMFILE => "EMFILE",
-            libc::EIO => "EIO",
+            libc::ENOLINK => "ENOLINK",
             _ => "E?",
         }
     }

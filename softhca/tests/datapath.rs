@@ -1315,3 +1315,35 @@ fn a_read_whose_source_is_deregistered_part_way_reads_no_more() {
     assert!(sink.buf.read(got, LEN - got).iter().all(|&b| b == 0xee), "partial segments");
     assert_eq!(h.e2.qp_state(h.qp2.qpn), Some(qp_state::ERR));
 }
+
+/// Once the device failed (its registry lost), a MODIFY_QP that reaches the engine after
+/// the failure moved its QPs to ERR cannot take one out again: the kernel's check may have
+/// passed just before the failure, so the engine refuses every transition but to ERR or
+/// RESET under its own lock.
+#[test]
+fn a_failed_device_keeps_its_qps_out_of_the_states_that_take_requests() {
+    let p = pair("failed-device", rc_attrs());
+    let registry = p.engine.registry().path().to_owned();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&registry)
+        .and_then(|f| f.set_len(0))
+        .expect("truncate the registry");
+    for _ in 0..8 {
+        p.engine.progress();
+    }
+    assert!(p.engine.is_fatal());
+    assert_eq!(p.engine.qp_state(p.a.qpn), Some(qp_state::ERR));
+    let attrs = ferrodat_softhca::hca::queue_pair::QpAttributes {
+        dest_qpn: p.b.qpn,
+        dgid: LOCALHOST_GID,
+        ..rc_attrs()
+    };
+    for state in [qp_state::INIT, qp_state::RTR, qp_state::RTS] {
+        assert!(!p.engine.modify_qp(p.a.qpn, state, attrs), "to {state}");
+        assert_eq!(p.engine.qp_state(p.a.qpn), Some(qp_state::ERR), "to {state}");
+    }
+    assert!(p.engine.modify_qp(p.a.qpn, qp_state::RESET, attrs));
+    assert_eq!(p.engine.qp_state(p.a.qpn), Some(qp_state::RESET));
+    assert!(!p.engine.modify_qp(p.a.qpn, qp_state::INIT, attrs), "a reset QP stays in RESET");
+}

@@ -530,9 +530,17 @@ struct DeviceHealth {
     /// DEVICE_FATAL was reported: every QP is in ERR and commands that make or change
     /// objects fail with EIO.
     fatal: AtomicBool,
-    /// The async event files of the contexts opened on this device (weak: a closed
-    /// context drops out), told of device-wide events.
-    sinks: Mutex<Vec<Weak<dyn EventSink>>>,
+    /// Who hears of device-wide events.
+    sinks: Mutex<DeviceSinks>,
+}
+
+/// The async event files of the contexts opened on this device (weak: a closed context
+/// drops out), and whether DEVICE_FATAL went to them: a context opened after that is told
+/// at once, under the same lock, so that each context hears it exactly once.
+#[derive(Default)]
+struct DeviceSinks {
+    sinks: Vec<Weak<dyn EventSink>>,
+    fatal_reported: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -740,17 +748,24 @@ impl Engine {
         Ok(())
     }
 
-    /// MODIFY_QP (already validated): the data path follows the new state.
-    pub fn modify_qp(&self, qpn: u32, state: u8, attrs: QpAttributes) {
-        let peer = if state == ferrodat_abi::uverbs::qp_state::RTR {
-            self.peer_registry(attrs.dgid)
-        } else {
-            None
-        };
-        let _ = self.instance.publish_qp_state(qpn, u32::from(state));
+    /// MODIFY_QP (already validated): the data path follows the new state. False, with
+    /// nothing done, for a transition other than to ERR or RESET once the device failed
+    /// (see [`Self::is_fatal`]: the failure may have come after the caller's check).
+    pub fn modify_qp(&self, qpn: u32, state: u8, attrs: QpAttributes) -> bool {
+        use ferrodat_abi::uverbs::qp_state;
+        let peer = if state == qp_state::RTR { self.peer_registry(attrs.dgid) } else { None };
         let mut t = self.tables();
+        // Under the tables lock, which the failure takes after it set the flag: a QP it
+        // moved to ERR stays there.
+        if !matches!(state, qp_state::ERR | qp_state::RESET)
+            && self.health.fatal.load(Ordering::Acquire)
+        {
+            return false;
+        }
+        let _ = self.instance.publish_qp_state(qpn, u32::from(state));
         t.with_qp(qpn, |qp, hw| qp.transition(state, attrs, peer, hw));
         self.background.publish(&mut t);
+        true
     }
 
     /// DESTROY_QP (or a failed CREATE_QP): drops the QP and its ring, frees the QPN.
@@ -792,9 +807,13 @@ impl Engine {
     /// GET_CONTEXT: the context's async event file hears of device-wide events
     /// (DEVICE_FATAL).
     pub fn add_device_event_sink(&self, sink: &Arc<dyn EventSink>) {
-        let mut sinks = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner());
-        sinks.retain(|s| s.strong_count() > 0);
-        sinks.push(Arc::downgrade(sink));
+        let mut d = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner());
+        if d.fatal_reported {
+            sink.async_event(1, ferrodat_abi::uverbs::event::DEVICE_FATAL);
+            return;
+        }
+        d.sinks.retain(|s| s.strong_count() > 0);
+        d.sinks.push(Arc::downgrade(sink));
     }
 
     /// Whether the device failed for good. softhca fails when this process loses its
@@ -805,9 +824,9 @@ impl Engine {
     /// that destroy them succeed, so the consumer can clean up. Unlike mlx5, which leaves
     /// a user process's queues as they are, every QP goes to ERR and completes its work
     /// requests with flush errors, so a consumer waiting for a completion is told instead
-    /// of waiting for ever. The loss is noticed by an idle [`Self::progress`] call, by each
-    /// pass of the progress thread, and here (every command asks): a count of lost
-    /// mappings is compared, so the busy paths pay nothing.
+    /// of waiting for ever. The loss is noticed by every [`Self::progress`] call that finds
+    /// nothing new (a waiting consumer's, the progress thread's), and here (every command
+    /// asks): a count of lost mappings is compared, one load.
     pub fn is_fatal(&self) -> bool {
         self.check_health();
         self.health.fatal.load(Ordering::Acquire)
@@ -841,9 +860,11 @@ impl Engine {
         }
         self.background.publish(&mut t);
         drop(t);
-        let sinks = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for sink in sinks.iter().filter_map(Weak::upgrade) {
-            // The element of an unaffiliated event is the port (mlx5 reports port 1).
+        let mut d = self.health.sinks.lock().unwrap_or_else(|e| e.into_inner());
+        d.fatal_reported = true;
+        for sink in std::mem::take(&mut d.sinks).iter().filter_map(Weak::upgrade) {
+            // The element of an unaffiliated event is the port (mlx5 reports port 1); the
+            // sink only queues it (no lock of ours taken).
             sink.async_event(1, ferrodat_abi::uverbs::event::DEVICE_FATAL);
         }
     }
@@ -872,6 +893,18 @@ impl Engine {
     /// receives were flushed: new CQEs may wait. Cheap when idle: a few atomic loads, no
     /// lock (with a QP in ERR, the lock and one doorbell record read per such QP).
     pub fn progress(&self) -> bool {
+        let worked = self.pass();
+        if !worked {
+            // A call that found nothing new looks whether the device failed (after the
+            // pass: failing takes the tables lock).
+            self.check_health();
+        }
+        worked
+    }
+
+    /// The work of [`Self::progress`].
+    #[inline(always)]
+    fn pass(&self) -> bool {
         let pending = self.instance.has_pending();
         let clock = self.background.timer_clock();
         let errored = self.background.errored.load(Ordering::Acquire);
@@ -881,9 +914,6 @@ impl Engine {
             && !self.background.always()
             && !self.background.polling.load(Ordering::Relaxed)
         {
-            // Idle: the time to see whether the device failed (a polled ring is idle here
-            // too once it goes back to notifications; the progress thread looks each pass).
-            self.check_health();
             return false;
         }
         let mut t = self.tables();
@@ -1073,7 +1103,6 @@ impl Engine {
                 while !stop_flag.load(Ordering::Acquire) {
                     let Some(engine) = engine_weak.upgrade() else { break };
                     let watching = engine.watching.load(Ordering::Acquire);
-                    engine.check_health();
                     let mut worked = engine.progress();
                     if watching {
                         worked |= engine.watch_doorbells();

@@ -222,41 +222,49 @@ fn method_for(command: u32) -> Result<Method, Errno> {
     Ok(legacy_method(index))
 }
 
-/// Whether `command` fails with EIO once the device failed (`Engine::is_fatal`), as mlx5
-/// firmware commands do in the device's internal-error state: everything that makes or
-/// changes an object. Destroys, deallocations and queries go on (the consumer cleans up and
-/// can see its QPs in ERR); MODIFY_QP decides by the state asked for (`kernel/qp.rs`).
-fn refused_by_a_failed_device(command: u32) -> bool {
+/// The errno `command` fails with once the device failed (`Engine::is_fatal`), as on a
+/// mlx5 device in its internal-error state, `None` for the commands that go on: its
+/// firmware completes destroys, deallocations and moves to ERR or RESET (`MODIFY_QP`
+/// decides by the state asked for, in `kernel/qp.rs`) so that the consumer can clean up,
+/// and fails every other command, queries of QPs and SRQs included, with ENOLINK (EIO
+/// before Linux 5.18); GET_CONTEXT answers EAGAIN (`mlx5_ib_alloc_ucontext` on an
+/// inactive device). What the kernel answers without the firmware goes on too:
+/// QUERY_DEVICE (the attributes cached at registration), QUERY_PORT and
+/// CREATE_COMP_CHANNEL.
+fn refused_by_a_failed_device(command: u32) -> Option<Errno> {
     let index = command & uverbs::CMD_COMMAND_MASK;
-    if command & uverbs::CMD_FLAG_EXTENDED != 0 {
-        return !matches!(
+    let goes_on = if command & uverbs::CMD_FLAG_EXTENDED != 0 {
+        matches!(
             index,
             ex_cmd::QUERY_DEVICE
                 | ex_cmd::MODIFY_QP
                 | ex_cmd::DESTROY_FLOW
                 | ex_cmd::DESTROY_WQ
                 | ex_cmd::DESTROY_RWQ_IND_TBL
-        );
+        )
+    } else {
+        matches!(
+            index,
+            cmd::QUERY_DEVICE
+                | cmd::QUERY_PORT
+                | cmd::CREATE_COMP_CHANNEL
+                | cmd::DEALLOC_PD
+                | cmd::DESTROY_AH
+                | cmd::DEREG_MR
+                | cmd::DEALLOC_MW
+                | cmd::DESTROY_CQ
+                | cmd::MODIFY_QP
+                | cmd::DESTROY_QP
+                | cmd::DETACH_MCAST
+                | cmd::DESTROY_SRQ
+                | cmd::CLOSE_XRCD
+        )
+    };
+    match (goes_on, command) {
+        (true, _) => None,
+        (false, cmd::GET_CONTEXT) => Some(Errno::EAGAIN),
+        (false, _) => Some(Errno::ENOLINK),
     }
-    !matches!(
-        index,
-        cmd::QUERY_DEVICE
-            | cmd::QUERY_PORT
-            | cmd::DEALLOC_PD
-            | cmd::QUERY_AH
-            | cmd::DESTROY_AH
-            | cmd::QUERY_MR
-            | cmd::DEREG_MR
-            | cmd::DEALLOC_MW
-            | cmd::DESTROY_CQ
-            | cmd::QUERY_QP
-            | cmd::MODIFY_QP
-            | cmd::DESTROY_QP
-            | cmd::DETACH_MCAST
-            | cmd::QUERY_SRQ
-            | cmd::DESTROY_SRQ
-            | cmd::CLOSE_XRCD
-    )
 }
 
 /// errnos errno.rs has no name for.
@@ -289,8 +297,10 @@ impl Uverbs {
             return Err(Errno::EINVAL); // count < sizeof(hdr)
         };
         let method = method_for(hdr.command)?;
-        if refused_by_a_failed_device(hdr.command) && self.device.engine().is_fatal() {
-            return Err(Errno::EIO);
+        if let Some(errno) = refused_by_a_failed_device(hdr.command)
+            && self.device.engine().is_fatal()
+        {
+            return Err(errno);
         }
         let call = if method.is_ex {
             split_extended(buf, &hdr)?

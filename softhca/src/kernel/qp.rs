@@ -502,7 +502,7 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
         && (cmd.qp_state == QpState::Err as u8 || cmd.qp_state == QpState::Reset as u8);
     if !to_err_or_reset && s.dev.engine().is_fatal() {
         // A failed mlx5 device completes 2ERR and 2RST, and fails every other transition.
-        return Err(Errno::EIO);
+        return Err(Errno::ENOLINK);
     }
     // The QP context's real state: the hardware may have moved the QP to ERR on its own.
     let hw_in_error = s.dev.engine().qp_state(qpn) == Some(QpState::Err as u8);
@@ -606,13 +606,22 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
         return Err(Errno::EINVAL);
     }
 
+    let before = qp.attrs.clone();
     if let Some(qp) = st.qps.get_mut(&qpn) {
         apply(&mut qp.attrs, &cmd, mask, av);
     }
     st.set_qp_state(qpn, new);
     let attrs = st.qps.get(&qpn).map(|qp| hardware_attributes(&qp.attrs)).unwrap_or_default();
     drop(st);
-    s.dev.engine().modify_qp(qpn, new as u8, attrs);
+    if !s.dev.engine().modify_qp(qpn, new as u8, attrs) {
+        // The device failed after the check above: the transition did not happen.
+        let mut st = s.dev.state();
+        if let Some(qp) = st.qps.get_mut(&qpn) {
+            qp.attrs = before;
+        }
+        st.set_qp_state(qpn, cur);
+        return Err(Errno::ENOLINK);
+    }
     Ok(())
 }
 

@@ -32,8 +32,8 @@ const VERSION: u32 = 2;
 /// (the client measures its local baselines between two commands).
 const LINE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// How long either side waits for the other's greeting: a server busy with another client
-/// (it serves one at a time) accepts the connection but does not answer, nor does a
+/// How long either side waits for the other's greeting: a server busy with its client (it
+/// serves one, then exits) accepts another's connection but does not answer, nor does a
 /// program that is not a ferrodat perf server.
 const GREETING_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -178,8 +178,8 @@ impl Control {
         self.send(&format!("{HELLO} {VERSION}"))?;
         let line = self.recv_greeting(
             "the server accepted the connection but",
-            ": it is serving another client (a server takes one at a time: wait for it, or \
-             start another on another --port), or it is not a ferrodat perf server",
+            ": it is serving another client (a server serves one client, then exits: start \
+             another on another --port), or it is not a ferrodat perf server",
         )?;
         let mut words = line.split_whitespace();
         match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok()), words.next()) {
