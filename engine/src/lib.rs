@@ -1,17 +1,18 @@
 //! ferrodat-engine: the DAT API over the ferrodat driver.
 //!
 //! DAT objects and their semantics (IA, PZ, LMR, RMR, EVD, CNO, EP, PSP, RSP, CR, SRQ), the
-//! lock-free EVD engine that turns completions into DAT events, the connection manager, the
-//! Rust API and the `capi` module that exports the DAT 2.0 provider ABI to `libdat2`.
+//! lock-free EVD engine that turns completions into DAT events, the connection manager and
+//! the Rust API. The `ferrodat-capi` crate exports it to `libdat2` as the DAT 2.0 provider
+//! ABI (`libferrodat.so`).
 //!
 //! The `ferrodat` command (`src/bin/ferrodat/`) is the command-line front end: `perf`
-//! (latency and bandwidth next to their baselines), `info` and `softhca env`. The
+//! (latency and bandwidth next to their baselines), `info`, `conf` and `softhca env`. The
 //! measurement helpers it shares with the `benches` crate are in [`perf`].
 //!
-//! # Architecture (being built; issue 6)
+//! # Architecture
 //!
 //! One concept per module; the Rust API maps one to one onto the DAT 2.0 provider table,
-//! so `capi` is a thin translation of handles, structs and return codes.
+//! so `ferrodat-capi` is a thin translation of handles, structs and return codes.
 //!
 //! - `error`: [`DatError`](error) — a DAT_RETURN type and subtype (2.0 numbering, from
 //!   `ferrodat_abi::dat::status`), with a message saying what failed and what to do.
