@@ -93,6 +93,9 @@ pub(crate) struct IaBody {
     pub provider_attr: NamedAttrs,
     /// The async EVD's handle (0: none).
     pub async_evd: AtomicUsize,
+    /// A `dat_ia_close` passed its checks and is closing the IA: a second one racing it
+    /// finds the handle invalid, as it would a moment later.
+    pub closing: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) struct PzBody {
@@ -202,7 +205,8 @@ pub(crate) struct EpBody {
     /// together.
     pub modifying: Mutex<()>,
     pub srq: usize,
-    /// The private data of the last connection event (its `private_data` points here).
+    /// The private data of the last connection event that carried any (its
+    /// `private_data` points here, and stays valid through the events after it).
     pub private_data: Mutex<Vec<u8>>,
     /// `dat_ep_query`'s remote address points here.
     pub remote: Mutex<SockStorage>,

@@ -308,13 +308,17 @@ pub(crate) unsafe extern "C" fn ep_query(
     })
 }
 
+/// The longest list of transport- or provider-specific endpoint attributes read (this
+/// provider defines none; the engine refuses any it is asked to set).
+const MAX_NAMED_ATTRS: abi::Count = 64;
+
 /// A `DAT_NAMED_ATTR` array of a `DAT_EP_ATTR` as name/value pairs (a NULL value reads as
 /// empty); a bad array is `DAT_INVALID_PARAMETER` with `arg`, the argument of `verb` that
 /// holds the attributes.
 ///
 /// # Safety
-/// If `count` > 0, `attrs` must point to `count` readable entries whose names and values
-/// are NULL or C strings.
+/// If 0 < `count` <= [`MAX_NAMED_ATTRS`], `attrs` must point to `count` readable entries
+/// whose names and values are NULL or C strings.
 unsafe fn named_attrs(
     count: abi::Count,
     attrs: *const abi::NamedAttr,
@@ -328,6 +332,10 @@ unsafe fn named_attrs(
     let list = match count {
         0 => &[][..],
         n if n < 0 => return Err(bad(format!("a negative count {n}"))),
+        // This provider defines none; a longer list is not read (nor allocated for).
+        n if n > MAX_NAMED_ATTRS => {
+            return Err(bad(format!("{n} attributes; at most {MAX_NAMED_ATTRS} are taken")));
+        }
         n if attrs.is_null() => return Err(bad(format!("{n} attributes at a NULL pointer"))),
         // SAFETY: non-null, and the consumer promises `n` entries.
         n => unsafe { std::slice::from_raw_parts(attrs, n as usize) },
@@ -613,16 +621,22 @@ pub(crate) unsafe extern "C" fn ep_disconnect(
 const STACK_IOV: usize = 16;
 
 /// Runs `f` on the consumer's IOV converted to engine triplets, without allocating for the
-/// usual few segments.
+/// usual few segments. A count above `max`, the most segments the endpoint or SRQ takes, is
+/// refused before a segment is read: the consumer's array may not be that long.
 ///
 /// # Safety
-/// If `count` > 0, `iov` must point to `count` readable triplets.
+/// If 0 < `count` <= `max`, `iov` must point to `count` readable triplets.
 pub(crate) unsafe fn with_iov<R>(
     count: abi::Count,
     iov: *const abi::LmrTriplet,
+    max: usize,
     f: impl FnOnce(&[LmrTriplet]) -> DatResult<R>,
 ) -> DatResult<R> {
-    // SAFETY: forwarded.
+    if usize::try_from(count).is_ok_and(|n| n > max) {
+        return Err(DatError::invalid_parameter(2)
+            .with_detail(format!("{count} segments, where at most {max} are taken here")));
+    }
+    // SAFETY: forwarded (the count is within `max`).
     let segs = unsafe { slice(iov, count, 3) }?;
     if segs.len() <= STACK_IOV {
         let mut buf = [MaybeUninit::<LmrTriplet>::uninit(); STACK_IOV];
@@ -672,8 +686,11 @@ pub(crate) unsafe extern "C" fn ep_post_send(
 ) -> abi::Return {
     call("dat_ep_post_send", || {
         let o = ep(ep_h)?;
-        // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| ep_body(&o).ep.post_send(l, cookie(c), flags)) }
+        let ep = &ep_body(&o).ep;
+        // SAFETY: the consumer's IOV, read only up to the limit.
+        unsafe {
+            with_iov(count, iov, ep.request_iov_limit(), |l| ep.post_send(l, cookie(c), flags))
+        }
     })
 }
 
@@ -687,8 +704,9 @@ pub(crate) unsafe extern "C" fn ep_post_recv(
 ) -> abi::Return {
     call("dat_ep_post_recv", || {
         let o = ep(ep_h)?;
-        // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| ep_body(&o).ep.post_recv(l, cookie(c), flags)) }
+        let ep = &ep_body(&o).ep;
+        // SAFETY: the consumer's IOV, read only up to the limit.
+        unsafe { with_iov(count, iov, ep.recv_iov_limit(), |l| ep.post_recv(l, cookie(c), flags)) }
     })
 }
 
@@ -739,8 +757,11 @@ unsafe fn post_rdma(
         let o = ep(ep_h)?;
         // SAFETY: the consumer's triplet.
         let r = unsafe { remote(r, 5) }?;
-        // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| post(&ep_body(&o).ep, l, cookie(c), &r, flags)) }
+        let ep = &ep_body(&o).ep;
+        // SAFETY: the consumer's IOV, read only up to the limit.
+        unsafe {
+            with_iov(count, iov, ep.request_iov_limit(), |l| post(ep, l, cookie(c), &r, flags))
+        }
     })
 }
 

@@ -539,14 +539,17 @@ fn to_c(evd_obj: &Object, evd_h: abi::EvdHandle, ev: Event) -> abi::Event {
             let ep_obj = handle::object_of_id(ep);
             let (ep_h, size, data) = match ep_obj.as_deref().map(|o| &o.body) {
                 Some(Body::Ep(b)) => {
-                    let mut slot = b.private_data.lock().unwrap_or_else(|e| e.into_inner());
-                    *slot = private_data;
-                    let ptr = if slot.is_empty() {
-                        std::ptr::null_mut()
+                    // The data an event points to stays valid until the endpoint is freed or
+                    // reset (dat_evd_dequeue): an event without private data (DISCONNECTED,
+                    // say) leaves the last one's in place.
+                    if private_data.is_empty() {
+                        (handle::handle_of_id(ep), 0, std::ptr::null_mut())
                     } else {
-                        slot.as_mut_ptr().cast::<libc::c_void>()
-                    };
-                    (handle::handle_of_id(ep), slot.len(), ptr)
+                        let mut slot = b.private_data.lock().unwrap_or_else(|e| e.into_inner());
+                        *slot = private_data;
+                        let ptr = slot.as_mut_ptr().cast::<libc::c_void>();
+                        (handle::handle_of_id(ep), slot.len(), ptr)
+                    }
                 }
                 _ => (std::ptr::null_mut(), 0, std::ptr::null_mut()),
             };

@@ -182,10 +182,12 @@ impl ExtArgs {
                         // dat_ib_post_* macros do: (ep, size, lbuf, cookie, rbuf, ...).
                         unsafe { remote(rmr, 5) }?
                     };
-                    // SAFETY: the consumer's IOV of `count` triplets.
+                    let ep = &ep_body(&o).ep;
+                    // SAFETY: the consumer's IOV of `count` triplets, read only up to the
+                    // limit.
                     unsafe {
-                        with_iov(count, lmr, |l| {
-                            ep_body(&o).ep.post_rdma_write_immed(l, cookie, &r, immediate, flags)
+                        with_iov(count, lmr, ep.request_iov_limit(), |l| {
+                            ep.post_rdma_write_immed(l, cookie, &r, immediate, flags)
                         })
                     }
                 })

@@ -75,6 +75,7 @@ pub(crate) unsafe extern "C" fn ia_open(
             vendor_attr: NamedAttrs::new(&attr.vendor_attr),
             provider_attr: NamedAttrs::new(&pattr.provider_specific_attr),
             async_evd: AtomicUsize::new(0),
+            closing: std::sync::atomic::AtomicBool::new(false),
         };
         let (h, obj) = handle::register_at(
             &entry.table,
@@ -288,6 +289,10 @@ pub(crate) unsafe extern "C" fn ia_close(
                      DAT_CLOSE_GRACEFUL_FLAG"
                 )));
             }
+        }
+        if ia_body(&obj).closing.swap(true, Ordering::AcqRel) {
+            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_IA)
+                .with_detail("dat_ia_close: another thread is closing this IA".to_string()));
         }
         let engine_ia = ia_body(&obj).ia.clone();
         drop(obj);

@@ -262,8 +262,8 @@ unsafe fn lmr_sync(
         let segs = unsafe { slice(segments, n, 2) }?;
         let lmrs = handle::find(handle_type::LMR, |o| o.ia == ia_h as usize);
         let lmr_refs: Vec<&Lmr> = lmrs.iter().map(|o| lmr_body(o).lmr()).collect();
-        let triplets: Vec<LmrTriplet> = segs.iter().map(triplet).collect();
-        Lmr::sync_rdma(&lmr_refs, &triplets)
+        // Converted one by one: nothing is allocated by the consumer's count.
+        Lmr::sync_rdma(&lmr_refs, segs.iter().map(triplet))
     })
 }
 

@@ -90,8 +90,9 @@ pub(crate) unsafe extern "C" fn srq_post_recv(
         let o = srq(srq_h)?;
         // SAFETY: every member of the union covers its 8 bytes.
         let c = unsafe { cookie.as_64 };
-        // SAFETY: the consumer's IOV.
-        unsafe { with_iov(count, iov, |l| srq_body(&o).srq.post_recv(l, c)) }
+        let srq = &srq_body(&o).srq;
+        // SAFETY: the consumer's IOV, read only up to the limit.
+        unsafe { with_iov(count, iov, srq.recv_iov_limit(), |l| srq.post_recv(l, c)) }
     })
 }
 

@@ -475,14 +475,16 @@ impl Ep {
                     "dat_ep_post_recv on an endpoint created with an SRQ: post to the SRQ",
                 ));
         };
+        // The IOV first: a post the endpoint could never take is refused in every state,
+        // not completed as flushed on a DISCONNECTED one.
+        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
+        let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
+        let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
         let step = transition(self.current(), Trigger::PostRecv)?;
         if step.effects.flush_this_post {
             let length = total_length(local);
             return self.flushed(self.recv_evd(), cookie, length, dtos::RECEIVE);
         }
-        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
-        let max_iov = self.inner.recv_iov_limit.load(Ordering::Relaxed);
-        let sges = sges(local, max_iov, "dat_ep_post_recv", &mut buf)?;
         let length = total_length(local);
         self.post_with_cookie(
             ring,
@@ -490,6 +492,16 @@ impl Ep {
             "dat_ep_post_recv",
             |qp, wr_id| qp.post_recv(&[RecvWr { wr_id, sges }]),
         )
+    }
+
+    /// The most segments a request (send, RDMA, extension operation) may have here.
+    pub fn request_iov_limit(&self) -> usize {
+        (self.inner.request_iov_limit.load(Ordering::Relaxed) as usize).min(MAX_IOV)
+    }
+
+    /// The most segments a receive may have here.
+    pub fn recv_iov_limit(&self) -> usize {
+        (self.inner.recv_iov_limit.load(Ordering::Relaxed) as usize).min(MAX_IOV)
     }
 
     /// `dat_ep_post_send`.
@@ -666,6 +678,10 @@ impl Ep {
     ) -> DatResult<()> {
         let flags = self.request_flags(flags);
         let length = total_length(local);
+        // The IOV first, as for receives.
+        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
+        let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
+        let sges = sges(local, max_iov, verb, &mut buf)?;
         let state = self.current();
         if state != EpState::Connected {
             let step = transition(state, trigger)?;
@@ -673,9 +689,6 @@ impl Ep {
                 return self.flushed(self.request_evd(), cookie, length, operation);
             }
         }
-        let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
-        let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
-        let sges = sges(local, max_iov, verb, &mut buf)?;
         let cookie = request_cookie(cookie, length, operation, flags);
         self.post_with_cookie(&self.inner.completions.requests, cookie, verb, |qp, wr_id| {
             qp.post_send(&[request_wr(wr_id, op, sges, flags)])

@@ -297,8 +297,11 @@ impl Lmr {
 
     /// `dat_lmr_sync_rdma_read` / `_write`: memory is coherent with RDMA here, so this only
     /// checks that every triplet lies inside a region of this IA (by lmr_context).
-    pub fn sync_rdma(lmrs: &[&Lmr], triplets: &[LmrTriplet]) -> DatResult<()> {
-        for (i, t) in triplets.iter().enumerate() {
+    pub fn sync_rdma(
+        lmrs: &[&Lmr],
+        triplets: impl IntoIterator<Item = LmrTriplet>,
+    ) -> DatResult<()> {
+        for (i, t) in triplets.into_iter().enumerate() {
             let inside = lmrs.iter().any(|l| {
                 l.lmr_context() == t.lmr_context
                     && t.virtual_address >= l.registered_address()

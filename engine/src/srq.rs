@@ -60,6 +60,11 @@ impl Srq {
         &self.inner.srq
     }
 
+    /// The most segments a receive may have here.
+    pub fn recv_iov_limit(&self) -> usize {
+        self.inner.max_recv_iov as usize
+    }
+
     /// `dat_srq_post_recv`.
     pub fn post_recv(&self, local: &[LmrTriplet], cookie: u64) -> DatResult<()> {
         if local.len() > self.inner.max_recv_iov as usize {

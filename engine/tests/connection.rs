@@ -119,7 +119,13 @@ fn two_endpoints_connect_exchange_data_and_disconnect() {
     assert_eq!(number, event::CONNECTION_EVENT_DISCONNECTED);
     assert_eq!(server.ep.state(), EpState::Disconnected);
     // The server's remaining receives: none posted, so nothing flushed; a new post on the
-    // DISCONNECTED EP completes as flushed.
+    // DISCONNECTED EP completes as flushed, unless it has more segments than the endpoint
+    // takes: that is refused in every state.
+    let five = [server.buf.triplet(0, 8).unwrap(); 5];
+    let e = server.ep.post_recv(&five, 199, 0).unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::INVALID_PARAMETER, "{e}");
+    let e = server.ep.post_send(&five, 199, 0).unwrap_err();
+    assert_eq!(e.return_type(), ferrodat_abi::dat::ret::INVALID_PARAMETER, "{e}");
     server.ep.post_recv(&[server.buf.triplet(0, 64).unwrap()], 200, 0).unwrap();
     let flushed = dto(server.recv_evd.wait(WAIT_US, 1).unwrap().0);
     assert_eq!(

@@ -33,9 +33,9 @@ fn lmrs_register_consumer_and_owned_memory_with_distinct_contexts() {
     );
     let e = a.triplet(8_999, 2).unwrap_err();
     assert_eq!(e.code(), ferrodat_engine::error::DatError::invalid_parameter(2).code());
-    Lmr::sync_rdma(&[&a, &b], &[t, b.triplet(0, 4096).unwrap()]).unwrap();
+    Lmr::sync_rdma(&[&a, &b], [t, b.triplet(0, 4096).unwrap()]).unwrap();
     let outside = ferrodat_engine::lmr::LmrTriplet { segment_length: 20_000, ..t };
-    assert!(Lmr::sync_rdma(&[&a, &b], &[outside]).unwrap_err().to_string().contains("not inside"));
+    assert!(Lmr::sync_rdma(&[&a, &b], [outside]).unwrap_err().to_string().contains("not inside"));
     drop((a, b));
     drop(buf);
 }
