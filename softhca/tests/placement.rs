@@ -841,6 +841,53 @@ fn taking_remote_read_away_waits_for_the_peers_placement_in_progress() {
         assert!(started.elapsed() < PLACEMENT_WAIT_LIMIT / 4, "{flags:#x}: nothing taken away");
     }
     set_gate(0);
+
+    // Rights dropped (nothing placed meanwhile), then a request part-way placed, whose later
+    // chunks need only a QP that takes requests: moving to ERR still waits for it.
+    p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(0));
+    set_gate(1);
+    let done = Arc::new(AtomicBool::new(false));
+    let modify = {
+        let (engine, done, qpn, a) = (p.engine.clone(), done.clone(), p.b.qpn, attrs(0));
+        std::thread::spawn(move || {
+            engine.modify_qp(qpn, qp_state::ERR, a);
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
+    assert!(!done.load(Ordering::SeqCst), "to ERR while the peer placed");
+    set_gate(0);
+    modify.join().unwrap();
+}
+
+/// A QP moved straight from RTS to RESET (raw verbs allow it; DAT goes through ERR) waits
+/// for its peer's placement in progress: forgetting its connection used to drop the ring
+/// the wait looks at first, so it did not wait at all.
+#[test]
+fn a_qp_reset_from_rts_waits_for_the_peers_placement_in_progress() {
+    use ferrodat_softhca::fabric::PLACEMENT_WAIT_LIMIT;
+    use ferrodat_softhca::fabric::layout::ring::OFF_PLACING;
+    use std::os::unix::fs::FileExt;
+    let p = pair("reset-waits", rc_attrs());
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p.engine.registry().ring_path(p.a.qpn))
+        .expect("a's ring");
+    gate.write_at(&1u64.to_ne_bytes(), OFF_PLACING as u64).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let modify = {
+        let (engine, done, qpn) = (p.engine.clone(), done.clone(), p.b.qpn);
+        std::thread::spawn(move || {
+            engine.modify_qp(qpn, qp_state::RESET, rc_attrs());
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
+    assert!(!done.load(Ordering::SeqCst), "RESET while the peer placed");
+    gate.write_at(&0u64.to_ne_bytes(), OFF_PLACING as u64).unwrap();
+    modify.join().unwrap();
+    assert_eq!(p.engine.qp_state(p.b.qpn), Some(qp_state::RESET));
 }
 
 /// Which changes of a QP's published facts must wait for a peer's placement in progress.
@@ -854,8 +901,11 @@ fn only_a_change_that_takes_a_right_away_waits_for_placements() {
     assert!(!waits(facts(qp_state::RESET, 0), facts(qp_state::INIT, w | r)));
     assert!(!waits(facts(qp_state::INIT, w | r), facts(qp_state::RTR, w | r)));
     assert!(!waits(facts(qp_state::RTR, w), facts(qp_state::RTS, w)));
-    // A QP that never granted a right has nothing to wait for.
-    assert!(!waits(facts(qp_state::RTS, 0), facts(qp_state::ERR, 0)));
+    // Leaving the states that take requests waits even without rights: they may have been
+    // dropped while a request was part-way placed, whose later chunks need no right.
+    assert!(waits(facts(qp_state::RTS, 0), facts(qp_state::ERR, 0)));
+    assert!(waits(facts(qp_state::RTR, 0), facts(qp_state::RESET, 0)));
+    assert!(!waits(facts(qp_state::RTS, 0), facts(qp_state::RTS, 0)));
     // Losing a right, or every right by leaving the states that take requests, waits.
     assert!(waits(facts(qp_state::RTS, w | r), facts(qp_state::RTS, w)));
     assert!(waits(facts(qp_state::RTS, w | r), facts(qp_state::RTS, r)));
@@ -864,6 +914,7 @@ fn only_a_change_that_takes_a_right_away_waits_for_placements() {
     // Another connection (epoch) or PD under the same rights waits too.
     assert!(waits(facts(qp_state::RTS, w), QpFacts { epoch: 2, ..facts(qp_state::RTS, w) }));
     assert!(waits(facts(qp_state::RTS, r), QpFacts { pdn: 8, ..facts(qp_state::RTS, r) }));
+    assert!(waits(facts(qp_state::RTS, 0), QpFacts { epoch: 2, ..facts(qp_state::RTS, 0) }));
     // Gaining a right takes nothing away.
     assert!(!waits(facts(qp_state::RTS, w), facts(qp_state::RTS, w | r)));
 }

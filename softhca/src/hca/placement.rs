@@ -117,17 +117,19 @@ impl QpFacts {
     }
 
     /// Whether a peer placement these facts allowed could be one that `after` forbids, so
-    /// that changing to `after` must wait for a placement in progress: these granted a
-    /// right (REMOTE_WRITE or REMOTE_READ, in a state that takes requests) that `after`
-    /// does not, or `after` names another connection or PD. A change that takes nothing
-    /// away (connecting, RTR to RTS, a QP granting neither right) waits for nothing: no
-    /// placement can have started on rights the QP did not have.
+    /// that changing to `after` must wait for a placement in progress. A placement starts
+    /// only on a right these facts grant (REMOTE_WRITE or REMOTE_READ), but its later
+    /// chunks need no more than a QP that takes requests: so the change waits if it takes
+    /// a right away, or if these facts take requests and `after` does not, or names
+    /// another connection or PD. A change that takes nothing away (connecting, RTR to RTS,
+    /// the same rights again) waits for nothing; leaving RTR, RTS or SQD always waits, with
+    /// rights or without (they may have been dropped while a request was part-way placed).
     pub fn takes_placement_away(&self, after: &QpFacts) -> bool {
         let lost = |right| self.grants(right) && !after.grants(right);
-        let granted = self.grants(access::REMOTE_WRITE) || self.grants(access::REMOTE_READ);
         lost(access::REMOTE_WRITE)
             || lost(access::REMOTE_READ)
-            || (granted && (self.epoch != after.epoch || self.pdn != after.pdn))
+            || (self.takes_requests()
+                && (!after.takes_requests() || self.epoch != after.epoch || self.pdn != after.pdn))
     }
 
     /// The facts in a word read from a peer's ring header.

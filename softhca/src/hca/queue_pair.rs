@@ -554,7 +554,12 @@ impl QueuePair {
         self.ack_deadline = self.ack_timeout.map(|t| self.last_response + t);
         self.state = state;
         match state {
-            qp_state::RESET => self.forget_everything(),
+            qp_state::RESET => {
+                // Told, and waited for, while the peer is still known: forgetting drops it,
+                // and with it the ring a placement in progress shows its open gate in.
+                self.publish_facts();
+                self.forget_everything();
+            }
             qp_state::INIT if previous == qp_state::RESET => self.forget_everything(),
             qp_state::RTR if previous == qp_state::INIT => {
                 self.expected_psn = attrs.rq_psn & wire::PSN_MASK;
