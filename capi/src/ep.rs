@@ -720,7 +720,19 @@ pub(crate) unsafe extern "C" fn ep_post_rdma_read(
     flags: abi::CompletionFlags,
 ) -> abi::Return {
     // SAFETY: the consumer's arguments, passed on.
-    unsafe { post_rdma("dat_ep_post_rdma_read", ep_h, count, iov, c, r, flags, Ep::post_rdma_read) }
+    unsafe {
+        post_rdma(
+            "dat_ep_post_rdma_read",
+            ep_h,
+            count,
+            iov,
+            c,
+            r,
+            flags,
+            Ep::rdma_read_iov_limit,
+            Ep::post_rdma_read,
+        )
+    }
 }
 
 /// `ep_post_rdma_write_func(ep, count, iov, cookie, &remote, flags)`.
@@ -734,11 +746,22 @@ pub(crate) unsafe extern "C" fn ep_post_rdma_write(
 ) -> abi::Return {
     // SAFETY: as above.
     unsafe {
-        post_rdma("dat_ep_post_rdma_write", ep_h, count, iov, c, r, flags, Ep::post_rdma_write)
+        post_rdma(
+            "dat_ep_post_rdma_write",
+            ep_h,
+            count,
+            iov,
+            c,
+            r,
+            flags,
+            Ep::rdma_write_iov_limit,
+            Ep::post_rdma_write,
+        )
     }
 }
 
-/// An RDMA READ or WRITE (`post`) with the remote triplet `r` (argument 5).
+/// An RDMA READ or WRITE (`post`) with the remote triplet `r` (argument 5), its local IOV
+/// held to `limit` (the endpoint's `max_rdma_read_iov` or `max_rdma_write_iov`).
 ///
 /// # Safety
 /// `iov` and `r` are the consumer's: `count` triplets, one triplet (or NULL, refused).
@@ -751,6 +774,7 @@ unsafe fn post_rdma(
     c: abi::DtoCookie,
     r: *const abi::RmrTriplet,
     flags: abi::CompletionFlags,
+    limit: fn(&Ep) -> usize,
     post: fn(&Ep, &[LmrTriplet], u64, &RmrTriplet, u32) -> DatResult<()>,
 ) -> abi::Return {
     call(verb, || {
@@ -759,9 +783,7 @@ unsafe fn post_rdma(
         let r = unsafe { remote(r, 5) }?;
         let ep = &ep_body(&o).ep;
         // SAFETY: the consumer's IOV, read only up to the limit.
-        unsafe {
-            with_iov(count, iov, ep.request_iov_limit(), |l| post(ep, l, cookie(c), &r, flags))
-        }
+        unsafe { with_iov(count, iov, limit(ep), |l| post(ep, l, cookie(c), &r, flags)) }
     })
 }
 

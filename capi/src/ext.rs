@@ -186,7 +186,7 @@ impl ExtArgs {
                     // SAFETY: the consumer's IOV of `count` triplets, read only up to the
                     // limit.
                     unsafe {
-                        with_iov(count, lmr, ep.request_iov_limit(), |l| {
+                        with_iov(count, lmr, ep.rdma_write_iov_limit(), |l| {
                             ep.post_rdma_write_immed(l, cookie, &r, immediate, flags)
                         })
                     }

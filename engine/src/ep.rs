@@ -126,6 +126,8 @@ struct EpInner {
     /// Copies of `attr`'s IOV limits for the post paths, which take no lock for them.
     recv_iov_limit: AtomicU32,
     request_iov_limit: AtomicU32,
+    rdma_read_iov_limit: AtomicU32,
+    rdma_write_iov_limit: AtomicU32,
     /// The state, changed only under this lock through `transition`.
     state: Mutex<EpState>,
     /// A copy of the state for the post paths' check.
@@ -331,6 +333,8 @@ impl Ep {
                 }),
                 recv_iov_limit: AtomicU32::new(attr.max_recv_iov),
                 request_iov_limit: AtomicU32::new(attr.max_request_iov),
+                rdma_read_iov_limit: AtomicU32::new(attr.max_rdma_read_iov),
+                rdma_write_iov_limit: AtomicU32::new(attr.max_rdma_write_iov),
                 attr: Mutex::new(attr),
                 state: Mutex::new(origin.initial_state()),
                 state_word: AtomicU32::new(origin.initial_state().to_raw()),
@@ -494,9 +498,31 @@ impl Ep {
         )
     }
 
-    /// The most segments a request (send, RDMA, extension operation) may have here.
+    /// The most segments a SEND (or an atomic) may have here: `max_request_iov`.
     pub fn request_iov_limit(&self) -> usize {
         (self.inner.request_iov_limit.load(Ordering::Relaxed) as usize).min(MAX_IOV)
+    }
+
+    /// The most local segments an RDMA READ may have here: `max_rdma_read_iov`.
+    pub fn rdma_read_iov_limit(&self) -> usize {
+        (self.inner.rdma_read_iov_limit.load(Ordering::Relaxed) as usize).min(MAX_IOV)
+    }
+
+    /// The most local segments an RDMA WRITE (with immediate data too) may have here:
+    /// `max_rdma_write_iov`.
+    pub fn rdma_write_iov_limit(&self) -> usize {
+        (self.inner.rdma_write_iov_limit.load(Ordering::Relaxed) as usize).min(MAX_IOV)
+    }
+
+    /// The limit `op`'s local segments are held to (a constant choice where the post is
+    /// inlined with its operation).
+    #[inline(always)]
+    fn iov_limit(&self, op: &SendOp) -> &AtomicU32 {
+        match op {
+            SendOp::RdmaRead(_) => &self.inner.rdma_read_iov_limit,
+            SendOp::RdmaWrite(_) | SendOp::RdmaWriteImm(..) => &self.inner.rdma_write_iov_limit,
+            _ => &self.inner.request_iov_limit,
+        }
     }
 
     /// The most segments a receive may have here.
@@ -647,7 +673,7 @@ impl Ep {
             && self.inner.silent.get().is_none()
             && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
             && let Ok(len) = u32::try_from(t.segment_length)
-            && self.inner.request_iov_limit.load(Ordering::Relaxed) != 0
+            && self.iov_limit(&op).load(Ordering::Relaxed) != 0
         {
             let cookie = request_cookie(cookie, t.segment_length, operation, flags);
             let ring = &self.inner.completions.requests;
@@ -680,7 +706,7 @@ impl Ep {
         let length = total_length(local);
         // The IOV first, as for receives.
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
-        let max_iov = self.inner.request_iov_limit.load(Ordering::Relaxed);
+        let max_iov = self.iov_limit(&op).load(Ordering::Relaxed);
         let sges = sges(local, max_iov, verb, &mut buf)?;
         let state = self.current();
         if state != EpState::Connected {

@@ -1052,3 +1052,69 @@ fn two_closes_of_one_ia_succeed_once() {
         );
     }
 }
+
+/// An RDMA READ's and an RDMA WRITE's local IOV are held to the endpoint's
+/// `max_rdma_read_iov` and `max_rdma_write_iov`, a SEND's to `max_request_iov` (all three
+/// used to be held to the last).
+#[test]
+fn each_operation_is_held_to_its_own_iov_limit() {
+    // SAFETY (every call below): valid handles and output pointers; the triplets are locals
+    // that outlive the calls.
+    unsafe {
+        let server = side("unit-wired-iov-server");
+        let client = side("unit-wired-iov-client");
+        let mut few = std::mem::zeroed::<abi::EpAttr>();
+        few.service_type = service_type::RC;
+        few.max_recv_dtos = 8;
+        few.max_request_iov = 1;
+        few.max_rdma_read_iov = 4;
+        few.max_rdma_write_iov = 4;
+        few.max_rdma_read_out = 1;
+        let mut ep_h = null_mut();
+        ok(ep::ep_create(
+            client.ia,
+            client.pz,
+            client.recv,
+            client.req,
+            client.conn,
+            &few,
+            &mut ep_h,
+        ));
+        let (mut q, mut psp) = (0, null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
+        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+        let ev = wait(server.cr);
+        ok(sp::cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, server.ep, 0, null_mut()));
+        for s in [&server, &client] {
+            assert_eq!(wait(s.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        }
+        let mut lp = std::mem::zeroed::<abi::LmrParam>();
+        ok(mem::lmr_query(server.lmr, 0, &mut lp));
+        let remote = abi::RmrTriplet {
+            virtual_address: server.buf.as_ptr() as u64,
+            segment_length: 16,
+            rmr_context: lp.rmr_context,
+        };
+        let mut two = [client.iov(0, 8), client.iov(8, 8)];
+        let mut five = [client.iov(0, 8); 5];
+        let too_many = err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2);
+        assert_eq!(ep::ep_post_send(ep_h, 2, two.as_mut_ptr(), cookie(1), 0), too_many);
+        ok(ep::ep_post_rdma_write(ep_h, 2, two.as_mut_ptr(), cookie(2), &remote, 0));
+        ok(ep::ep_post_rdma_read(ep_h, 2, two.as_mut_ptr(), cookie(3), &remote, 0));
+        for c in [2, 3] {
+            let d = wait(client.req).event_data.dto_completion_event_data;
+            assert_eq!((d.status, d.user_cookie.as_64), (dto_status::SUCCESS, c));
+        }
+        assert_eq!(
+            ep::ep_post_rdma_read(ep_h, 5, five.as_mut_ptr(), cookie(4), &remote, 0),
+            too_many
+        );
+        assert_eq!(
+            ep::ep_post_rdma_write(ep_h, 5, five.as_mut_ptr(), cookie(5), &remote, 0),
+            too_many
+        );
+        ok(ia::ia_close(client.ia, close_flags::ABRUPT));
+        ok(ia::ia_close(server.ia, close_flags::ABRUPT));
+    }
+}

@@ -343,6 +343,8 @@ impl Ep {
         }
         self.inner.recv_iov_limit.store(new_attr.max_recv_iov, Ordering::Relaxed);
         self.inner.request_iov_limit.store(new_attr.max_request_iov, Ordering::Relaxed);
+        self.inner.rdma_read_iov_limit.store(new_attr.max_rdma_read_iov, Ordering::Relaxed);
+        self.inner.rdma_write_iov_limit.store(new_attr.max_rdma_write_iov, Ordering::Relaxed);
         let c = &self.inner.completions;
         c.requests.set_limit(new_attr.max_request_dtos);
         if let Some(r) = &c.receives {
