@@ -787,77 +787,67 @@ fn a_region_exported_for_reading_only_is_mapped_read_only() {
     assert!(region.read(0, 5).iter().all(|&b| b == 0x4d), "written through a read-only import");
 }
 
+/// The placement gate of QP `a`'s ring (what its peer `b` waits on), opened and closed by
+/// hand as a placement in progress would.
+struct Gate(std::fs::File);
+
+impl Gate {
+    fn of(p: &Pair) -> Gate {
+        let path = p.engine.registry().ring_path(p.a.qpn);
+        Gate(std::fs::OpenOptions::new().read(true).write(true).open(path).expect("a's ring"))
+    }
+
+    fn set(&self, open: bool) {
+        use ferrodat_softhca::fabric::layout::ring::OFF_PLACING;
+        use std::os::unix::fs::FileExt;
+        self.0.write_at(&u64::from(open).to_ne_bytes(), OFF_PLACING as u64).unwrap();
+    }
+
+    /// With the gate open, a MODIFY_QP of `b` to `state` waits (checked after a quarter of
+    /// the wait's limit) until the gate closes; or, if `waits` is false, returns at once.
+    fn check_modify(&self, p: &Pair, state: u8, attrs: QpAttributes, waits: bool, what: &str) {
+        use ferrodat_softhca::fabric::PLACEMENT_WAIT_LIMIT;
+        self.set(true);
+        let done = Arc::new(AtomicBool::new(false));
+        let modify = {
+            let (engine, done, qpn) = (p.engine.clone(), done.clone(), p.b.qpn);
+            std::thread::spawn(move || {
+                engine.modify_qp(qpn, state, attrs);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
+        assert_eq!(done.load(Ordering::SeqCst), !waits, "{what}");
+        self.set(false);
+        modify.join().unwrap();
+        assert_eq!(p.engine.qp_state(p.b.qpn), Some(state), "{what}");
+    }
+}
+
 /// A MODIFY_QP that takes REMOTE_READ away from a QP waits while its peer places (the
 /// peer's placement gate open: a placed READ may be copying out of our memory under the
 /// old rights), as one taking REMOTE_WRITE away does; one that keeps both rights, which no
-/// placement in progress can have relied on losing, does not wait.
+/// placement in progress can have relied on losing, does not wait, nor does one that takes
+/// nothing away from a QP granting one right (it used to). A QP that dropped its rights
+/// while a request was part-way placed (later chunks need no right) still waits at ERR.
 #[test]
 fn taking_remote_read_away_waits_for_the_peers_placement_in_progress() {
-    use ferrodat_softhca::fabric::PLACEMENT_WAIT_LIMIT;
-    use ferrodat_softhca::fabric::layout::ring::OFF_PLACING;
-    use std::os::unix::fs::FileExt;
     let p = pair("revoke-read", rc_attrs());
-    // The peer (a) holds its gate open, as during a placement.
-    let gate = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.engine.registry().ring_path(p.a.qpn))
-        .expect("a's ring");
-    let set_gate = |open: u64| gate.write_at(&open.to_ne_bytes(), OFF_PLACING as u64).unwrap();
-    set_gate(1);
+    let gate = Gate::of(&p);
     let attrs = |access_flags| QpAttributes {
         dest_qpn: p.a.qpn,
         dgid: LOCALHOST_GID,
         access_flags,
         ..rc_attrs()
     };
-    let both = access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
-    let started = std::time::Instant::now();
-    p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(both));
-    assert!(started.elapsed() < PLACEMENT_WAIT_LIMIT / 4, "keeping both rights does not wait");
-
-    let done = Arc::new(AtomicBool::new(false));
-    let modify = {
-        let (engine, done, qpn, write_only) =
-            (p.engine.clone(), done.clone(), p.b.qpn, attrs(access::REMOTE_WRITE));
-        std::thread::spawn(move || {
-            engine.modify_qp(qpn, qp_state::RTS, write_only);
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
-    assert!(!done.load(Ordering::SeqCst), "took REMOTE_READ away while the peer placed");
-    set_gate(0);
-    modify.join().unwrap();
-    assert!(done.load(Ordering::SeqCst));
-    assert_eq!(p.engine.qp_state(p.b.qpn), Some(qp_state::RTS));
-
-    // A change that takes nothing away waits for nothing, whatever the QP grants (it
-    // used to wait at every change for a QP granting only one of the two rights).
-    set_gate(1);
-    for flags in [access::REMOTE_WRITE, access::REMOTE_WRITE | access::REMOTE_READ] {
-        let started = std::time::Instant::now();
-        p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(flags));
-        assert!(started.elapsed() < PLACEMENT_WAIT_LIMIT / 4, "{flags:#x}: nothing taken away");
-    }
-    set_gate(0);
-
-    // Rights dropped (nothing placed meanwhile), then a request part-way placed, whose later
-    // chunks need only a QP that takes requests: moving to ERR still waits for it.
-    p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(0));
-    set_gate(1);
-    let done = Arc::new(AtomicBool::new(false));
-    let modify = {
-        let (engine, done, qpn, a) = (p.engine.clone(), done.clone(), p.b.qpn, attrs(0));
-        std::thread::spawn(move || {
-            engine.modify_qp(qpn, qp_state::ERR, a);
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
-    assert!(!done.load(Ordering::SeqCst), "to ERR while the peer placed");
-    set_gate(0);
-    modify.join().unwrap();
+    let (w, r) = (access::REMOTE_WRITE, access::REMOTE_READ);
+    let both = w | r | access::REMOTE_ATOMIC;
+    gate.check_modify(&p, qp_state::RTS, attrs(both), false, "keeping both rights");
+    gate.check_modify(&p, qp_state::RTS, attrs(w), true, "taking REMOTE_READ away");
+    gate.check_modify(&p, qp_state::RTS, attrs(w), false, "WRITE only again");
+    gate.check_modify(&p, qp_state::RTS, attrs(w | r), false, "gaining REMOTE_READ");
+    p.engine.modify_qp(p.b.qpn, qp_state::RTS, attrs(0)); // nothing placed meanwhile
+    gate.check_modify(&p, qp_state::ERR, attrs(0), true, "ERR after the rights went");
 }
 
 /// A QP moved straight from RTS to RESET (raw verbs allow it; DAT goes through ERR) waits
@@ -865,29 +855,8 @@ fn taking_remote_read_away_waits_for_the_peers_placement_in_progress() {
 /// the wait looks at first, so it did not wait at all.
 #[test]
 fn a_qp_reset_from_rts_waits_for_the_peers_placement_in_progress() {
-    use ferrodat_softhca::fabric::PLACEMENT_WAIT_LIMIT;
-    use ferrodat_softhca::fabric::layout::ring::OFF_PLACING;
-    use std::os::unix::fs::FileExt;
     let p = pair("reset-waits", rc_attrs());
-    let gate = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(p.engine.registry().ring_path(p.a.qpn))
-        .expect("a's ring");
-    gate.write_at(&1u64.to_ne_bytes(), OFF_PLACING as u64).unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let modify = {
-        let (engine, done, qpn) = (p.engine.clone(), done.clone(), p.b.qpn);
-        std::thread::spawn(move || {
-            engine.modify_qp(qpn, qp_state::RESET, rc_attrs());
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    std::thread::sleep(PLACEMENT_WAIT_LIMIT / 4);
-    assert!(!done.load(Ordering::SeqCst), "RESET while the peer placed");
-    gate.write_at(&0u64.to_ne_bytes(), OFF_PLACING as u64).unwrap();
-    modify.join().unwrap();
-    assert_eq!(p.engine.qp_state(p.b.qpn), Some(qp_state::RESET));
+    Gate::of(&p).check_modify(&p, qp_state::RESET, rc_attrs(), true, "RTS to RESET");
 }
 
 /// Which changes of a QP's published facts must wait for a peer's placement in progress.

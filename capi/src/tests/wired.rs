@@ -117,6 +117,28 @@ unsafe fn wait(evd_h: abi::EvdHandle) -> abi::Event {
     ev
 }
 
+/// Connects endpoint `ep_h` to `server.ep` through a PSP on a qualifier the provider
+/// picks; the server accepts with `accept_data` and has seen ESTABLISHED on return (the
+/// client's ESTABLISHED waits on the client's connection EVD).
+///
+/// # Safety
+/// `ep_h` is a live, unconnected EP handle of another IA than `server`'s.
+unsafe fn connect_to(server: &Side, ep_h: abi::EpHandle, accept_data: &mut [u8]) {
+    let (mut q, mut psp) = (0, null_mut());
+    let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let pd = if accept_data.is_empty() { null_mut() } else { accept_data.as_mut_ptr().cast() };
+    // SAFETY: valid handles and output pointers; the address and data outlive the calls.
+    unsafe {
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
+        ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
+        let ev = wait(server.cr);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        let cr_h = ev.event_data.cr_arrival_event_data.cr_handle;
+        ok(sp::cr_accept(cr_h, server.ep, accept_data.len() as abi::Count, pd));
+        assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+    }
+}
+
 /// The endpoint's parameters.
 ///
 /// # Safety
@@ -385,16 +407,8 @@ fn ep_create_keeps_every_field_of_its_attributes_and_checks_them_as_modify_does(
         assert_eq!((a.qos, a.recv_completion_flags, a.request_completion_flags), (0, 0, 0));
 
         // That endpoint connects and carries a message; it serves no RDMA READ.
-        let (mut q, mut psp) = (0, null_mut());
-        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
-        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
-        let ev = wait(server.cr);
-        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
-        ok(sp::cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, server.ep, 0, null_mut()));
-        for s in [&server, &client] {
-            assert_eq!(wait(s.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
-        }
+        connect_to(&server, ep_h, &mut []);
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
         let mut rx = [server.iov(0, 64)];
         ok(ep::ep_post_recv(server.ep, 1, rx.as_mut_ptr(), cookie(1), 0));
         client.buf[..5].copy_from_slice(b"zero!");
@@ -982,20 +996,8 @@ fn bad_counts_are_refused_unread_and_private_data_outlives_later_events() {
         assert_eq!(r, err(ret::INVALID_PARAMETER, subtype::INVALID_ARG6));
 
         // Connected with private data in the accept; the client keeps the pointer.
-        let (mut q, mut psp) = (0, null_mut());
-        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
-        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        ok(ep::ep_connect(client.ep, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
-        let ev = wait(server.cr);
         let mut accepted = *b"the server's private data";
-        let cr_h = ev.event_data.cr_arrival_event_data.cr_handle;
-        ok(sp::cr_accept(
-            cr_h,
-            server.ep,
-            accepted.len() as abi::Count,
-            accepted.as_mut_ptr().cast(),
-        ));
-        assert_eq!(wait(server.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        connect_to(&server, client.ep, &mut accepted);
         let ev = wait(client.conn);
         assert_eq!(ev.event_number, event::CONNECTION_EVENT_ESTABLISHED);
         let data = ev.event_data.connect_event_data;
@@ -1080,15 +1082,8 @@ fn each_operation_is_held_to_its_own_iov_limit() {
             &few,
             &mut ep_h,
         ));
-        let (mut q, mut psp) = (0, null_mut());
-        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
-        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        ok(ep::ep_connect(ep_h, to.as_ptr(), q, WAIT_US, 0, null_mut(), 0, 0));
-        let ev = wait(server.cr);
-        ok(sp::cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, server.ep, 0, null_mut()));
-        for s in [&server, &client] {
-            assert_eq!(wait(s.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
-        }
+        connect_to(&server, ep_h, &mut []);
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
         let mut lp = std::mem::zeroed::<abi::LmrParam>();
         ok(mem::lmr_query(server.lmr, 0, &mut lp));
         let remote = abi::RmrTriplet {
