@@ -264,21 +264,83 @@ struct RoomWakes {
     owed: bool,
 }
 
+/// What [`RoomWakes`] looks at and wakes: the QP (a test gives a stand-in).
+trait RoomPeer {
+    /// True, once per request, if the peer's producer asked for room our reading made.
+    fn room_granted(&self) -> bool;
+    /// Wakes the peer's producer.
+    fn wake_producer(&self);
+}
+
+impl RoomPeer for QueuePair {
+    #[inline(always)]
+    fn room_granted(&self) -> bool {
+        QueuePair::room_granted(self)
+    }
+
+    #[inline(always)]
+    fn wake_producer(&self) {
+        QueuePair::wake_producer(self)
+    }
+}
+
 impl RoomWakes {
     /// After a record (`end`: after the pass's last look).
     #[inline(always)]
-    fn granted(&mut self, qp: &QueuePair, end: bool) {
-        if qp.room_granted() {
+    fn granted(&mut self, peer: &impl RoomPeer, end: bool) {
+        if peer.room_granted() {
             if self.woken {
                 self.owed = true;
             } else {
                 self.woken = true;
-                qp.wake_producer();
+                peer.wake_producer();
             }
         }
         if end && std::mem::take(&mut self.owed) {
-            qp.wake_producer();
+            peer.wake_producer();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RoomPeer, RoomWakes};
+    use std::cell::Cell;
+
+    /// A peer whose producer asks for room before every record (`asks`), counting wakes.
+    struct Peer {
+        asks: Cell<bool>,
+        wakes: Cell<u32>,
+    }
+
+    impl RoomPeer for Peer {
+        fn room_granted(&self) -> bool {
+            self.asks.get()
+        }
+
+        fn wake_producer(&self) {
+            self.wakes.set(self.wakes.get() + 1);
+        }
+    }
+
+    /// A peer that asks for room again before every record gets two wakes per pass, not
+    /// one per record: the first at once, the rest folded into one at the pass's end.
+    #[test]
+    fn a_pass_wakes_the_producer_at_most_twice() {
+        for (records, asks, expected) in [(10, true, 2), (1, true, 1), (10, false, 0)] {
+            let peer = Peer { asks: Cell::new(asks), wakes: Cell::new(0) };
+            let mut room = RoomWakes::default();
+            for _ in 0..records {
+                room.granted(&peer, false);
+            }
+            peer.asks.set(false);
+            room.granted(&peer, true);
+            assert_eq!(peer.wakes.get(), expected, "{records} records, asking: {asks}");
+        }
+        // A grant found only at the pass's last look wakes once, there.
+        let peer = Peer { asks: Cell::new(true), wakes: Cell::new(0) };
+        RoomWakes::default().granted(&peer, true);
+        assert_eq!(peer.wakes.get(), 1);
     }
 }
 
