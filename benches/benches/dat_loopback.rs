@@ -67,7 +67,7 @@ impl Side {
     /// as they come (as `ferrodat perf` does while a signalled one is outstanding).
     fn send(&mut self, src: &[LmrTriplet; 1]) {
         self.posted += 1;
-        let signal = self.posted % SIGNAL_EVERY == 0;
+        let signal = self.posted.is_multiple_of(SIGNAL_EVERY);
         let flags = if signal { 0 } else { completion_flags::SUPPRESS };
         self.ep.post_send(src, self.posted, flags).unwrap();
         if signal {

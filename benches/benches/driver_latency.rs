@@ -77,7 +77,7 @@ impl Side {
     }
 
     fn send(&mut self, n: u64) {
-        let flags = if n % 64 == 0 { SendFlags::SIGNALED } else { SendFlags::NONE };
+        let flags = if n.is_multiple_of(64) { SendFlags::SIGNALED } else { SendFlags::NONE };
         let wr = SendWr::new(n, SendOp::Send, Payload::Inline(&[0xa5; MESSAGE])).flags(flags);
         self.qp.post_send(&[wr]).unwrap();
     }

@@ -57,7 +57,7 @@ fn main() {
     }
     // One direction: `from` sends, `to` polls until its receive completes and reposts it.
     let one_way = |from: &mut Qp, to: &mut Qp, to_cq: &mut Cq, n: u64| {
-        let flags = if n % 64 == 0 { SendFlags::SIGNALED } else { SendFlags::NONE };
+        let flags = if n.is_multiple_of(64) { SendFlags::SIGNALED } else { SendFlags::NONE };
         let wr = SendWr::new(n, SendOp::Send, Payload::Inline(&[0xa5; 8])).flags(flags);
         from.post_send(&[wr]).unwrap();
         let mut wc = [WorkCompletion::default(); 1];

@@ -64,7 +64,7 @@ fn echo_child() {
         }
         qp.post_recv(&[(mr.addr(), 64, mr.key)]);
         echoed += 1;
-        wr.signaled = echoed % 64 == 0;
+        wr.signaled = echoed.is_multiple_of(64);
         qp.post_send(&engine, &wr);
     }
     // Answer until the parent is done reading its completions.
@@ -100,7 +100,7 @@ fn measure_softhca(samples: usize, rounds: u32) -> Summary {
         SendWr { opcode: opcode::SEND, inline: Some(vec![0xa5; MESSAGE]), ..Default::default() };
     let mut round_trip = || {
         sent += 1;
-        wr.signaled = sent % 64 == 0;
+        wr.signaled = sent.is_multiple_of(64);
         qp.post_send(&engine, &wr);
         loop {
             let Some(wc) = cq.poll_one() else {

@@ -35,7 +35,7 @@ fn main() {
     let engine = p.engine.clone();
     // One direction: `from` posts, `to` polls until the receive completes and reposts it.
     let mut one_way = |from: &mut Qp, to: &mut Qp, to_cq: &mut Cq, mr: &Mr, n: u64| {
-        wr.signaled = n % 64 == 0;
+        wr.signaled = n.is_multiple_of(64);
         from.post_send(&engine, &wr);
         loop {
             let Some(wc) = to_cq.poll_one() else {

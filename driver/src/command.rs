@@ -56,7 +56,7 @@ pub(crate) fn run(
     resp_len: usize,
 ) -> Result<Vec<u8>> {
     let len = HDR + core.len() + udata.len();
-    if len % 4 != 0 || len / 4 > usize::from(u16::MAX) || resp_len % 4 != 0 {
+    if !len.is_multiple_of(4) || len / 4 > usize::from(u16::MAX) || !resp_len.is_multiple_of(4) {
         return Err(Error::invalid(name, format!("command of {len} bytes is not encodable")));
     }
     if resp_len > 0 && core.len() < 8 {
@@ -87,7 +87,11 @@ pub(crate) fn run_ex(
     core_resp: usize,
     driver_resp: usize,
 ) -> Result<Vec<u8>> {
-    if core.len() % 8 != 0 || udata.len() % 8 != 0 || core_resp % 8 != 0 || driver_resp % 8 != 0 {
+    if !core.len().is_multiple_of(8)
+        || !udata.len().is_multiple_of(8)
+        || !core_resp.is_multiple_of(8)
+        || !driver_resp.is_multiple_of(8)
+    {
         return Err(Error::invalid(name, "extended command parts must be multiples of 8 bytes"));
     }
     let mut resp = RespBuf::new(core_resp + driver_resp);

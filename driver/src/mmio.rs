@@ -167,7 +167,7 @@ impl DevPtr {
         let dst = self.0.as_ptr().wrapping_add(offset);
         let mut i = 0;
         // Word stores where the destination allows; the tail byte by byte.
-        while i + 8 <= src.len() && (dst as usize + i) % 8 == 0 {
+        while i + 8 <= src.len() && (dst as usize + i).is_multiple_of(8) {
             let word = u64::from_ne_bytes(src[i..i + 8].try_into().expect("8 bytes"));
             // SAFETY: inside the mapping (caller) and 8-byte aligned (checked).
             unsafe { dst.add(i).cast::<u64>().write_volatile(word) };

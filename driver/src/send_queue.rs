@@ -174,11 +174,11 @@ impl SendQueue {
         // One request of the commonest kind (one data segment: one gathered entry or a few
         // inline bytes), a dedicated path inlined into the caller. Everything else is out
         // of line, so this stays small (few registers to save, nothing spilled).
-        if let [wr] = wrs {
-            if let Some((block, ds)) = self.write_one_segment(wr) {
-                self.ring_block(block, ds, model);
-                return Ok(());
-            }
+        if let [wr] = wrs
+            && let Some((block, ds)) = self.write_one_segment(wr)
+        {
+            self.ring_block(block, ds, model);
+            return Ok(());
         }
         self.post_general(wrs, model)
     }
@@ -801,7 +801,7 @@ fn mkey_rights(access: Access) -> u8 {
 #[inline(always)]
 fn check_atomic(wr: &SendWr<'_, '_>, remote: Remote) -> Result<(), Refusal> {
     let one_8_byte_entry = matches!(wr.payload, Payload::Sges([s]) if s.len() == 8);
-    if one_8_byte_entry && remote.addr % 8 == 0 { Ok(()) } else { Err(Refusal::BadAtomic) }
+    if one_8_byte_entry && remote.addr.is_multiple_of(8) { Ok(()) } else { Err(Refusal::BadAtomic) }
 }
 
 /// The 16-byte segments of one WQE, by index from its control segment, wrapping at the

@@ -464,7 +464,7 @@ pub unsafe extern "C" fn mmap(
     if let Some(file) = file_of(fd) {
         return guarded(libc::MAP_FAILED, || {
             let page = page_size();
-            if offset < 0 || offset as u64 % page != 0 {
+            if offset < 0 || !(offset as u64).is_multiple_of(page) {
                 set_errno(libc::EINVAL);
                 return libc::MAP_FAILED;
             }

@@ -2211,7 +2211,7 @@ fn random_commands_never_crash() {
         let mut body: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         // Mostly small values, so handles and sizes are often plausible.
         for b in body.iter_mut().skip(8) {
-            if rng.next() % 4 != 0 {
+            if !rng.next().is_multiple_of(4) {
                 *b = (rng.next() % 4) as u8;
             }
         }
@@ -2233,7 +2233,7 @@ fn random_commands_never_crash() {
                 body[..8].copy_from_slice(&scratch.addr().to_ne_bytes());
             }
             let mut b = legacy_buf(command, &body, &[], usize::from(out_words) * 4);
-            if rng.next() % 8 == 0 {
+            if rng.next().is_multiple_of(8) {
                 b[4] = rng.next() as u8; // a wrong in_words now and then
             }
             b

@@ -80,7 +80,7 @@ impl SharedLine {
         let w = self.word();
         let first = w.load(Ordering::Acquire);
         let mut value = first;
-        assert!(value % 2 == 0, "the ponging side must be waiting on an even value");
+        assert!(value.is_multiple_of(2), "the ponging side must be waiting on an even value");
         let mut out = Vec::new();
         while more(out.len()) {
             let start = Instant::now();
@@ -91,7 +91,7 @@ impl SharedLine {
                 let mut since = None;
                 while w.load(Ordering::Acquire) != value {
                     spins = spins.wrapping_add(1);
-                    if spins % SPINS_PER_CLOCK_READ == 0 {
+                    if spins.is_multiple_of(SPINS_PER_CLOCK_READ) {
                         stalled(&mut since, stall, (value - first) / 2 - 1)?;
                     }
                     std::hint::spin_loop();

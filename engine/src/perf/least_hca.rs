@@ -327,10 +327,10 @@ impl LeastHca {
                 continue;
             }
             spins = spins.wrapping_add(1);
-            if spins % STOP_CHECK_EVERY == 0 && stop_when(self) {
+            if spins.is_multiple_of(STOP_CHECK_EVERY) && stop_when(self) {
                 return Ok(None);
             }
-            if spins % SPINS_PER_CLOCK_READ == 0 {
+            if spins.is_multiple_of(SPINS_PER_CLOCK_READ) {
                 stalled(&mut since, stall, self.received).map_err(|e: Stalled| {
                     format!(
                         "least HCA: no message for {:.1} s (after {} messages): the other \

@@ -35,7 +35,7 @@ const DATA_OFFSET: usize = 48 * 8;
 const FILE_BYTES: usize = DATA_OFFSET + RING_BYTES;
 /// The largest message (each side holds one buffer of this size).
 pub const MAX_MESSAGE: usize = 16 << 20;
-const _: () = assert!(RING_BYTES % SEGMENT_BYTES == 0 && RING_BYTES >= 2 * SEGMENT_BYTES);
+const _: () = assert!(RING_BYTES.is_multiple_of(SEGMENT_BYTES) && RING_BYTES >= 2 * SEGMENT_BYTES);
 
 /// One end of the pipeline.
 pub struct Pipeline {
@@ -91,7 +91,7 @@ impl Pipeline {
                 return Ok(head);
             }
             spins = spins.wrapping_add(1);
-            if spins % SPINS_PER_CLOCK_READ == 0 {
+            if spins.is_multiple_of(SPINS_PER_CLOCK_READ) {
                 stalled(&mut since, stall, head).map_err(|e| {
                     format!(
                         "pipeline: the consumer took nothing for {:.1} s (after {} bytes): it \

@@ -111,7 +111,7 @@ pub mod registry {
     const _: () = assert!(PENDING_SLOTS / 64 <= 64, "one summary word covers the bitmap");
     const _: () = assert!(INST_OFF_PENDING_BITMAP + PENDING_SLOTS / 8 <= INSTANCE_STRIDE);
     const _: () = assert!(OFF_NAME + MAX_NAME_BYTES <= LINE);
-    const _: () = assert!(QP_TABLE_OFFSET % LINE == 0);
+    const _: () = assert!(QP_TABLE_OFFSET.is_multiple_of(LINE));
     const _: () = assert!(INSTANCE_CAPACITY <= 1 << 16 && PENDING_SLOTS <= 1 << 16);
 }
 

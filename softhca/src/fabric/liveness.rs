@@ -102,7 +102,9 @@ pub(crate) fn wait_while_busy(
             continue;
         }
         let start = *since.get_or_insert_with(std::time::Instant::now);
-        if limit.is_some_and(|limit| start.elapsed() >= limit) || (round % 64 == 0 && gone()) {
+        if limit.is_some_and(|limit| start.elapsed() >= limit)
+            || (round.is_multiple_of(64) && gone())
+        {
             return;
         }
         std::thread::sleep(std::time::Duration::from_micros(20));

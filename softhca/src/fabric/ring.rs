@@ -227,8 +227,8 @@ const EPOCH_START_WORD: usize = lay::OFF_EPOCH_START / 8;
 const TAIL_WORD: usize = lay::OFF_TAIL / 8;
 const HEAD_WORD: usize = lay::OFF_HEAD / 8;
 const AREA_WORD: usize = lay::DATA_OFFSET / 8;
-const _: () = assert!(lay::OFF_EPOCH_START % 8 == 0 && lay::OFF_TAIL % 8 == 0);
-const _: () = assert!(lay::OFF_HEAD % 8 == 0 && lay::DATA_OFFSET % 8 == 0);
+const _: () = assert!(lay::OFF_EPOCH_START.is_multiple_of(8) && lay::OFF_TAIL.is_multiple_of(8));
+const _: () = assert!(lay::OFF_HEAD.is_multiple_of(8) && lay::DATA_OFFSET.is_multiple_of(8));
 
 /// Marks a request in [`lay::OFF_ROOM_WANTED`] (whose low 32 bits are the head position
 /// the producer waits for, which may be 0).
@@ -514,11 +514,12 @@ impl RingProducer {
         let head = self.map.u64_at(lay::OFF_HEAD).load(Ordering::Acquire) as u32;
         // Positions continue across epochs, so any epoch's head counts; a misaligned head
         // or one outside [tail - capacity, tail] is garbage and reads as "full".
-        self.cached_head = if self.tail.wrapping_sub(head) <= self.capacity && head % 8 == 0 {
-            head
-        } else {
-            self.tail.wrapping_sub(self.capacity)
-        };
+        self.cached_head =
+            if self.tail.wrapping_sub(head) <= self.capacity && head.is_multiple_of(8) {
+                head
+            } else {
+                self.tail.wrapping_sub(self.capacity)
+            };
     }
 
     fn free_from_cache(&self) -> usize {
@@ -1044,7 +1045,9 @@ impl RingConsumer {
             return Ok(None);
         }
         let start_position = start as u32;
-        if tail_position.wrapping_sub(start_position) > self.capacity || start_position % 8 != 0 {
+        if tail_position.wrapping_sub(start_position) > self.capacity
+            || !start_position.is_multiple_of(8)
+        {
             return Err(self.corrupt("epoch start not within capacity before tail", start));
         }
         let mut head = start_position;

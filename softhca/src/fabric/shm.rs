@@ -172,7 +172,7 @@ impl SharedMapping {
 
     fn assert_word(&self, offset: usize, size: usize) {
         assert!(
-            offset % size == 0 && self.checked_range(offset, size).is_ok(),
+            offset.is_multiple_of(size) && self.checked_range(offset, size).is_ok(),
             "softhca fabric bug: {size}-byte word at offset {offset} in a {}-byte mapping",
             self.len
         );
@@ -211,7 +211,7 @@ impl SharedMapping {
     #[inline]
     pub(crate) fn load_words(&self, offset: usize, dst: &mut [u64]) -> Result<(), OutOfBounds> {
         let len = dst.len() * 8;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(OutOfBounds { offset, len, mapping_len: self.len });
         }
         // Inside the mapping, and 8-aligned (the mapping is page-aligned): every word read
@@ -229,7 +229,7 @@ impl SharedMapping {
     pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), OutOfBounds> {
         let src = self.range_ptr(offset, dst.len())?;
         let mut i = 0;
-        while i < dst.len() && (src as usize + i) % 8 != 0 {
+        while i < dst.len() && !(src as usize + i).is_multiple_of(8) {
             // SAFETY: i < len, so src+i is inside the checked range.
             dst[i] = unsafe { src.add(i).read_volatile() };
             i += 1;
@@ -253,7 +253,7 @@ impl SharedMapping {
     pub(crate) fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<(), OutOfBounds> {
         let dst = self.range_ptr(offset, src.len())?;
         let mut i = 0;
-        while i < src.len() && (dst as usize + i) % 8 != 0 {
+        while i < src.len() && !(dst as usize + i).is_multiple_of(8) {
             // SAFETY: i < len, inside the checked range.
             unsafe { dst.add(i).write_volatile(src[i]) };
             i += 1;

@@ -84,7 +84,7 @@ pub fn losses() -> u32 {
 /// `start..start + len` as one slot word, if it is page-aligned and fits.
 fn pack(start: usize, len: usize) -> Option<u64> {
     let page = 1usize << PAGE_SHIFT;
-    if start % page != 0 || len == 0 {
+    if !start.is_multiple_of(page) || len == 0 {
         return None;
     }
     let first = (start >> PAGE_SHIFT) as u64;

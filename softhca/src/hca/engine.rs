@@ -496,7 +496,7 @@ impl Background {
         // instruction on every poll would.
         let polls = self.idle_polls.load(Ordering::Relaxed);
         self.idle_polls.store(polls.wrapping_add(1), Ordering::Relaxed);
-        if polls % POLLS_PER_CLOCK_READ != 0 {
+        if !polls.is_multiple_of(POLLS_PER_CLOCK_READ) {
             return None;
         }
         let now = Instant::now();

@@ -2720,7 +2720,7 @@ impl QueuePair {
                 false
             }
             kind::ATOMIC_CS | kind::ATOMIC_FA => {
-                if h.remote_addr % 8 != 0 {
+                if !h.remote_addr.is_multiple_of(8) {
                     self.responder_fatal(h.psn, nak::INVALID_REQUEST, event::QP_REQ_ERR, hw);
                     return false;
                 }

@@ -192,7 +192,7 @@ fn check_cq_buffer(addr: u64, entries: u32, cqe_size: u32) -> Result<(), Errno> 
     let len = u64::from(entries) * u64::from(cqe_size);
     super::pd_mr::check_umem(addr, len, user_memory::page_size() as u64)?;
     user_memory::check_mapped(addr, len, Access::Write)?;
-    if addr % 64 != 0 {
+    if !addr.is_multiple_of(64) {
         return Err(Errno::EINVAL);
     }
     Ok(())

@@ -463,10 +463,10 @@ impl Drop for Uverbs {
         let dev = &self.device;
         for obj in &objects {
             if let Object::Qp(qpn) = *obj {
-                if let Some(qp) = st.qps.remove(&qpn) {
-                    if let Some(ctx) = file.context.as_mut() {
-                        ctx.bfregs.free(qp.bfreg.kernel_index);
-                    }
+                if let Some(qp) = st.qps.remove(&qpn)
+                    && let Some(ctx) = file.context.as_mut()
+                {
+                    ctx.bfregs.free(qp.bfreg.kernel_index);
                 }
                 dev.free_qpn(qpn);
             }

@@ -397,7 +397,7 @@ fn check_qp_buffer(addr: u64, size: u64) -> Result<(), Errno> {
     }
     super::pd_mr::check_umem(addr, size, user_memory::page_size() as u64)?;
     user_memory::check_mapped(addr, size, Access::Read)?;
-    if addr % 64 != 0 {
+    if !addr.is_multiple_of(64) {
         return Err(Errno::EINVAL);
     }
     Ok(())

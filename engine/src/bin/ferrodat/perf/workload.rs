@@ -36,7 +36,7 @@ impl Counts {
     /// this rule; [`Counts::posted_request`] records the post once it went in.
     pub fn next_request(&mut self, signal: bool) -> (u64, bool) {
         self.posted += 1;
-        (self.posted, signal || self.posted % SIGNAL_EVERY == 0)
+        (self.posted, signal || self.posted.is_multiple_of(SIGNAL_EVERY))
     }
 
     /// The request [`Counts::next_request`] numbered was posted.
@@ -111,7 +111,9 @@ pub trait PerfSide {
             }
             if self.pump(recv)? == 0 {
                 idle += 1;
-                if idle % 4096 == 0 && since.get_or_insert_with(Instant::now).elapsed() > STALL {
+                if idle.is_multiple_of(4096)
+                    && since.get_or_insert_with(Instant::now).elapsed() > STALL
+                {
                     return Err(format!(
                         "waited {} s for {what}: the peer stopped answering (see its output)",
                         STALL.as_secs()
@@ -282,7 +284,7 @@ pub fn serve<S: PerfSide>(side: &mut S, ctl: &mut Control, job: Job) -> Result<(
                 while !side.counts().stopped {
                     if side.pump(true)? == 0 {
                         idle = idle.wrapping_add(1);
-                        if idle % (1 << 16) == 0 && ctl.peer_gone() {
+                        if idle.is_multiple_of(1 << 16) && ctl.peer_gone() {
                             return Err("the client went away during the test".into());
                         }
                     }
