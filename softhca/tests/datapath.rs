@@ -218,12 +218,10 @@ fn a_responder_error_behind_a_large_read_still_answers_the_read_first() {
     assert!(local.buf.read(0, LEN) == data, "the READ's data arrived");
 }
 
-/// An atomic whose local buffer is deregistered while it is in flight fails with a local
-/// protection error, and its original value does not land there (the HCA checks the key
-/// when it writes the result).
-#[test]
-fn an_atomic_into_a_buffer_deregistered_in_flight_fails_without_landing() {
-    let mut p = pair("atomic-dereg", rc_attrs());
+/// A connected pair, a local 64-byte region for an atomic's result, a remote one holding
+/// 100 at offset 8, and a signalled fetch-and-add of 5 from the first to the second.
+fn fetch_and_add_of_5(tag: &str) -> (Pair, Mr, Mr, SendWr) {
+    let p = pair(tag, rc_attrs());
     let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
     let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
     remote.buf.write(8, &100u64.to_ne_bytes());
@@ -235,6 +233,15 @@ fn an_atomic_into_a_buffer_deregistered_in_flight_fails_without_landing() {
         signaled: true,
         ..Default::default()
     };
+    (p, local, remote, fa)
+}
+
+/// An atomic whose local buffer is deregistered while it is in flight fails with a local
+/// protection error, and its original value does not land there (the HCA checks the key
+/// when it writes the result).
+#[test]
+fn an_atomic_into_a_buffer_deregistered_in_flight_fails_without_landing() {
+    let (mut p, local, _remote, fa) = fetch_and_add_of_5("atomic-dereg");
     p.a.post_send(&p.engine, &fa);
     p.engine.remove_memory_region(local.key >> 8);
     let w = p.cq_a.wait(&p.engine, 1, WAIT);
@@ -245,18 +252,7 @@ fn an_atomic_into_a_buffer_deregistered_in_flight_fails_without_landing() {
 
 #[test]
 fn atomics_return_the_original_value() {
-    let mut p = pair("atomic", rc_attrs());
-    let local = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
-    let remote = Mr::new(&p.engine, p.pdn, 64, ALL_ACCESS);
-    remote.buf.write(8, &100u64.to_ne_bytes());
-    let fa = SendWr {
-        opcode: opcode::ATOMIC_FA,
-        sges: vec![(local.addr(), 8, local.key)],
-        remote: Some((remote.addr() + 8, remote.key)),
-        atomic: Some((5, 0)),
-        signaled: true,
-        ..Default::default()
-    };
+    let (mut p, local, remote, fa) = fetch_and_add_of_5("atomic");
     p.a.post_send(&p.engine, &fa);
     let w = p.cq_a.wait(&p.engine, 1, WAIT);
     assert_eq!((w[0].wqe_opcode, w[0].byte_cnt), (opcode::ATOMIC_FA, 8));

@@ -177,12 +177,29 @@ fn a_deregistered_region_takes_no_more_writes() {
     assert!(target.read(0, 64 << 10).iter().all(|&b| b == 0x44), "written after DEREG_MR");
 }
 
-#[test]
-fn a_write_behind_an_unfinished_send_lands_after_it() {
+/// A connected pair whose requesters retry RNR NAKs for ever, at the shortest timer: a
+/// SEND waits for its receive as long as a test takes to post it.
+fn patient_pair(tag: &str) -> Pair {
     let mut attrs = rc_attrs();
     attrs.rnr_retry = 7;
     attrs.min_rnr_timer = 1;
-    let mut p = pair("place-order", attrs);
+    pair(tag, attrs)
+}
+
+/// Posts the receive `b` waits for, then waits for its completion and for `a`'s two: the
+/// SEND's and the request behind it, both successful.
+fn receive_the_waiting_send(p: &mut Pair, recv_buf: &Mr) {
+    p.b.post_recv(&[(recv_buf.addr(), 4096, recv_buf.key)]);
+    let got = p.cq_b.wait(&p.engine, 1, WAIT);
+    assert_eq!(got[0].opcode, cqe_opcode::RESP_SEND);
+    let got = p.cq_a.wait(&p.engine, 2, WAIT);
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|w| w.syndrome.is_none()));
+}
+
+#[test]
+fn a_write_behind_an_unfinished_send_lands_after_it() {
+    let mut p = patient_pair("place-order");
     let source = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
     source.buf.fill(0x55);
     let recv_buf = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
@@ -202,12 +219,7 @@ fn a_write_behind_an_unfinished_send_lands_after_it() {
         assert!(p.cq_a.poll_one().is_none(), "nothing completes while the SEND waits");
         assert!(target.read(0, 4096).iter().all(|&b| b == 0), "the WRITE landed before the SEND");
     }
-    p.b.post_recv(&[(recv_buf.addr(), 4096, recv_buf.key)]);
-    let got = p.cq_b.wait(&p.engine, 1, WAIT);
-    assert_eq!(got[0].opcode, cqe_opcode::RESP_SEND);
-    let got = p.cq_a.wait(&p.engine, 2, WAIT);
-    assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|w| w.syndrome.is_none()));
+    receive_the_waiting_send(&mut p, &recv_buf);
     assert_eq!(target.read(0, 4096), vec![0x55; 4096]);
 }
 
@@ -680,10 +692,7 @@ fn reads_the_responder_would_refuse_are_not_placed_and_read_nothing() {
 /// as it was when the READ was posted.
 #[test]
 fn a_read_behind_an_unfinished_send_reads_after_it() {
-    let mut attrs = rc_attrs();
-    attrs.rnr_retry = 7;
-    attrs.min_rnr_timer = 1;
-    let mut p = pair("place-read-order", attrs);
+    let mut p = patient_pair("place-read-order");
     let message = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
     let recv_buf = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
     let sink = Mr::new(&p.engine, p.pdn, 8192, ALL_ACCESS);
@@ -703,12 +712,7 @@ fn a_read_behind_an_unfinished_send_reads_after_it() {
     }
     // The region changes before the SEND is taken: the READ, executed after it, sees it.
     source.fill(0x77);
-    p.b.post_recv(&[(recv_buf.addr(), 4096, recv_buf.key)]);
-    let got = p.cq_b.wait(&p.engine, 1, WAIT);
-    assert_eq!(got[0].opcode, cqe_opcode::RESP_SEND);
-    let got = p.cq_a.wait(&p.engine, 2, WAIT);
-    assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|w| w.syndrome.is_none()));
+    receive_the_waiting_send(&mut p, &recv_buf);
     assert!(sink.buf.read(0, 8192).iter().all(|&b| b == 0x77), "read ahead of the SEND");
     assert_eq!(p.engine.placed_reads(), 0, "placed ahead of the SEND");
     // With the SEND done, the same READ is placed.

@@ -125,6 +125,16 @@ fn no_device(skipped: &[String]) -> String {
     why
 }
 
+/// The error for a device `name` discovery did not find: the devices it found, or, when
+/// it found none, why ([`no_device`]).
+fn missing_device(found: &ferrodat_driver::discovery::Discovery, name: &str) -> String {
+    if found.devices.is_empty() {
+        return no_device(&found.skipped);
+    }
+    let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
+    format!("no device {name:?}; found: {}", names.join(", "))
+}
+
 /// Writes the tree and returns the shell lines to evaluate.
 fn softhca_env(sysfs_dir: Option<PathBuf>, preload: Option<PathBuf>) -> Result<String, String> {
     let devices = config::devices().map_err(|e| e.to_string())?;
@@ -236,10 +246,9 @@ fn info(only: Option<&str>) -> Result<Report, String> {
     let devices: Vec<_> =
         found.devices.iter().filter(|d| only.is_none_or(|n| d.name == n)).collect();
     if devices.is_empty() {
-        let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
         return Err(match only {
-            Some(n) if !names.is_empty() => format!("no device {n:?}; found: {}", names.join(", ")),
-            _ => no_device(&found.skipped),
+            Some(n) => missing_device(&found, n),
+            None => no_device(&found.skipped),
         });
     }
     let mut out = String::new();

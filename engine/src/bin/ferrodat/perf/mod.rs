@@ -178,22 +178,14 @@ fn default_device() -> Result<String, String> {
         })
 }
 
-/// Fails unless discovery finds `device`, naming the devices it found and why others were
-/// skipped.
+/// Fails unless discovery finds `device`, naming the devices it found (or why it found
+/// none).
 fn check_device(device: &str) -> Result<(), String> {
     let found = ferrodat_driver::discovery::discover();
     if found.devices.iter().any(|d| d.name == device) {
         return Ok(());
     }
-    let names: Vec<&str> = found.devices.iter().map(|d| d.name.as_str()).collect();
-    let mut why = format!("no device {device:?}; found: {}", names.join(", "));
-    if names.is_empty() {
-        why.push_str("none");
-    }
-    if !found.skipped.is_empty() {
-        why.push_str(&format!(" (skipped: {})", found.skipped.join("; ")));
-    }
-    Err(why)
+    Err(crate::missing_device(&found, device))
 }
 
 /// How long `--client` waits for each address of the server to answer.
