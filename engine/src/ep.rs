@@ -310,7 +310,7 @@ impl Ep {
         }
         let qpn = qp.qpn();
         if let Some(evd) = request_evd {
-            evd.attach(qpn, completions.clone(), Stream::Requests)?;
+            evd.attach(qpn, completions.clone(), request_stream(&attr))?;
         }
         if let Some(evd) = recv_evd
             && let Err(e) = evd.attach(qpn, completions.clone(), receive_stream(&attr))
@@ -1171,6 +1171,17 @@ fn connect_error(verb: &str, e: cm::CmError) -> DatError {
 /// `recv_completion_flags`, its receives wake a waiter only when solicited or failed.
 fn receive_stream(attr: &EpAttr) -> Stream {
     Stream::Receives { solicited_wait: solicited_wait(attr) }
+}
+
+/// How an endpoint with `attr` feeds its request EVD: with UNSIGNALLED in its
+/// `request_completion_flags`, waits on that EVD take threshold 1 only.
+fn request_stream(attr: &EpAttr) -> Stream {
+    Stream::Requests { unsignalled: unsignalled(attr) }
+}
+
+/// Whether `attr` has UNSIGNALLED in its `request_completion_flags`.
+fn unsignalled(attr: &EpAttr) -> bool {
+    attr.request_completion_flags & completion_flags::UNSIGNALLED != 0
 }
 
 /// Whether `attr` has SOLICITED_WAIT in its `recv_completion_flags`.

@@ -8,9 +8,11 @@ mod support;
 
 use support::{WAIT_US, connected, side};
 
-use ferrodat_abi::dat::{dto_status, evd_flags, event, mem_priv, ret, subtype};
+use ferrodat_abi::dat::{
+    completion_flags, dto_status, ep_field, evd_flags, event, mem_priv, ret, subtype,
+};
 use ferrodat_engine::cno::Cno;
-use ferrodat_engine::ep::Ep;
+use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
 use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
@@ -114,6 +116,52 @@ fn an_evd_with_events_queued_is_freed_one_an_endpoint_feeds_is_not() {
     assert_eq!(code(&e), (ret::INVALID_STATE, subtype::INVALID_STATE_EVD_IN_USE), "{e}");
     ep.free().unwrap();
     dto.free().map_err(|(_, e)| e).expect("the endpoint's streams went with it");
+}
+
+/// dat_evd_wait: "If EVD is used by an Endpoint for a DTO completion stream that is
+/// configured for a Consumer-controlled event Notification (... DAT_COMPLETION_UNSIGNALLED_FLAG
+/// for Request Completion Type for Send, RDMA Read, RDMA Write and RMR Bind), the threshold
+/// value must be 1. An attempt to specify some other value for threshold for this case
+/// results in DAT_INVALID_STATE."
+#[test]
+fn an_evd_fed_by_unsignalled_requests_takes_threshold_one_only() {
+    let ia = support::ia();
+    let pz = Pz::create(&ia).unwrap();
+    let recv = Evd::create(&ia, 8, evd_flags::DTO).unwrap();
+    let req = Evd::create(&ia, 8, evd_flags::DTO | evd_flags::SOFTWARE).unwrap();
+    let attr =
+        EpAttr { request_completion_flags: completion_flags::UNSIGNALLED, ..EpAttr::defaults(&ia) };
+    let ep = Ep::create(&pz, &recv, &req, None, Some(attr)).unwrap();
+    req.post_se(1).unwrap();
+    req.post_se(2).unwrap();
+    let e = req.wait(0, 2).unwrap_err();
+    assert_eq!(
+        code(&e),
+        (ret::INVALID_STATE, subtype::INVALID_STATE_EVD_CONFIG_NOTIFY),
+        "threshold 2 on an EVD fed by unsignalled requests: {e}"
+    );
+    assert!(e.to_string().contains("UNSIGNALLED"), "the error names the cause: {e}");
+    let (ev, nmore) = req.wait(0, 1).expect("threshold 1 is fine");
+    assert_eq!((software(ev), nmore), (1, 1));
+    // The receive EVD of that endpoint is not concerned.
+    let e = recv.wait(0, 2).unwrap_err();
+    assert_eq!(e.return_type(), ret::TIMEOUT_EXPIRED, "{e}");
+    // dat_ep_modify clears the flag: threshold 2 is fine; setting it again refuses it.
+    let mut update = EpParamUpdate::from_current(&ep);
+    update.ep_attr.request_completion_flags = completion_flags::DEFAULT;
+    ep.modify(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS, &update).unwrap();
+    req.post_se(3).unwrap();
+    let (ev, nmore) = req.wait(0, 2).expect("the endpoint's requests are signalled now");
+    assert_eq!((software(ev), nmore), (2, 1));
+    update.ep_attr.request_completion_flags = completion_flags::UNSIGNALLED;
+    ep.modify(ep_field::EP_ATTR_REQUEST_COMPLETION_FLAGS, &update).unwrap();
+    let e = req.wait(0, 2).unwrap_err();
+    assert_eq!(e.return_type(), ret::INVALID_STATE, "UNSIGNALLED again: {e}");
+    // Once the endpoint is gone, so is the restriction.
+    ep.free().unwrap();
+    req.post_se(4).unwrap();
+    let (ev, nmore) = req.wait(0, 2).expect("no unsignalled stream feeds the EVD any more");
+    assert_eq!((software(ev), nmore), (3, 1));
 }
 
 /// dat_ep_disconnect: "Disconnecting an Endpoint in DAT_EP_STATE_UNCONNECTED,

@@ -26,7 +26,10 @@
 //! ([`checked_attr`]), against the IA only (their QP is built from the attributes); a bad
 //! value is their attribute argument, `ARG6` and `ARG7`.
 
-use super::{Ep, EpAttr, Sides, SilentCq, Wiring, lock, receive_stream, solicited_wait};
+use super::{
+    Ep, EpAttr, Sides, SilentCq, Wiring, lock, receive_stream, request_stream, solicited_wait,
+    unsignalled,
+};
 use crate::dto::CookieRing;
 use crate::ep_state::{EpState, Trigger, transition};
 use crate::error::{DatError, DatResult};
@@ -328,15 +331,25 @@ impl Ep {
             let _ = self.inner.silent.set(SilentCq::new(&self.inner.ia, &caps, "dat_ep_modify")?);
         }
         if rewire {
-            let receives = receive_stream(&new_attr);
-            self.replace_qp(*state, &old_wiring, &new_wiring, &caps, receives)?;
-        } else if new_attr.recv_completion_flags != self.attr().recv_completion_flags
-            && let Some(recv_evd) = &new_wiring.recv_evd
-        {
-            // Only before receives are posted (checked above): the receive EVD's waiter
-            // wakes as the new flags say from the first receive on.
-            let qpn = self.inner.qp.lock().qpn();
-            recv_evd.set_solicited_wait(qpn, solicited_wait(&new_attr));
+            let streams = (request_stream(&new_attr), receive_stream(&new_attr));
+            self.replace_qp(*state, &old_wiring, &new_wiring, &caps, streams)?;
+        } else {
+            let old_attr = self.attr();
+            if new_attr.recv_completion_flags != old_attr.recv_completion_flags
+                && let Some(recv_evd) = &new_wiring.recv_evd
+            {
+                // Only before receives are posted (checked above): the receive EVD's waiter
+                // wakes as the new flags say from the first receive on.
+                let qpn = self.inner.qp.lock().qpn();
+                recv_evd.set_solicited_wait(qpn, solicited_wait(&new_attr));
+            }
+            if new_attr.request_completion_flags != old_attr.request_completion_flags
+                && let Some(request_evd) = &new_wiring.request_evd
+            {
+                // The request EVD's waits take threshold 1 only while UNSIGNALLED is set.
+                let qpn = self.inner.qp.lock().qpn();
+                request_evd.set_unsignalled_requests(qpn, unsignalled(&new_attr));
+            }
         }
         if let Some(silent) = self.inner.silent.get() {
             silent.set_requests(new_wiring.request_evd.is_none());
@@ -473,7 +486,7 @@ impl Ep {
         old: &Wiring,
         new: &Wiring,
         caps: &QpCaps,
-        receives: Stream,
+        (requests, receives): (Stream, Stream),
     ) -> DatResult<()> {
         let c = &self.inner.completions;
         let busy = |posted: u32| {
@@ -504,7 +517,7 @@ impl Ep {
             }
         };
         if let Some(evd) = &new.request_evd {
-            evd.attach(qpn, c.clone(), Stream::Requests)?;
+            evd.attach(qpn, c.clone(), requests)?;
         }
         if let Some(evd) = &new.recv_evd
             && let Err(e) = evd.attach(qpn, c.clone(), receives)

@@ -259,6 +259,13 @@ impl CqSource {
         self.set_mode(mode);
     }
 
+    /// The requests of QP `qpn`, if they complete here, are UNSIGNALLED from now on
+    /// (`dat_ep_modify` of `request_completion_flags`), or no longer.
+    pub fn set_unsignalled_requests(&mut self, qpn: u32, unsignalled: bool) {
+        let mode = self.feeds.update_requests(qpn, unsignalled, &self.notices);
+        self.set_mode(mode);
+    }
+
     /// The EVD is solicited-only from now on, or no longer. Leaving it, a waiter or CNO
     /// may sleep on a solicited-only arm and miss the completions that notify now: the CQ
     /// is armed for every completion instead (an arm replaces the one before it, and fires

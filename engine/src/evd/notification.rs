@@ -28,7 +28,10 @@
 //!   stream is denied the wake-ups it is owed.)
 //!
 //! `dat_evd_wait` takes threshold 1 only while any receive stream feeding the EVD is
-//! SOLICITED_WAIT (the man page: `DAT_INVALID_STATE` otherwise).
+//! SOLICITED_WAIT, or any request stream is UNSIGNALLED (the man page: "If EVD is used by an
+//! Endpoint for a DTO completion stream that is configured for a Consumer-controlled event
+//! Notification ... the threshold value must be 1", `DAT_INVALID_STATE` otherwise; OFA dapl
+//! checks neither).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,8 +39,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// Which of an endpoint's completion streams a CQ takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
-    /// Its requests (sends, RDMA, atomics, binds).
-    Requests,
+    /// Its requests (sends, RDMA, atomics, binds); `unsignalled`:
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG` is in its `request_completion_flags`.
+    Requests {
+        /// Only the requests posted without SUPPRESS complete with an event.
+        unsignalled: bool,
+    },
     /// Its receives; `solicited_wait`: `DAT_COMPLETION_SOLICITED_WAIT_FLAG` is in its
     /// `recv_completion_flags`.
     Receives {
@@ -52,6 +59,7 @@ pub enum Stream {
 pub struct Notices {
     solicited_only: AtomicBool,
     threshold_one: AtomicBool,
+    unsignalled: AtomicBool,
     queued: AtomicU64,
 }
 
@@ -68,6 +76,12 @@ impl Notices {
         self.threshold_one.load(Ordering::Acquire)
     }
 
+    /// An UNSIGNALLED request stream feeds the EVD: waits take threshold 1 only.
+    #[inline]
+    pub fn unsignalled_requests(&self) -> bool {
+        self.unsignalled.load(Ordering::Acquire)
+    }
+
     /// Notification events queued so far (wrapping), counted after they were queued.
     #[inline]
     pub fn count(&self) -> u64 {
@@ -82,6 +96,7 @@ impl Notices {
 
     fn set_mode(&self, mode: Mode) {
         self.threshold_one.store(mode.threshold_one, Ordering::Release);
+        self.unsignalled.store(mode.unsignalled, Ordering::Release);
         self.solicited_only.store(mode.solicited_only, Ordering::Release);
     }
 }
@@ -91,12 +106,14 @@ impl Notices {
 struct Mode {
     solicited_only: bool,
     threshold_one: bool,
+    unsignalled: bool,
 }
 
 /// The streams of one QP that a CQ takes.
 #[derive(Clone, Copy, Debug, Default)]
 struct Feed {
-    requests: bool,
+    /// `Some(unsignalled)` if its requests complete here.
+    requests: Option<bool>,
     /// `Some(solicited_wait)` if its receives complete here.
     receives: Option<bool>,
 }
@@ -114,7 +131,7 @@ impl Feeds {
     pub fn add(&mut self, qpn: u32, stream: Stream, notices: &Notices) -> bool {
         let feed = self.by_qp.entry(qpn).or_default();
         match stream {
-            Stream::Requests => feed.requests = true,
+            Stream::Requests { unsignalled } => feed.requests = Some(unsignalled),
             Stream::Receives { solicited_wait } => feed.receives = Some(solicited_wait),
         }
         self.publish(notices)
@@ -125,6 +142,15 @@ impl Feeds {
     pub fn update_receives(&mut self, qpn: u32, solicited_wait: bool, notices: &Notices) -> bool {
         if let Some(Feed { receives: Some(sw), .. }) = self.by_qp.get_mut(&qpn) {
             *sw = solicited_wait;
+        }
+        self.publish(notices)
+    }
+
+    /// QP `qpn`'s requests change their flags, if they complete here. Returns whether the
+    /// EVD is solicited-only now.
+    pub fn update_requests(&mut self, qpn: u32, unsignalled: bool, notices: &Notices) -> bool {
+        if let Some(Feed { requests: Some(u), .. }) = self.by_qp.get_mut(&qpn) {
+            *u = unsignalled;
         }
         self.publish(notices)
     }
@@ -140,8 +166,9 @@ impl Feeds {
         let solicited_wait = |f: &Feed| f.receives == Some(true);
         Mode {
             solicited_only: !self.by_qp.is_empty()
-                && feeds().all(|f| !f.requests && solicited_wait(f)),
+                && feeds().all(|f| f.requests.is_none() && solicited_wait(f)),
             threshold_one: feeds().any(solicited_wait),
+            unsignalled: feeds().any(|f| f.requests == Some(true)),
         }
     }
 
@@ -176,7 +203,7 @@ mod tests {
         assert_eq!(mode(&n), (false, true));
         assert!(f.remove(3, &n));
         // Requests of a SOLICITED_WAIT endpoint on the same EVD: the same.
-        assert!(!f.add(1, Stream::Requests, &n));
+        assert!(!f.add(1, Stream::Requests { unsignalled: false }, &n));
         assert_eq!(mode(&n), (false, true));
         assert!(f.remove(1, &n));
         // dat_ep_modify clears the flag: the EVD goes back to notifying for every event.
@@ -184,12 +211,34 @@ mod tests {
         assert_eq!(mode(&n), (false, false));
         assert!(f.update_receives(2, true, &n));
         // A QP whose receives complete elsewhere is not turned into a receive stream here.
-        assert!(!f.add(7, Stream::Requests, &n));
+        assert!(!f.add(7, Stream::Requests { unsignalled: false }, &n));
         assert!(!f.update_receives(7, true, &n));
         f.remove(7, &n);
         assert!(f.remove(4, &n), "removing what is not there changes nothing");
         assert!(!f.remove(2, &n));
         assert_eq!(mode(&n), (false, false));
+    }
+
+    #[test]
+    fn an_unsignalled_request_stream_limits_waits_to_threshold_one_while_it_feeds() {
+        let n = Notices::default();
+        let mut f = Feeds::default();
+        let unsignalled = Stream::Requests { unsignalled: true };
+        assert!(!f.add(1, unsignalled, &n));
+        assert!((n.unsignalled_requests(), n.threshold_one()) == (true, false), "{n:?}");
+        assert!(!n.solicited_only(), "every completion of such a stream still notifies");
+        f.add(2, Stream::Requests { unsignalled: false }, &n);
+        assert!(n.unsignalled_requests(), "one unsignalled stream is enough: {n:?}");
+        // dat_ep_modify of request_completion_flags.
+        f.update_requests(1, false, &n);
+        assert!(!n.unsignalled_requests(), "{n:?}");
+        f.update_requests(1, true, &n);
+        assert!(n.unsignalled_requests(), "{n:?}");
+        // Receives of the same QP are not turned into requests, nor the reverse.
+        f.add(3, PLAIN, &n);
+        f.update_requests(3, true, &n);
+        f.remove(1, &n);
+        assert!(!n.unsignalled_requests(), "the endpoint's stream is gone: {n:?}");
     }
 
     #[test]

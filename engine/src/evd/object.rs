@@ -521,6 +521,19 @@ impl Evd {
                 ));
             return Err((e, None));
         }
+        if threshold > 1
+            && self.inner.notices.unsignalled_requests()
+            && threshold as usize <= self.qlen()
+        {
+            let e = DatError::invalid_state(subtype::INVALID_STATE_EVD_CONFIG_NOTIFY).with_detail(
+                format!(
+                    "dat_evd_wait: threshold {threshold}, but an endpoint's requests with \
+                     DAT_COMPLETION_UNSIGNALLED_FLAG feed this EVD; only the requests posted \
+                     without DAT_COMPLETION_SUPPRESS_FLAG make events, so wait with threshold 1"
+                ),
+            );
+            return Err((e, None));
+        }
         let r = match &self.inner.dto {
             Some(m) => {
                 let mut source = Source::cq(m, &self.inner.notices);
@@ -675,6 +688,13 @@ impl Evd {
     /// Completions of QP `qpn`'s `stream` go to `ep` (its cookie rings) on this EVD.
     pub(crate) fn attach(&self, qpn: u32, ep: Arc<EpCompletions>, stream: Stream) -> DatResult<()> {
         self.with_cq(|s| s.attach(qpn, ep, stream))
+    }
+
+    /// QP `qpn`'s requests, if they complete on this EVD, are UNSIGNALLED from now on, or no
+    /// longer (`dat_ep_modify` of `request_completion_flags`): waits take threshold 1 only
+    /// while such a stream feeds the EVD.
+    pub(crate) fn set_unsignalled_requests(&self, qpn: u32, unsignalled: bool) {
+        let _ = self.with_cq(|s| s.set_unsignalled_requests(qpn, unsignalled));
     }
 
     /// QP `qpn`'s receives, if they complete on this EVD, wake its waiter only when
