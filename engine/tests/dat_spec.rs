@@ -300,3 +300,27 @@ fn an_lmr_an_rmr_is_bound_in_and_a_pz_with_objects_are_not_freed() {
     rmr.free().unwrap();
     lmr.free().map_err(|(_, e)| e).expect("no RMR is bound in it any more");
 }
+
+/// dat_lmr_free of an LMR not bound by an RMR succeeds even with DTOs using it, and "Any
+/// DTO operation that uses the destroyed LMR after the dat_lmr_free() is completed shall
+/// fail and report a protection violation".
+#[test]
+fn a_dto_on_a_freed_lmr_fails_with_a_protection_error() {
+    let (server, client, _psp) = connected(31905);
+    let lmr = Lmr::alloc(&client.pz, 4096, MemPriv(mem_priv::ALL)).unwrap();
+    let t = lmr.triplet(0, 64).unwrap();
+    let r = server.buf.triplet(0, 64).unwrap();
+    server.ep.post_recv(&[r], 1, 0).unwrap();
+    lmr.free().map_err(|(_, e)| e).expect("no RMR is bound in it");
+    match client.ep.post_send(&[t], 2, 0) {
+        Err(e) => assert_eq!(e.return_type(), ret::PROTECTION_VIOLATION, "{e}"),
+        Ok(()) => match client.req_evd.wait(WAIT_US, 1).unwrap().0 {
+            Event::Dto { completion, .. } => assert_eq!(
+                (completion.user_cookie, completion.status),
+                (2, dto_status::ERR_LOCAL_PROTECTION),
+                "a send from a freed LMR"
+            ),
+            other => panic!("expected the send's completion, got {other:?}"),
+        },
+    }
+}
