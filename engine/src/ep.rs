@@ -446,6 +446,7 @@ impl Ep {
         // PostRecv row, pinned down by its test): one segment on an endpoint with its own
         // receive queue (and no silent CQ to drain first) goes straight to the QP.
         if let [t] = local
+            && flags & completion_flags::UNSIGNALLED == 0
             && self.inner.silent.get().is_none()
             && let Some(ring) = &self.inner.completions.receives
             && self.inner.state_word.load(Ordering::Acquire) != EpState::Disconnected.to_raw()
@@ -467,7 +468,18 @@ impl Ep {
     /// [`Ep::post_recv`] in any state, with any number of segments: the state machine's
     /// verdict (a DISCONNECTED endpoint completes the post as flushed), the IOV checks.
     #[inline(never)]
-    fn post_recv_general(&self, local: &[LmrTriplet], cookie: u64, _flags: u32) -> DatResult<()> {
+    fn post_recv_general(&self, local: &[LmrTriplet], cookie: u64, flags: u32) -> DatResult<()> {
+        if flags & completion_flags::UNSIGNALLED != 0
+            && self.attr().recv_completion_flags & completion_flags::UNSIGNALLED == 0
+        {
+            // The man page: UNSIGNALLED "is only valid if the Endpoint Recv Completion Flags
+            // DAT_COMPLETION_UNSIGNALLED_FLAG. Otherwise, DAT_INVALID_PARAMETER is returned."
+            return Err(DatError::invalid_parameter(5).with_detail(
+                "dat_ep_post_recv: DAT_COMPLETION_UNSIGNALLED_FLAG on an endpoint whose \
+                 recv_completion_flags lack it; set it in the endpoint's attributes \
+                 (dat_ep_create or dat_ep_modify) or post with DAT_COMPLETION_DEFAULT_FLAG",
+            ));
+        }
         if let Some(silent) = self.inner.silent.get() {
             self.drain_silent(silent);
         }

@@ -164,6 +164,26 @@ fn an_evd_fed_by_unsignalled_requests_takes_threshold_one_only() {
     assert_eq!((software(ev), nmore), (3, 1));
 }
 
+/// dat_ep_post_recv: DAT_COMPLETION_UNSIGNALLED_FLAG "is only valid if the Endpoint Recv
+/// Completion Flags DAT_COMPLETION_UNSIGNALLED_FLAG. Otherwise, DAT_INVALID_PARAMETER is
+/// returned." The refused receive is not posted: the endpoint still has its room.
+#[test]
+fn an_unsignalled_receive_needs_an_endpoint_configured_for_it() {
+    let s = side();
+    let t = s.buf.triplet(0, 16).unwrap();
+    let e = s.ep.post_recv(&[t], 1, completion_flags::UNSIGNALLED).unwrap_err();
+    assert_eq!(code(&e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG5), "{e}");
+    assert!(e.to_string().contains("recv_completion_flags"), "the error says why: {e}");
+    assert_eq!(s.ep.recv_query().unwrap().nbufs_allocated, Some(0), "nothing was posted");
+    s.ep.post_recv(&[t], 2, completion_flags::DEFAULT).expect("the default flag is fine");
+
+    let attr =
+        EpAttr { recv_completion_flags: completion_flags::UNSIGNALLED, ..EpAttr::defaults(&s.ia) };
+    let ep = Ep::create(&s.pz, &s.recv_evd, &s.req_evd, None, Some(attr)).unwrap();
+    ep.post_recv(&[t], 3, completion_flags::UNSIGNALLED)
+        .expect("an endpoint whose receives are UNSIGNALLED takes the flag");
+}
+
 /// dat_ep_disconnect: "Disconnecting an Endpoint in DAT_EP_STATE_UNCONNECTED,
 /// DAT_EP_STATE_RESERVED, ... is disallowed"; dat_ep_reset: valid "for both Disconnected
 /// and Unconnected states"; dat_ep_free: "can be destroyed in any Endpoint state except
