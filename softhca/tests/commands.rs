@@ -471,9 +471,10 @@ fn unknown_and_unsupported_commands_answer_like_the_kernel() {
         fx.uv.write(&legacy_buf(CMD_FLAG_EXTENDED | 2, &[], &[], 0)),
         Err(Errno::EOPNOTSUPP)
     );
-    // Extended methods mlx5 has but softhca does not model.
+    // Extended methods mlx5 has but softhca does not model (a core request as long as
+    // struct ib_uverbs_create_flow up to flow_attr).
     assert_eq!(
-        fx.uv.write(&ex_buf(ex_cmd::CREATE_FLOW, &[0; 8], &[], 0, 0, 0)),
+        fx.uv.write(&ex_buf(ex_cmd::CREATE_FLOW, &[0; 24], &[], 0, 0, 0)),
         Err(Errno::EOPNOTSUPP)
     );
 }
@@ -749,6 +750,64 @@ fn query_device_zero_fills_a_larger_response_buffer() {
 }
 
 #[test]
+fn extended_commands_check_their_core_sizes() {
+    // verify_hdr with the sizes UAPI_DEF_WRITE_IO_EX records: a core request shorter than
+    // its last required member, or a core response shorter than `response_length`, is
+    // ENOSPC before any handler runs (and before the reserved word is looked at).
+    let fx = ctx();
+    let h = fx.qp();
+    let qd = ExQueryDevice::default();
+    let r = |c: u32, core: &[u8], out: usize, dout: usize| fx.ex(c, core, &[], out, dout).err();
+    assert_eq!(r(ex_cmd::QUERY_DEVICE, &[], 304, 0), Some(Errno::ENOSPC), "query: no core");
+    assert_eq!(r(ex_cmd::QUERY_DEVICE, qd.as_bytes(), 176, 0), Some(Errno::ENOSPC), "query: 176");
+    assert_eq!(r(ex_cmd::QUERY_DEVICE, qd.as_bytes(), 184, 0), None, "query: 184 is enough");
+    let mut reserved = ex_buf(ex_cmd::QUERY_DEVICE, &[], &[], 0, 0, 0);
+    reserved[20] = 1;
+    assert_eq!(fx.uv.write(&reserved), Err(Errno::ENOSPC), "size before reserved word");
+
+    let cq = ExCreateCq { cqe: 15, comp_channel: -1, ..Default::default() };
+    let ucmd = fx.cq_ucmd(16);
+    let cq_ex =
+        |core: &[u8], out: usize| fx.ex(ex_cmd::CREATE_CQ, core, ucmd.as_bytes(), out, 8).err();
+    assert_eq!(cq_ex(&cq.as_bytes()[..24], 16), Some(Errno::ENOSPC), "create_cq: no reserved");
+    assert_eq!(cq_ex(cq.as_bytes(), 8), Some(Errno::ENOSPC), "create_cq: 8-byte response");
+    assert_eq!(cq_ex(cq.as_bytes(), 16), None, "create_cq: full sizes");
+
+    let qp = ExCreateQp {
+        pd_handle: h.pd,
+        send_cq_handle: h.cq,
+        recv_cq_handle: h.cq,
+        max_send_wr: 1,
+        max_recv_wr: 500,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        qp_type: qp_type::RC,
+        ..Default::default()
+    };
+    let u = fx.qp_ucmd(4, 512, 4);
+    let qp_ex =
+        |core: &[u8], out: usize| fx.ex(ex_cmd::CREATE_QP, core, u.as_bytes(), out, 40).err();
+    assert_eq!(qp_ex(&qp.as_bytes()[..48], 40), Some(Errno::ENOSPC), "create_qp: no comp_mask");
+    assert_eq!(qp_ex(qp.as_bytes(), 32), Some(Errno::ENOSPC), "create_qp: 32-byte response");
+    // Up to comp_mask is enough: the rest is zero-extended.
+    assert_eq!(qp_ex(&qp.as_bytes()[..56], 40), None, "create_qp: 56 bytes");
+
+    let m = ExModifyQp { base: to_init(h.qp), rate_limit: 0, reserved: 0 };
+    assert_eq!(r(ex_cmd::MODIFY_QP, &m.as_bytes()[..104], 8, 0), Some(Errno::ENOSPC), "modify");
+    assert_eq!(
+        r(ex_cmd::MODIFY_QP, m.as_bytes(), 0, 8),
+        Some(Errno::ENOSPC),
+        "modify: no core out"
+    );
+    assert_eq!(r(ex_cmd::MODIFY_QP, &m.as_bytes()[..112], 8, 0), None, "modify: base only");
+    assert_eq!(fx.state_of(h.qpn), QpState::Init);
+
+    // Commands softhca does not model check their sizes too.
+    assert_eq!(r(ex_cmd::CREATE_FLOW, &[0; 16], 8, 0), Some(Errno::ENOSPC), "create_flow");
+    assert_eq!(r(ex_cmd::MODIFY_CQ, &[0; 8], 0, 0), Some(Errno::ENOSPC), "modify_cq");
+}
+
+#[test]
 fn query_device_ex_answers_with_the_full_response_or_what_fits() {
     let fx = ctx();
     let core = ExQueryDevice::default();
@@ -763,8 +822,8 @@ fn query_device_ex_answers_with_the_full_response_or_what_fits() {
     // What an older library asks for: 184 bytes, truncated, response_length says so.
     let (r, _) = fx.ex(ex_cmd::QUERY_DEVICE, core.as_bytes(), &[], 184, 0).unwrap();
     assert_eq!(read::<u32>(&r[180..]), 184);
-    // A short core request is zero-extended (the uapi has no sizes for extended methods).
-    assert!(fx.ex(ex_cmd::QUERY_DEVICE, &[], &[], 304, 0).is_ok());
+    // A core request without its `reserved` word is too short (verify_hdr: ENOSPC).
+    assert_eq!(fx.ex(ex_cmd::QUERY_DEVICE, &[], &[], 304, 0).err(), Some(Errno::ENOSPC));
     // mlx5 data: grows field by field; at least its 8-byte header.
     let (_, m) = fx.ex(ex_cmd::QUERY_DEVICE, core.as_bytes(), &[], 304, 16).unwrap();
     assert_eq!(read::<u32>(&m[4..]), 16);

@@ -126,10 +126,11 @@ const fn legacy(handler: Handler, req: usize, resp: usize, udata: bool) -> Metho
     }
 }
 
-/// `DECLARE_UVERBS_WRITE_EX`: the uapi records no sizes for extended methods, so
-/// `verify_hdr` never answers ENOSPC for them; handlers zero-extend short requests.
-const fn extended(handler: Handler) -> Method {
-    Method { handler, is_ex: true, has_udata: true, has_resp: true, req_size: 0, resp_size: 0 }
+/// `DECLARE_UVERBS_WRITE_EX` with `UAPI_DEF_WRITE_IO_EX` / `UAPI_DEF_WRITE_I_EX`: the core
+/// request must reach `req` bytes (its last required member) and, when a response is
+/// asked for, the core response `resp` bytes; `verify_hdr` answers ENOSPC otherwise.
+const fn extended(handler: Handler, req: usize, resp: usize) -> Method {
+    Method { handler, is_ex: true, has_udata: true, has_resp: true, req_size: req, resp_size: resp }
 }
 
 /// `uapi->notsupp_method`: what a command number the device lacks dispatches to.
@@ -193,13 +194,45 @@ fn legacy_method(command: u32) -> Method {
 /// The extended method table. Extended commands mlx5 has but softhca does not model
 /// (flows, WQs, indirection tables, CQ moderation) pass the extended header checks and
 /// then fail with EOPNOTSUPP.
+///
+/// The sizes are `offsetofend` of the members `uverbs_def_write_intf` names (uverbs_cmd.c);
+/// those of the commands softhca does not model are the same numbers from
+/// `rdma/ib_user_verbs.h`.
 fn extended_method(command: u32) -> Method {
+    use std::mem::{offset_of, size_of as s};
+    use uverbs::*;
     match command {
-        ex_cmd::QUERY_DEVICE => extended(context::ex_query_device),
-        ex_cmd::CREATE_CQ => extended(cq::ex_create_cq),
-        ex_cmd::CREATE_QP => extended(qp::ex_create_qp),
-        ex_cmd::MODIFY_QP => extended(qp::ex_modify_qp),
-        ex_cmd::CREATE_FLOW..=ex_cmd::MODIFY_CQ => extended(not_supported),
+        ex_cmd::QUERY_DEVICE => extended(
+            context::ex_query_device,
+            s::<ExQueryDevice>(),
+            offset_of!(ExQueryDeviceResp, response_length) + 4,
+        ),
+        ex_cmd::CREATE_CQ => extended(cq::ex_create_cq, s::<ExCreateCq>(), s::<ExCreateCqResp>()),
+        ex_cmd::CREATE_QP => {
+            extended(qp::ex_create_qp, offset_of!(ExCreateQp, comp_mask) + 4, s::<ExCreateQpResp>())
+        }
+        ex_cmd::MODIFY_QP => extended(
+            qp::ex_modify_qp,
+            offset_of!(ExModifyQp, base) + s::<ModifyQp>(),
+            s::<ExModifyQpResp>(),
+        ),
+        // struct ib_uverbs_create_flow up to flow_attr / its response up to flow_handle.
+        ex_cmd::CREATE_FLOW => extended(not_supported, 24, 8),
+        // struct ib_uverbs_destroy_flow (no response).
+        ex_cmd::DESTROY_FLOW => extended(not_supported, 8, 0),
+        // struct ib_uverbs_ex_create_wq up to max_sge / its response up to wqn.
+        ex_cmd::CREATE_WQ => extended(not_supported, 32, 24),
+        // struct ib_uverbs_ex_modify_wq up to curr_wq_state (no response).
+        ex_cmd::MODIFY_WQ => extended(not_supported, 16, 0),
+        // struct ib_uverbs_ex_destroy_wq up to wq_handle / its response up to reserved.
+        ex_cmd::DESTROY_WQ => extended(not_supported, 8, 16),
+        // struct ib_uverbs_ex_create_rwq_ind_table up to log_ind_tbl_size / response up to
+        // ind_tbl_num.
+        ex_cmd::CREATE_RWQ_IND_TBL => extended(not_supported, 8, 16),
+        // struct ib_uverbs_ex_destroy_rwq_ind_table (no response).
+        ex_cmd::DESTROY_RWQ_IND_TBL => extended(not_supported, 8, 0),
+        // struct ib_uverbs_ex_modify_cq (no response).
+        ex_cmd::MODIFY_CQ => extended(not_supported, 16, 0),
         _ => NOT_SUPPORTED,
     }
 }
@@ -303,7 +336,7 @@ impl Uverbs {
             return Err(errno);
         }
         let call = if method.is_ex {
-            split_extended(buf, &hdr)?
+            split_extended(buf, &hdr, &method)?
         } else {
             split_legacy(buf, hdr, &method)?
         };
@@ -417,7 +450,7 @@ fn split_legacy<'a>(buf: &'a [u8], hdr: CmdHdr, method: &Method) -> Result<Call<
 }
 
 /// `verify_hdr` and the udata split of an extended command.
-fn split_extended<'a>(buf: &'a [u8], hdr: &CmdHdr) -> Result<Call<'a>, Errno> {
+fn split_extended<'a>(buf: &'a [u8], hdr: &CmdHdr, method: &Method) -> Result<Call<'a>, Errno> {
     let Ok((ex, _)) = ExCmdHdr::read_from_prefix(&buf[HDR..]) else {
         return Err(Errno::EINVAL);
     };
@@ -427,6 +460,9 @@ fn split_extended<'a>(buf: &'a [u8], hdr: &CmdHdr) -> Result<Call<'a>, Errno> {
     if core_len + driver_len != body.len() {
         return Err(Errno::EINVAL);
     }
+    if core_len < method.req_size {
+        return Err(Errno::ENOSPC);
+    }
     if ex.cmd_hdr_reserved != 0 {
         return Err(Errno::EINVAL);
     }
@@ -435,6 +471,9 @@ fn split_extended<'a>(buf: &'a [u8], hdr: &CmdHdr) -> Result<Call<'a>, Errno> {
     if ex.response != 0 {
         if core_out_len == 0 && driver_out_len == 0 {
             return Err(Errno::EINVAL);
+        }
+        if core_out_len < method.resp_size {
+            return Err(Errno::ENOSPC);
         }
         if !user_memory::access_ok(ex.response, (core_out_len + driver_out_len) as u64) {
             return Err(Errno::EFAULT);
