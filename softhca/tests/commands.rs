@@ -1969,6 +1969,36 @@ fn ex_modify_qp() {
 }
 
 #[test]
+fn ex_modify_qp_driver_data_checks_follow_mlx5() {
+    // mlx5_ib_modify_qp: driver data shorter than struct mlx5_ib_modify_qp up to
+    // ece_options (16 bytes) is EINVAL; zero data asks for nothing and the transition
+    // happens; non-zero bytes past the struct, unknown comp_mask bits or burst_info's
+    // reserved field are EOPNOTSUPP.
+    let fx = ctx();
+    let h = fx.qp();
+    let m = |base: ModifyQp| ExModifyQp { base, rate_limit: 0, reserved: 0 };
+    let run = |base: ModifyQp, udata: &[u8]| {
+        fx.ex(ex_cmd::MODIFY_QP, m(base).as_bytes(), udata, 8, 0).err()
+    };
+    assert_eq!(run(to_init(h.qp), &[0; 8]), Some(Errno::EINVAL), "8 bytes of driver data");
+    assert_eq!(fx.state_of(h.qpn), QpState::Reset);
+    assert_eq!(run(to_init(h.qp), &[0; 16]), None, "16 zero bytes");
+    assert_eq!(fx.state_of(h.qpn), QpState::Init);
+    let mut unknown_mask = [0u8; 16];
+    unknown_mask[0] = 0x80;
+    assert_eq!(run(to_rtr(h.qp), &unknown_mask), Some(Errno::EOPNOTSUPP), "comp_mask");
+    let mut reserved = [0u8; 16];
+    reserved[10] = 1;
+    assert_eq!(run(to_rtr(h.qp), &reserved), Some(Errno::EOPNOTSUPP), "burst reserved");
+    let mut tail = [0u8; 24];
+    tail[20] = 1;
+    assert_eq!(run(to_rtr(h.qp), &tail), Some(Errno::EOPNOTSUPP), "non-zero tail");
+    assert_eq!(fx.state_of(h.qpn), QpState::Init);
+    assert_eq!(run(to_rtr(h.qp), &[0; 24]), None, "24 zero bytes");
+    assert_eq!(fx.state_of(h.qpn), QpState::Rtr);
+}
+
+#[test]
 fn destroy_qp_reports_async_events_delivered() {
     let fx = ctx();
     let h = fx.qp();

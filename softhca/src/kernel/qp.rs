@@ -474,7 +474,7 @@ pub(crate) fn modify_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> 
     if cmd.attr_mask & !ATTR_STANDARD_BITS != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    modify(s, cmd, false)
+    modify(s, cmd, None)
 }
 
 pub(crate) fn ex_modify_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
@@ -482,7 +482,7 @@ pub(crate) fn ex_modify_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errn
     if cmd.base.attr_mask & !(ATTR_STANDARD_BITS | qp_attr::RATE_LIMIT) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    modify(s, cmd.base, !c.driver_in.is_empty())?;
+    modify(s, cmd.base, Some(c))?;
     let resp = uverbs::ExModifyQpResp {
         comp_mask: 0,
         response_length: c.response_length(size_of::<uverbs::ExModifyQpResp>()),
@@ -494,9 +494,14 @@ fn port_valid(port: u8) -> bool {
     (1..=NUM_PORTS).contains(&port)
 }
 
-/// `modify_qp` (core), `_ib_modify_qp` and `mlx5_ib_modify_qp`, in their order. The mlx5
-/// driver data of the extended command (ECE, out-of-order placement) is not modelled.
-fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> Result<(), Errno> {
+/// `modify_qp` (core), `_ib_modify_qp` and `mlx5_ib_modify_qp`, in their order. `ex` is the
+/// extended command, whose mlx5 driver data may ask for ECE or out-of-order placement:
+/// neither is modelled (EOPNOTSUPP).
+fn modify(
+    s: &mut Session<'_>,
+    mut cmd: uverbs::ModifyQp,
+    ex: Option<&Call<'_>>,
+) -> Result<(), Errno> {
     let qpn = s.file.handles.get(cmd.qp_handle, Kind::Qp)?;
     let to_err_or_reset = cmd.attr_mask & qp_attr::STATE != 0
         && (cmd.qp_state == QpState::Err as u8 || cmd.qp_state == QpState::Reset as u8);
@@ -561,8 +566,8 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
     }
 
     // mlx5_ib_modify_qp
-    if driver_data {
-        return Err(Errno::EOPNOTSUPP);
+    if let Some(c) = ex {
+        check_modify_udata(c)?;
     }
     let cur = if mask & qp_attr::CUR_STATE != 0 { state_of(cmd.cur_qp_state)? } else { qp.state };
     let new = if mask & qp_attr::STATE != 0 { state_of(cmd.qp_state)? } else { cur };
@@ -621,6 +626,33 @@ fn modify(s: &mut Session<'_>, mut cmd: uverbs::ModifyQp, driver_data: bool) -> 
         }
         st.set_qp_state(qpn, cur);
         return Err(Errno::ENOLINK);
+    }
+    Ok(())
+}
+
+/// `sizeof(struct mlx5_ib_modify_qp)`: `comp_mask`, `burst_info`, `ece_options`.
+const MODIFY_QP_UDATA: usize = 16;
+
+/// The udata checks of `mlx5_ib_modify_qp`: data that does not reach the end of
+/// `ece_options` is EINVAL, non-zero bytes past the struct EOPNOTSUPP, unknown `comp_mask`
+/// bits or a non-zero `burst_info.reserved` EOPNOTSUPP. All-zero data asks for nothing.
+/// What softhca does not model (out-of-order placement, ECE options) is EOPNOTSUPP.
+fn check_modify_udata(c: &Call<'_>) -> Result<(), Errno> {
+    let data = c.driver_in;
+    if data.is_empty() {
+        return Ok(());
+    }
+    if data.len() < MODIFY_QP_UDATA {
+        return Err(Errno::EINVAL);
+    }
+    if data.len() > MODIFY_QP_UDATA && !c.driver_cleared_from(MODIFY_QP_UDATA) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let comp_mask = u32::from_ne_bytes([data[0], data[1], data[2], data[3]]);
+    let burst_reserved = u16::from_ne_bytes([data[10], data[11]]);
+    let ece_options = u32::from_ne_bytes([data[12], data[13], data[14], data[15]]);
+    if comp_mask != 0 || burst_reserved != 0 || ece_options != 0 {
+        return Err(Errno::EOPNOTSUPP);
     }
     Ok(())
 }
