@@ -445,7 +445,9 @@ fn sq_size(
                 caps.max_send_wr
             ))
         })?;
-    let max_inline = (wqe - SQ_OVERHEAD - INLINE_HDR) as u32;
+    // A slot of the overhead alone (no gather entry, no inline data) has no inline room:
+    // rdma-core's signed arithmetic gives -4 there and refuses every inline post.
+    let max_inline = (wqe - SQ_OVERHEAD).saturating_sub(INLINE_HDR) as u32;
     let max_sge = ((wqe - SQ_OVERHEAD) / DATA_SEG) as u32;
     Ok((wqe, (bytes / SEND_WQE_BB) as u32, (bytes / wqe) as u32, max_inline, max_sge))
 }
@@ -883,6 +885,9 @@ mod tests {
             QpCaps { max_send_wr: 16, max_send_sge: 2, max_inline_data: 60, ..Default::default() };
         let (wqe, bbs, ..) = sq_size(&caps, 512, 1 << 15).unwrap();
         assert_eq!((wqe, bbs), (256, 64));
+        // No gather entry and no inline data: the 192-byte overhead alone, no inline room.
+        let none = QpCaps { max_send_wr: 4, max_send_sge: 0, ..Default::default() };
+        assert_eq!(sq_size(&none, 512, 1 << 15).unwrap(), (192, 16, 5, 0, 0));
         let big = QpCaps { max_send_sge: 30, ..Default::default() };
         assert!(sq_size(&big, 512, 1 << 15).is_err());
     }

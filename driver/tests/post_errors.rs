@@ -418,3 +418,19 @@ fn a_resize_below_the_completions_waiting_is_refused_and_loses_none() {
     let got = poll_n(&mut c, 6);
     assert_eq!(got.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
 }
+
+#[test]
+fn a_send_queue_without_gather_entries_refuses_inline_data_instead_of_panicking() {
+    // max_send_sge 0 and no inline data: rdma-core's slot is the 192-byte overhead alone,
+    // which leaves no inline room (its signed arithmetic gives -4, refusing every inline
+    // post); the driver must say "at most 0 inline bytes", not underflow.
+    let (ctx, _fabric) = open("nosge");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let c = cq(&ctx, 16);
+    let caps = QpCaps { max_send_wr: 4, max_send_sge: 0, max_inline_data: 0, ..Default::default() };
+    let mut a = new_qp(&pd, &c, &c, None, caps);
+    assert_eq!(a.caps().max_inline_data, 0, "{:?}", a.caps());
+    assert_eq!(a.geometry().sq_max_inline, 0);
+    let e = a.post_send(&[SendWr::new(1, SendOp::Send, Payload::Inline(&[7u8; 600]))]).unwrap_err();
+    assert_eq!(e.reason, PostErrorReason::InlineTooLong { given: 600, max: 0 }, "{e}");
+}
