@@ -173,17 +173,18 @@ pub fn memlock_limit() -> Option<u64> {
 pub fn hint_for(op: &str, errno: i32) -> Option<String> {
     let pins = matches!(op, "REG_MR" | "CREATE_CQ" | "CREATE_QP" | "CREATE_SRQ" | "RESIZE_CQ");
     let hint = match errno {
-        libc::EFAULT | libc::ENOMEM if pins => match memlock_limit() {
+        // ib_umem_get: ENOMEM when the pin would pass RLIMIT_MEMLOCK; EFAULT when pinning
+        // fails (unmapped memory, or read-only memory pinned for writing), whatever the limit.
+        libc::EFAULT if pins => "the buffer is not mapped with the access the device needs \
+                                 (writable for LOCAL_WRITE and remote write/atomic; lend memory \
+                                 that stays mapped while registered)"
+            .to_string(),
+        libc::ENOMEM if pins => match memlock_limit() {
             Some(l) => format!(
                 "RLIMIT_MEMLOCK is {}: raise it with `ulimit -l unlimited` (or memlock in \
                  /etc/security/limits.conf); the device pins the memory it is lent",
                 human_bytes(l)
             ),
-            None if errno == libc::EFAULT => {
-                "the buffer is not mapped with the access the device needs (lend memory that \
-                 stays mapped while registered)"
-                    .to_string()
-            }
             None => "the device is out of memory or resources; free objects or use smaller queues"
                 .to_string(),
         },

@@ -328,3 +328,42 @@ fn comp_channel_wait_times_out() {
     drop(first);
     let _again = Cq::new(&ctx, &with(7, Some(&ch))).expect("free once the first CQ is gone");
 }
+
+#[test]
+fn reg_mr_of_memory_it_cannot_write_says_so_not_memlock() {
+    // The kernel's ib_umem_get answers ENOMEM when RLIMIT_MEMLOCK is exceeded and EFAULT
+    // when pinning fails (unmapped, or read-only memory pinned for writing): EFAULT is
+    // never about the memlock limit, whatever that limit is.
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit on our own rlimit value; lowering a soft limit is allowed.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r);
+        if r.rlim_cur == libc::RLIM_INFINITY {
+            r.rlim_cur = 64 << 20;
+            libc::setrlimit(libc::RLIMIT_MEMLOCK, &r);
+        }
+    }
+    let (ctx, _f) = open();
+    let pd = Pd::new(&ctx).unwrap();
+    // SAFETY: a fresh private read-only mapping, unmapped at the end of the test.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED);
+    // SAFETY: the page stays mapped until after the (failed) registration; nothing in Rust
+    // references it.
+    let e = unsafe { pd.reg_mr_raw(page.cast(), 4096, Access::LOCAL_WRITE) }.unwrap_err();
+    // SAFETY: our mapping, no longer used.
+    unsafe { libc::munmap(page, 4096) };
+    assert_eq!(e.errno_name(), Some("EFAULT"), "{e}");
+    let hint = e.hint().unwrap_or_default();
+    assert!(!hint.contains("MEMLOCK"), "EFAULT is not a memlock problem: {e}");
+    assert!(hint.contains("mapped"), "{e}");
+}
