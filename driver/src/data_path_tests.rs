@@ -888,3 +888,52 @@ fn a_bind_completion_reports_bind_mw() {
     assert_eq!((out[0].opcode, out[0].status), (WcOpcode::BindMw, WcStatus::Success));
     assert_eq!((out[1].opcode, out[1].status), (WcOpcode::BindMw, WcStatus::MwBind));
 }
+
+#[test]
+fn a_raw_receive_queue_never_writes_more_segments_than_its_entries_hold() {
+    // One 16-byte entry (room for one data segment), a geometry that claims two: the
+    // constructor's contract (memory mapped and lent) holds, so the safe post must not
+    // write a second segment past the entry, here past the ring.
+    let mut mem = Mem::new(128);
+    let ring = mem.ptr();
+    // SAFETY: the memory outlives the queue; the ring is its first 16 bytes.
+    let mut q = unsafe {
+        RecvQueue::new(RecvGeometry {
+            ring,
+            wqe_cnt: 1,
+            wqe_shift: 4,
+            max_sge: 2,
+            // SAFETY: inside `mem`, after the ring.
+            dbrec_rq: ring.add(64),
+        })
+    };
+    let s = [sge(0x1000, 8, 0x11), sge(0x2000, 8, 0x22)];
+    let e = q.post(&[RecvWr { wr_id: 1, sges: &s }]).unwrap_err();
+    assert_eq!(e.reason, PostErrorReason::TooManySges { given: 2, max: 1 });
+    assert_eq!(mem.bytes(16, 16), [0; 16], "nothing written past the entry");
+    q.post(&[RecvWr { wr_id: 2, sges: &s[..1] }]).unwrap();
+}
+
+#[test]
+fn a_raw_srq_never_writes_more_segments_than_its_entries_hold() {
+    // Two 32-byte entries: a next segment and room for one data segment each; a geometry
+    // that claims three.
+    let mut mem = Mem::new(128);
+    let ring = mem.ptr();
+    // SAFETY: the memory outlives the ring; the entries are its first 64 bytes.
+    let srq = unsafe {
+        crate::srq_ring::SrqRing::new(crate::srq_ring::SrqGeometry {
+            ring,
+            wqe_cnt: 2,
+            wqe_shift: 5,
+            max_sge: 3,
+            // SAFETY: inside `mem`, after the entries.
+            dbrec: ring.add(96),
+        })
+    };
+    let s = [sge(0x1000, 8, 0x11), sge(0x2000, 8, 0x22), sge(0x3000, 8, 0x33)];
+    let e = srq.post(&[RecvWr { wr_id: 1, sges: &s }]).unwrap_err();
+    assert_eq!(e.reason, PostErrorReason::TooManySges { given: 3, max: 1 });
+    assert_eq!(mem.bytes(32, 32), [0; 32], "the second entry (next index 0) is untouched");
+    srq.post(&[RecvWr { wr_id: 2, sges: &s[..1] }]).unwrap();
+}

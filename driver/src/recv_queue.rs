@@ -63,10 +63,14 @@ pub struct RecvQueue {
 }
 
 impl RecvQueue {
+    /// `max_sge` is lowered to what an entry holds, so no post writes past its entry.
+    ///
     /// # Safety
-    /// The geometry's ring and doorbell record stay mapped and lent to the device for the
-    /// queue's life, and nothing else writes them.
-    pub unsafe fn new(g: RecvGeometry) -> RecvQueue {
+    /// The geometry's ring (`wqe_cnt`, a power of two, entries of `1 << wqe_shift` bytes,
+    /// `wqe_shift` at least 4) and doorbell record stay mapped and lent to the device for
+    /// the queue's life, and nothing else writes them.
+    pub unsafe fn new(mut g: RecvGeometry) -> RecvQueue {
+        g.max_sge = g.max_sge.min(1 << g.wqe_shift.saturating_sub(4));
         RecvQueue { g, head: 0, tracker: Arc::new(RecvTracker::new(g.wqe_cnt)) }
     }
 

@@ -44,12 +44,16 @@ pub struct SrqRing {
 }
 
 impl SrqRing {
-    /// Links every entry to the next, as rdma-core's `mlx5_alloc_srq_buf` does.
+    /// Links every entry to the next, as rdma-core's `mlx5_alloc_srq_buf` does. `max_sge`
+    /// is lowered to what an entry holds after its next segment, so no post writes past
+    /// its entry.
     ///
     /// # Safety
-    /// The geometry's ring and doorbell record stay mapped and lent to the device for the
-    /// ring's life, and nothing else writes them.
-    pub unsafe fn new(g: SrqGeometry) -> SrqRing {
+    /// The geometry's ring (`wqe_cnt`, a power of two, entries of `1 << wqe_shift` bytes,
+    /// `wqe_shift` at least 4) and doorbell record stay mapped and lent to the device for
+    /// the ring's life, and nothing else writes them.
+    pub unsafe fn new(mut g: SrqGeometry) -> SrqRing {
+        g.max_sge = g.max_sge.min((1 << g.wqe_shift.saturating_sub(4)) - 1);
         for i in 0..g.wqe_cnt {
             let next = ((i + 1) & (g.wqe_cnt - 1)) as u16;
             // SAFETY: bytes 2..4 (next_wqe_index) of entry `i`, inside the ring.
