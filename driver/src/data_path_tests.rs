@@ -937,3 +937,22 @@ fn a_raw_srq_never_writes_more_segments_than_its_entries_hold() {
     assert_eq!(mem.bytes(32, 32), [0; 32], "the second entry (next index 0) is untouched");
     srq.post(&[RecvWr { wr_id: 2, sges: &s[..1] }]).unwrap();
 }
+
+#[test]
+fn a_blueflame_copy_stays_inside_a_register_whose_half_is_not_whole_blocks() {
+    // Halves of 96 bytes (192 writable, BlueFlame::new's contract): a 5-segment WQE
+    // (80 bytes, 2 blocks of 64) must not be copied 128 bytes deep into the second half.
+    let mut sq = send_queue(16, 0x108, 96);
+    // Old WQEs' bytes in the ring, behind the new WQEs' last segments.
+    // SAFETY: the ring's 16 blocks.
+    unsafe { sq.ring.ptr().write_bytes(0, &[0xee; 16 * 64]) };
+    let model = Recorder::default();
+    let s = [sge(0x1000, 8, 1), sge(0x2000, 8, 2), sge(0x3000, 8, 3)];
+    let remote = Remote { addr: 0x9000, rkey: 7 };
+    for wr_id in 0..2 {
+        let wr = SendWr::new(wr_id, SendOp::RdmaWrite(remote), Payload::Sges(&s));
+        sq.q.post(&[wr], &model).unwrap();
+    }
+    assert_eq!(model.rung.borrow().len(), 2);
+    assert_eq!(sq.uar.bytes(0xa00 + 192, 64), [0; 64], "nothing past the register");
+}

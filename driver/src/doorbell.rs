@@ -45,11 +45,15 @@ pub struct BlueFlame {
 }
 
 impl BlueFlame {
+    /// A BlueFlame copy moves whole 64-byte blocks, so `buf_size` is taken down to whole
+    /// blocks (0, doorbell only, if less than one): a copy never passes its half.
+    ///
     /// # Safety
     /// `reg` is the register's address in a mapped UAR page (`uar_page`, at
     /// `offset_in_page`), with `2 * buf_size` bytes (at least 8) writable from there, and
     /// the mapping outlives this value.
     pub unsafe fn new(reg: DevPtr, buf_size: u32, uar_page: u32, offset_in_page: u32) -> BlueFlame {
+        let buf_size = buf_size & !63;
         BlueFlame { reg, buf_size, offset: 0, uar_page, offset_in_page }
     }
 
@@ -87,7 +91,8 @@ impl BlueFlame {
             let src = block(c);
             for w in 0..4 {
                 // SAFETY: `src` is a 64-byte block of the send ring; the destination is
-                // inside the register half, as the caller keeps chunks * 64 <= buf_size.
+                // inside the register half: the caller keeps the WQE within buf_size, a
+                // whole number of blocks (`new`), so chunks * 64 <= buf_size.
                 unsafe { self.reg.write_u128(at + c * 64 + w * 16, src.read_u128(w * 16)) };
             }
         }
