@@ -10,6 +10,45 @@ use support::*;
 
 const WAIT: Duration = Duration::from_secs(5);
 
+/// The raw 64 bytes of the `n`-th CQE written into `cq` (already polled or not).
+fn raw_cqe(cq: &Cq, n: u32) -> [u8; 64] {
+    let mut bytes = [0u8; 64];
+    cq.buf.read_into((n & (cq.ncqe - 1)) as usize * 64, &mut bytes);
+    bytes
+}
+
+/// `flags_rqpn` of a RoCE receive: mlx5_ib's `handle_responder` reads the RoCE L3 header
+/// type (`MLX5_CQE_ROCE_L3_HEADER_TYPE_*`: GRH 0, IPv6 1, IPv4 2) from bits 25:24 on an
+/// Ethernet port, and both it and rdma-core's `handle_responder` set the GRH flag when
+/// bits 29:28 are non-zero. The pair's GID is IPv4-mapped: IPv4, whichever receive path
+/// (the compact record of a small SEND, or a SEND too large for it) delivered it.
+#[test]
+fn a_roce_v2_receive_reports_its_l3_header_type_where_mlx5_ib_reads_it() {
+    let mut p = pair("l3type", rc_attrs());
+    let src = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    let dst = Mr::new(&p.engine, p.pdn, 4096, ALL_ACCESS);
+    p.b.post_recv(&[(dst.addr(), 2048, dst.key)]);
+    p.b.post_recv(&[(dst.addr() + 2048, 2048, dst.key)]);
+    let small = SendWr {
+        opcode: opcode::SEND,
+        inline: Some(vec![7; 8]),
+        signaled: true,
+        ..Default::default()
+    };
+    p.a.post_send(&p.engine, &small);
+    p.a.post_send(&p.engine, &send(vec![(src.addr(), 1000, src.key)]));
+    let wb = p.cq_b.wait(&p.engine, 2, WAIT);
+    assert_eq!(wb.len(), 2);
+    for (n, what) in [(0, "small SEND"), (1, "large SEND")] {
+        assert_eq!(wb[n as usize].opcode, cqe_opcode::RESP_SEND, "{what}");
+        let cqe = raw_cqe(&p.cq_b, n);
+        let flags_rqpn = u32::from_be_bytes(cqe[24..28].try_into().unwrap());
+        assert_eq!(flags_rqpn & 0xff_ffff, p.a.qpn, "{what}: source QP");
+        assert_eq!(flags_rqpn >> 24 & 3, 2, "{what}: roce_packet_type IPv4 ({flags_rqpn:#x})");
+        assert_ne!(flags_rqpn >> 28 & 3, 0, "{what}: GRH present ({flags_rqpn:#x})");
+    }
+}
+
 /// SENDs without data segments (ds 1: rdma-core writes no segment for zero SGEs), with
 /// and without immediate data: the receives complete with byte_cnt 0, the immediate as
 /// written, each naming its receive WQE; the requester CQEs name each SEND.

@@ -7,9 +7,13 @@ use ferrodat_abi::mlx5::{
 use zerocopy::IntoBytes;
 use zerocopy::byteorder::big_endian::{U16, U32};
 
-/// `flags_rqpn` bits 29:28: the packet carried an IPv4 (2) or IPv6 (1) header; RoCE v2
-/// receives report it so that the consumer sets `IBV_WC_GRH`.
-const L3_HDR_TYPE_SHIFT: u32 = 28;
+/// `flags_rqpn` of a RoCE v2 receive, by the packet's L3 header. Bits 25:24 hold the RoCE
+/// L3 header type (`MLX5_CQE_ROCE_L3_HEADER_TYPE_*`: IPv6 1, IPv4 2), where mlx5_ib's
+/// `handle_responder` reads it on an Ethernet port (rdma-core reads the same bits as part of
+/// `sl`, as it does on hardware). Bits 29:28 are the GRH field: non-zero makes rdma-core and
+/// mlx5_ib set `IBV_WC_GRH`.
+const ROCE_IPV4_FLAGS: u32 = 2 << 28 | 2 << 24;
+const ROCE_IPV6_FLAGS: u32 = 1 << 28 | 1 << 24;
 
 /// The CQE fields softhca fills for a successful completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,8 +58,8 @@ pub fn success_cqe(c: &Completion) -> [u8; 64] {
         ..Default::default()
     };
     if responder {
-        let l3 = if c.ipv4 { 2 } else { 1 };
-        cqe.flags_rqpn = U32::new(l3 << L3_HDR_TYPE_SHIFT | (c.src_qpn & 0x00ff_ffff));
+        let l3 = if c.ipv4 { ROCE_IPV4_FLAGS } else { ROCE_IPV6_FLAGS };
+        cqe.flags_rqpn = U32::new(l3 | (c.src_qpn & 0x00ff_ffff));
         cqe.imm_inval_pkey = U32::new(u32::from_be_bytes(c.imm));
         if c.solicited {
             cqe.op_own |= CQE_SE_MASK;
@@ -294,7 +298,7 @@ mod tests {
         });
         assert_eq!(resp[63], cqe_opcode::RESP_SEND_IMM << 4 | CQE_SE_MASK);
         assert_eq!(&resp[36..40], &[1, 2, 3, 4]);
-        assert_eq!(&resp[24..28], &(2u32 << 28 | 6).to_be_bytes());
+        assert_eq!(&resp[24..28], &(2u32 << 28 | 2 << 24 | 6).to_be_bytes());
     }
 
     #[test]
