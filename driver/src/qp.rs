@@ -16,7 +16,7 @@ use crate::send_queue::{SendGeometry, SendQueue};
 use crate::srq::Srq;
 use crate::user_index::UserIndex;
 use crate::work_request::{
-    Payload, PostError, PostErrorReason, RecvWr, SendFlags, SendOp, SendWr, Sge,
+    Payload, PostError, PostErrorReason, RecvWr, SendFlags, SendOp, SendWr, Sge, WorkQueue,
 };
 use ferrodat_abi::mlx5::{self, SEND_WQE_BB};
 use ferrodat_abi::uverbs::{self, QpDest, QueryQpResp, cmd, qp_attr as qa, qp_type};
@@ -641,7 +641,11 @@ impl<'m> Qp<'m> {
     pub fn post_recv(&mut self, wrs: &[RecvWr<'m, '_>]) -> std::result::Result<(), PostError> {
         match &mut self.rq {
             Some(rq) => rq.post(wrs),
-            None => Err(PostError { index: 0, reason: PostErrorReason::NoReceiveQueue }),
+            None => Err(PostError {
+                queue: WorkQueue::Receive,
+                index: 0,
+                reason: PostErrorReason::NoReceiveQueue,
+            }),
         }
     }
 

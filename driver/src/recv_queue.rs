@@ -3,7 +3,7 @@
 //! uses to give back wr_ids in order.
 
 use crate::mmio::{DevPtr, to_device_barrier};
-use crate::work_request::{PostError, PostErrorReason, RecvWr};
+use crate::work_request::{PostError, PostErrorReason, RecvWr, WorkQueue};
 use ferrodat_abi::mlx5::INVALID_LKEY;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -86,7 +86,11 @@ impl RecvQueue {
         // straight-line code, inlined into the caller.
         if let [wr] = wrs {
             let completed = self.tracker.completed.load(Ordering::Acquire);
-            self.write_one(wr, completed).map_err(|reason| PostError { index: 0, reason })?;
+            self.write_one(wr, completed).map_err(|reason| PostError {
+                queue: WorkQueue::Receive,
+                index: 0,
+                reason,
+            })?;
             self.publish();
             return Ok(());
         }
@@ -100,7 +104,7 @@ impl RecvQueue {
         let start = self.head;
         for (index, wr) in wrs.iter().enumerate() {
             if let Err(reason) = self.write_one(wr, completed) {
-                result = Err(PostError { index, reason });
+                result = Err(PostError { queue: WorkQueue::Receive, index, reason });
                 break;
             }
         }

@@ -7,7 +7,7 @@ use crate::mmio::{DevPtr, to_device_barrier};
 use crate::mr::Access;
 use crate::mw::MwBind;
 use crate::work_request::{
-    Payload, PostError, PostErrorReason, Remote, SendFlags, SendOp, SendWr, Sge,
+    Payload, PostError, PostErrorReason, Remote, SendFlags, SendOp, SendWr, Sge, WorkQueue,
 };
 use ferrodat_abi::mlx5::{
     INLINE_SEG, MKEY_CONTEXT_FREE, SEND_WQE_BB, WqeMkeyContextSeg, WqeUmrCtrlSeg, WqeUmrKlmSeg,
@@ -504,7 +504,7 @@ impl SendQueue {
             Refusal::InlineNotAllowed => PostErrorReason::InlineNotAllowed,
             Refusal::BadBind => PostErrorReason::BadBind,
         };
-        PostError { index, reason }
+        PostError { queue: WorkQueue::Send, index, reason }
     }
 
     /// Publishes the SQ counter and rings (rdma-core's `post_send_db`).

@@ -5,7 +5,7 @@
 
 use crate::mmio::{DevPtr, to_device_barrier};
 use crate::recv_queue::write_scatter;
-use crate::work_request::{PostError, PostErrorReason, RecvWr};
+use crate::work_request::{PostError, PostErrorReason, RecvWr, WorkQueue};
 use std::sync::Mutex;
 
 /// Geometry of an SRQ, from CREATE_SRQ.
@@ -89,12 +89,12 @@ impl SrqRing {
         for (index, wr) in wrs.iter().enumerate() {
             if wr.sges.len() > g.max_sge as usize {
                 let reason = PostErrorReason::TooManySges { given: wr.sges.len(), max: g.max_sge };
-                result = Err(PostError { index, reason });
+                result = Err(PostError { queue: WorkQueue::SharedReceive, index, reason });
                 break;
             }
             if l.head == l.tail {
                 let reason = PostErrorReason::QueueFull { capacity: g.wqe_cnt - 1 };
-                result = Err(PostError { index, reason });
+                result = Err(PostError { queue: WorkQueue::SharedReceive, index, reason });
                 break;
             }
             let ind = l.head;

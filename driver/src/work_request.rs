@@ -194,10 +194,54 @@ pub struct RecvWr<'a, 's> {
 /// reached the queue; the requests before it were posted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PostError {
+    /// The queue posted to.
+    pub queue: WorkQueue,
     /// Index in the batch of the request that was refused.
     pub index: usize,
     /// Why.
     pub reason: PostErrorReason,
+}
+
+/// The queue a [`PostError`] is about, named by its verb.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkQueue {
+    /// A QP's send queue (`post_send`).
+    Send,
+    /// A QP's own receive queue (`post_recv`).
+    Receive,
+    /// A shared receive queue (`post_srq_recv`).
+    SharedReceive,
+}
+
+impl WorkQueue {
+    /// The verb that posts to it, as rdma-core names it without the `ibv_` prefix.
+    pub fn verb(self) -> &'static str {
+        match self {
+            WorkQueue::Send => "post_send",
+            WorkQueue::Receive => "post_recv",
+            WorkQueue::SharedReceive => "post_srq_recv",
+        }
+    }
+}
+
+impl PostError {
+    /// The errno rdma-core's mlx5 provider returns for the same refusal: ENOMEM when the
+    /// request does not fit (queue full or absent, more gather entries or inline bytes than
+    /// a send WQE holds), EINVAL for a malformed request (and, as mlx5_post_recv answers,
+    /// for too many scatter entries in a receive).
+    pub fn errno(&self) -> i32 {
+        match self.reason {
+            PostErrorReason::QueueFull { .. }
+            | PostErrorReason::NoSendQueue
+            | PostErrorReason::NoReceiveQueue
+            | PostErrorReason::InlineTooLong { .. } => libc::ENOMEM,
+            PostErrorReason::TooManySges { .. } if self.queue == WorkQueue::Send => libc::ENOMEM,
+            PostErrorReason::TooManySges { .. }
+            | PostErrorReason::BadAtomic
+            | PostErrorReason::InlineNotAllowed
+            | PostErrorReason::BadBind => libc::EINVAL,
+        }
+    }
 }
 
 /// The reason of a [`PostError`].
@@ -239,41 +283,47 @@ pub enum PostErrorReason {
 
 impl std::fmt::Display for PostError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "post of work request {} refused: ", self.index)?;
-        match self.reason {
-            PostErrorReason::QueueFull { capacity } => write!(
+        let errno = crate::error::errno_name(self.errno());
+        write!(f, "{}: work request {} refused ({errno}): ", self.queue.verb(), self.index)?;
+        match (self.reason, self.queue) {
+            (PostErrorReason::QueueFull { capacity }, WorkQueue::Send) => write!(
                 f,
-                "the work queue is full ({capacity} entries); poll completions first, and signal \
-                 at least one send request in every batch so unsignalled ones are retired"
+                "the send queue is full ({capacity} 64-byte blocks); poll completions first, and \
+                 signal at least one send request in every batch so unsignalled ones are retired"
             ),
-            PostErrorReason::TooManySges { given, max } => write!(
+            (PostErrorReason::QueueFull { capacity }, _) => write!(
+                f,
+                "the receive queue is full ({capacity} entries); poll completions first: each \
+                 completed receive frees its entry"
+            ),
+            (PostErrorReason::TooManySges { given, max }, _) => write!(
                 f,
                 "{given} scatter/gather entries, the queue takes at most {max}; create the queue \
                  pair with a larger max_send_sge/max_recv_sge"
             ),
-            PostErrorReason::InlineTooLong { given, max } => write!(
+            (PostErrorReason::InlineTooLong { given, max }, _) => write!(
                 f,
                 "{given} bytes of inline data, the queue takes at most {max}; create the queue pair \
                  with a larger max_inline_data or post the data from registered memory"
             ),
-            PostErrorReason::BadAtomic => write!(
+            (PostErrorReason::BadAtomic, _) => write!(
                 f,
                 "an atomic operation needs one 8-byte scatter entry and an 8-byte aligned remote \
                  address"
             ),
-            PostErrorReason::InlineNotAllowed => {
+            (PostErrorReason::InlineNotAllowed, _) => {
                 write!(f, "RDMA READ and atomic operations cannot carry inline data")
             }
-            PostErrorReason::BadBind => write!(
+            (PostErrorReason::BadBind, _) => write!(
                 f,
                 "a memory-window bind takes one non-empty scatter entry of at most 2 GiB (the \
                  range to bind) or none (unbind)"
             ),
-            PostErrorReason::NoReceiveQueue => write!(
+            (PostErrorReason::NoReceiveQueue, _) => write!(
                 f,
                 "the QP has no receive queue of its own (it uses an SRQ): post receives to the SRQ"
             ),
-            PostErrorReason::NoSendQueue => write!(
+            (PostErrorReason::NoSendQueue, _) => write!(
                 f,
                 "the QP was created with max_send_wr 0 and has no send queue; create it with \
                  room for the send requests it is to post"

@@ -5,7 +5,7 @@ mod support;
 
 use ferrodat_driver::completion::{WcOpcode, WcStatus};
 use ferrodat_driver::work_request::{
-    Payload, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr,
+    Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, WorkQueue,
 };
 use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpAttr, QpCaps, Srq};
 use support::*;
@@ -24,6 +24,15 @@ fn loopback_pair<'m>(ctx: &Context, pd: &Pd, c: &Cq, caps: QpCaps) -> (Qp<'m>, Q
     connect_qp(&mut a, gid, b.qpn(), 1, 2, 7);
     connect_qp(&mut b, gid, a.qpn(), 2, 1, 7);
     (a, b)
+}
+
+/// A refused post names its queue by verb, the errno rdma-core's mlx5 provider would give,
+/// and (in its text) the verb, the errno's name and `text`.
+fn says(e: &PostError, queue: WorkQueue, errno: i32, text: &str) {
+    assert_eq!((e.queue, e.errno()), (queue, errno), "{e}");
+    let shown = e.to_string();
+    assert!(shown.starts_with(queue.verb()), "{shown}");
+    assert!(shown.contains(text), "{shown} lacks {text:?}");
 }
 
 #[test]
@@ -55,7 +64,7 @@ fn malformed_requests_are_refused_and_nothing_is_posted() {
     for (op, payload, reason) in cases {
         let e = a.post_send(&[SendWr::new(1, op, payload)]).unwrap_err();
         assert_eq!((e.index, e.reason), (0, reason), "{op:?}");
-        assert!(!e.to_string().is_empty());
+        says(&e, WorkQueue::Send, libc::EINVAL, "post_send: work request 0 refused (EINVAL)");
         assert_eq!(a.send_space(), space, "{op:?}: nothing posted");
     }
     // The receive queue: full after its capacity, refused without a trace.
@@ -67,6 +76,10 @@ fn malformed_requests_are_refused_and_nothing_is_posted() {
         (e.index, e.reason),
         (cap as usize, PostErrorReason::QueueFull { capacity: cap as u32 })
     );
+    // As mlx5_post_recv: ENOMEM, and the hint is about receives, not about signalling sends.
+    says(&e, WorkQueue::Receive, libc::ENOMEM, "post_recv: work request");
+    assert!(e.to_string().contains("receive queue is full"), "{e}");
+    assert!(!e.to_string().contains("signal"), "{e}");
     // Nothing of the refused requests ran: a SEND from b lands in a's first receive, and
     // a's next send completion is the next request posted.
     mr.write(0, b"after the errors").unwrap();
@@ -88,15 +101,19 @@ fn malformed_requests_are_refused_and_nothing_is_posted() {
     let mut s = new_qp(&pd, &c, &c, Some(&srq), caps);
     let e = s.post_recv(&[RecvWr { wr_id: 1, sges: &sge }]).unwrap_err();
     assert_eq!(e.reason, PostErrorReason::NoReceiveQueue);
+    says(&e, WorkQueue::Receive, libc::ENOMEM, "post receives to the SRQ");
     let max = srq.max_wr() as u64;
     let wrs: Vec<RecvWr> = (0..=max).map(|i| RecvWr { wr_id: i, sges: &sge }).collect();
     let e = srq.post_recv(&wrs).unwrap_err();
     assert_eq!(e.index as u64, max);
     assert!(matches!(e.reason, PostErrorReason::QueueFull { .. }), "{e}");
+    says(&e, WorkQueue::SharedReceive, libc::ENOMEM, "post_srq_recv: work request");
     assert_eq!(srq.outstanding() as u64, max);
     let sges2 = [mr.sge(0, 8).unwrap(), mr.sge(8, 8).unwrap()];
     let e = srq.post_recv(&[RecvWr { wr_id: 9, sges: &sges2 }]).unwrap_err();
     assert!(matches!(e.reason, PostErrorReason::TooManySges { given: 2, max: 1 }), "{e}");
+    // Too many entries: EINVAL for a receive, as mlx5_post_srq_recv and mlx5_post_recv say.
+    says(&e, WorkQueue::SharedReceive, libc::EINVAL, "2 scatter/gather entries");
 
     // A receive-only QP (max_send_wr 0) has no send queue: every post is refused before
     // anything is written (its geometry has no send blocks); its receives still go.
@@ -433,4 +450,6 @@ fn a_send_queue_without_gather_entries_refuses_inline_data_instead_of_panicking(
     assert_eq!(a.geometry().sq_max_inline, 0);
     let e = a.post_send(&[SendWr::new(1, SendOp::Send, Payload::Inline(&[7u8; 600]))]).unwrap_err();
     assert_eq!(e.reason, PostErrorReason::InlineTooLong { given: 600, max: 0 }, "{e}");
+    // set_data_inl_seg's answer: ENOMEM.
+    says(&e, WorkQueue::Send, libc::ENOMEM, "600 bytes of inline data");
 }
