@@ -52,6 +52,7 @@ fn send_side() -> Box<SendSide> {
         max_inline: 60,
         max_sge: 16,
         sig_all: false,
+        max_post: WQE_CNT,
         // SAFETY: word 1 of the doorbell record.
         dbrec_sq: unsafe { db.ptr().add(4) },
         absent: false,

@@ -67,6 +67,10 @@ fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
 }
 
 fn send_queue_of(wqe_cnt: u32, qpn: u32, bf_size: u32, absent: bool) -> Sq {
+    send_queue_with(wqe_cnt, qpn, bf_size, absent, wqe_cnt)
+}
+
+fn send_queue_with(wqe_cnt: u32, qpn: u32, bf_size: u32, absent: bool, max_post: u32) -> Sq {
     let mut ring = Mem::new(wqe_cnt as usize * 64);
     let mut db = Mem::new(64);
     let mut uar = Mem::new(4096);
@@ -77,6 +81,7 @@ fn send_queue_of(wqe_cnt: u32, qpn: u32, bf_size: u32, absent: bool) -> Sq {
         max_inline: 60,
         max_sge: 4,
         sig_all: false,
+        max_post,
         // SAFETY: word 1 of the 64-byte record.
         dbrec_sq: unsafe { db.ptr().add(4) },
         absent,
@@ -202,6 +207,55 @@ fn bad_requests_are_refused_with_what_to_fix_and_earlier_ones_stay_posted() {
     // one completion for the newest frees everything before it).
     assert_eq!(sq.q.tracker().complete(3), 0);
     assert_eq!(sq.q.free_blocks(), 4);
+}
+
+/// A send queue takes `max_post` requests at once whatever their size, as rdma-core's
+/// `mlx5_wq_overflow` counts them: one-block requests leave blocks free but must not
+/// outnumber what a CQ sized for `max_send_wr` takes; a larger WQE is one request too.
+#[test]
+fn a_send_queue_takes_max_post_requests_whatever_their_size() {
+    let mut sq = send_queue_with(16, 1, 256, false, 3);
+    let model = Recorder::default();
+    let s = [sge(0x1000, 8, 1)];
+    let two = [sge(0x1000, 8, 1); 2];
+    let four = [sge(0x1000, 8, 1); 4];
+    let remote = Remote { addr: 0x2000, rkey: 1 };
+    // The fast path (one entry), the one-block path (two), the general builder (NOP).
+    let one = |id| SendWr::new(id, SendOp::Send, Payload::Sges(&s));
+    let paths = [
+        one(13),
+        SendWr::new(13, SendOp::Send, Payload::Sges(&two)),
+        SendWr::new(13, SendOp::Nop, Payload::EMPTY),
+    ];
+    // An RDMA WRITE of four entries: 6 segments, two blocks, from the general builder.
+    sq.q.post(&[SendWr::new(10, SendOp::RdmaWrite(remote), Payload::Sges(&four))], &model).unwrap();
+    sq.q.post(&[one(11)], &model).unwrap();
+    sq.q.post(&[one(12)], &model).unwrap();
+    assert_eq!(sq.q.free_blocks(), 12, "three requests in four blocks");
+    for wr in paths {
+        let err = sq.q.post(&[wr], &model).unwrap_err();
+        assert_eq!(err.reason, PostErrorReason::QueueFull { capacity: 3 }, "{err}");
+        assert!(err.to_string().contains("3 requests"), "{err}");
+    }
+    assert_eq!(sq.db.be32(4), 4, "nothing refused was posted");
+    // The larger WQE completes: one request free again, not two.
+    assert_eq!(sq.q.tracker().complete(0), 10);
+    sq.q.post(&[one(14)], &model).unwrap();
+    for wr in paths {
+        assert!(sq.q.post(&[wr], &model).is_err());
+    }
+    // Everything completes (one CQE for the newest): three again, in one batch of four
+    // whose last is refused.
+    assert_eq!(sq.q.tracker().complete(4), 14);
+    let err = sq.q.post(&[one(15), one(16), one(17), one(18)], &model).unwrap_err();
+    assert_eq!((err.index, err.reason), (3, PostErrorReason::QueueFull { capacity: 3 }));
+    assert_eq!(sq.db.be32(4), 8, "the three before it were posted");
+    // A larger WQE among one-block ones: still three requests.
+    assert_eq!(sq.q.tracker().complete(7), 17);
+    let big = SendWr::new(20, SendOp::RdmaWrite(remote), Payload::Sges(&four));
+    let err = sq.q.post(&[one(19), big, one(21), one(22)], &model).unwrap_err();
+    assert_eq!(err.index, 3, "{err}");
+    assert_eq!(sq.q.free_blocks(), 12);
 }
 
 #[test]

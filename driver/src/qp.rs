@@ -528,11 +528,13 @@ impl<'m> Qp<'m> {
         let m: mlx5::CreateQpResp =
             crate::command::read("CREATE_QP", &r, size_of::<uverbs::CreateQpResp>())?;
         // The kernel echoes the request for user QPs; as rdma-core's mlx5 provider does,
-        // report the inline and gather limits the send queue was sized for, which are the
-        // ones `post_send` enforces (a 256-byte slot takes 124 inline bytes for 100 asked).
+        // report the limits the queues were sized for, which are the ones the posts enforce:
+        // the requests each queue takes (its `max_post`: 8 asked of 256-byte slots may give
+        // more once the ring is rounded to a power of two; the CQs are sized for these), and
+        // the inline and gather limits (a 256-byte slot takes 124 inline bytes for 100 asked).
         let granted = QpCaps {
-            max_send_wr: resp.max_send_wr,
-            max_recv_wr: resp.max_recv_wr,
+            max_send_wr: resp.max_send_wr.max(sq_max_post),
+            max_recv_wr: resp.max_recv_wr.max(rq_cnt),
             max_send_sge: resp.max_send_sge.max(sq_max_sge),
             max_recv_sge: resp.max_recv_sge,
             max_inline_data: resp.max_inline_data.max(max_inline),
@@ -825,6 +827,7 @@ impl QpInner {
                     max_inline: g.sq_max_inline,
                     max_sge: g.sq_max_sge,
                     sig_all,
+                    max_post: g.sq_max_post,
                     dbrec_sq: dbrec.add(4 * mlx5::SND_DBR),
                     absent: g.sq_wqe_cnt == 0,
                 },

@@ -89,6 +89,11 @@ pub struct SendGeometry {
     pub max_sge: u32,
     /// Every WQE is signalled (`sq_sig_all`).
     pub sig_all: bool,
+    /// Requests the queue holds at once: rdma-core's `max_post`, the ring's bytes over the
+    /// largest WQE the QP was sized for (what CREATE_QP reports as `max_send_wr`, and what
+    /// a CQ is sized for). At most `wqe_cnt`; a raw queue without such a limit gives
+    /// `wqe_cnt`.
+    pub max_post: u32,
     /// Word 1 of the QP's doorbell record: the SQ counter.
     pub dbrec_sq: DevPtr,
     /// The QP has no send queue (created with `max_send_wr` 0): `ring` names no memory
@@ -106,12 +111,16 @@ pub struct SendQueue {
     cur_post: u32,
     /// `wqe_cnt - 1`: ring and tracker index mask.
     mask: u32,
-    /// What the fast path checks room against: the tracker's retired count as last read
-    /// (it reads the shared counter only when this says the ring is full), or, while a
-    /// fence from a bind is pending, `cur_post - wqe_cnt`, which says "full" so that the
-    /// fast path steps aside without a test of its own (both are lower bounds of the
-    /// retired count: the ring never holds more than `wqe_cnt` blocks).
+    /// What the fast path checks room against: `cur_post` may reach `retired_seen +
+    /// wqe_cnt` with one-block WQEs before the fast path asks again
+    /// ([`Self::refresh_room`], which sets it from the retired count and the requests in
+    /// flight), or, while a fence from a bind is pending, `cur_post - wqe_cnt`, which says
+    /// "full" so that the fast path steps aside without a test of its own. Either way the
+    /// fast path never passes the ring's blocks or `max_post` requests: posts of the
+    /// other paths move `cur_post` by at least one block per request.
     retired_seen: u32,
+    /// The WQEs of more than one block in flight, to count requests (see [`Requests`]).
+    requests: Requests,
     /// The second half of a control segment's first 8 bytes in memory order (qpn << 8,
     /// big-endian) without the size, which goes in the top byte.
     ctrl_qpn: u64,
@@ -140,7 +149,9 @@ impl SendQueue {
             g,
             cur_post: if g.absent { g.wqe_cnt } else { 0 },
             mask: g.wqe_cnt - 1,
-            retired_seen: 0,
+            // The first allowance: `max_post` one-block requests.
+            retired_seen: g.max_post.min(g.wqe_cnt).wrapping_sub(g.wqe_cnt),
+            requests: Requests::default(),
             ctrl_qpn,
             one_segment_inline: g.max_inline.min(12),
             sig_all_bits,
@@ -269,7 +280,7 @@ impl SendQueue {
             _ => return None,
         };
         let room = 3 - u32::from(remote.is_some()); // segments left in the block
-        let g = &self.g;
+        let g = self.g;
         let first = self.cur_post;
         // SAFETY: block `first & mask` is inside the ring.
         let block = unsafe { g.ring.add(((first & (g.wqe_cnt - 1)) as usize) << 6) };
@@ -297,7 +308,7 @@ impl SendQueue {
             }
             _ => return None,
         }
-        if first.wrapping_sub(self.tracker.retired.load(Ordering::Acquire)) >= g.wqe_cnt {
+        if first.wrapping_sub(self.retired_seen) >= g.wqe_cnt && !self.room_for_one_block(first) {
             return Some(Err(Refusal::QueueFull));
         }
         let mut k = 1;
@@ -427,16 +438,31 @@ impl SendQueue {
         Some((block, ds))
     }
 
-    /// The fast path's room check found the ring full by the retired count it knew: read
-    /// the poller's latest; true if there is room now. False while a fence is pending: the
-    /// general builders apply it.
+    /// The fast path used up the allowance `retired_seen` gave it: read the poller's latest
+    /// retired count and give a new one; true if there is room now. False while a fence is
+    /// pending: the general builders apply it.
     #[cold]
     fn refresh_room(&mut self, first: u32) -> bool {
         if self.fence_cache != 0 {
             return false;
         }
-        self.retired_seen = self.tracker.retired.load(Ordering::Acquire);
-        first.wrapping_sub(self.retired_seen) < self.g.wqe_cnt
+        self.room_for_one_block(first)
+    }
+
+    /// Room for one more one-block request at `first` (= `cur_post`), by the retired count
+    /// read now: fewer than `max_post` requests and `wqe_cnt` blocks in flight. Unless a
+    /// fence is pending, also sets the fast path's allowance (`retired_seen`) to every
+    /// one-block request that fits.
+    #[cold]
+    fn room_for_one_block(&mut self, first: u32) -> bool {
+        let retired = self.tracker.retired.load(Ordering::Acquire);
+        let blocks_free = self.g.wqe_cnt.saturating_sub(first.wrapping_sub(retired));
+        let requests_free = self.requests.free(self.g.max_post, first, retired);
+        let allowance = blocks_free.min(requests_free);
+        if self.fence_cache == 0 {
+            self.retired_seen = first.wrapping_add(allowance).wrapping_sub(self.g.wqe_cnt);
+        }
+        allowance > 0
     }
 
     /// Rings for the one-block WQE just written at `block` (the one before `cur_post`):
@@ -461,6 +487,7 @@ impl SendQueue {
     /// `retired_seen`), so the next request goes through the builders, which apply it.
     #[inline(always)]
     fn built(&mut self, cur_post: u32, fence_cache: u8) {
+        self.requests.posted(cur_post.wrapping_sub(self.cur_post), cur_post);
         self.cur_post = cur_post;
         self.fence_cache = fence_cache;
         if fence_cache != 0 {
@@ -469,14 +496,17 @@ impl SendQueue {
     }
 
     #[inline(always)]
-    fn builder(&self) -> Builder<'_> {
+    fn builder(&mut self) -> Builder<'_> {
+        let retired = self.tracker.retired.load(Ordering::Acquire);
+        let requests_free = self.requests.free(self.g.max_post, self.cur_post, retired);
         Builder {
             g: &self.g,
             sig_all_bits: self.sig_all_bits,
             fence_cache: self.fence_cache,
             tracker: &self.tracker,
             cur_post: self.cur_post,
-            retired: self.tracker.retired.load(Ordering::Acquire),
+            retired,
+            requests_free,
         }
     }
 
@@ -495,7 +525,9 @@ impl SendQueue {
         };
         let reason = match refusal {
             _ if g.absent => PostErrorReason::NoSendQueue,
-            Refusal::QueueFull => PostErrorReason::QueueFull { capacity: g.wqe_cnt },
+            Refusal::QueueFull => {
+                PostErrorReason::QueueFull { capacity: g.max_post.min(g.wqe_cnt) }
+            }
             Refusal::TooManySges => PostErrorReason::TooManySges { given: sges, max: g.max_sge },
             Refusal::InlineTooLong => {
                 PostErrorReason::InlineTooLong { given: inline_len, max: g.max_inline }
@@ -530,6 +562,49 @@ impl SendQueue {
     }
 }
 
+/// Counts the requests in flight, which the fast path and the one-block path do not: their
+/// WQEs take one block each, so the blocks in flight, less the blocks beyond the first of
+/// every larger WQE, are the requests. Only the general builders make larger WQEs, and they
+/// note each here; the notes of those the device completed are dropped as the retired
+/// count passes their end.
+#[derive(Debug, Default)]
+struct Requests {
+    /// Blocks beyond the first of every larger WQE posted (a running, wrapping count).
+    extra_posted: u32,
+    /// The same of those retired.
+    extra_retired: u32,
+    /// Larger WQEs not known to be retired: (the block count after the WQE, `extra_posted`
+    /// after it).
+    larger: std::collections::VecDeque<(u32, u32)>,
+}
+
+impl Requests {
+    /// A WQE of `blocks` blocks ending at `end` was posted.
+    fn posted(&mut self, blocks: u32, end: u32) {
+        if blocks > 1 {
+            self.extra_posted = self.extra_posted.wrapping_add(blocks - 1);
+            self.larger.push_back((end, self.extra_posted));
+        }
+    }
+
+    /// Requests that may still be posted before `max_post` are in flight, with `cur_post`
+    /// blocks posted and `retired` retired.
+    fn free(&mut self, max_post: u32, cur_post: u32, retired: u32) -> u32 {
+        // Positions are within 2^31 of each other: the wrapping difference read as signed
+        // says which is ahead.
+        while let Some(&(end, extra)) = self.larger.front() {
+            if (retired.wrapping_sub(end) as i32) < 0 {
+                break;
+            }
+            self.extra_retired = extra;
+            self.larger.pop_front();
+        }
+        let blocks = cur_post.wrapping_sub(retired);
+        let extra = self.extra_posted.wrapping_sub(self.extra_retired);
+        max_post.saturating_sub(blocks.wrapping_sub(extra))
+    }
+}
+
 /// Why a request is refused, without the figures: small, so a build's result stays in
 /// registers; [`SendQueue::explain`] makes the full [`PostErrorReason`].
 #[derive(Clone, Copy, Debug)]
@@ -559,6 +634,8 @@ struct Builder<'t> {
     cur_post: u32,
     /// The retired count read at the start of the post (re-read only when short of room).
     retired: u32,
+    /// Requests the queue takes before `max_post` are in flight, by that count.
+    requests_free: u32,
 }
 
 /// A raddr segment.
@@ -620,6 +697,9 @@ impl Builder<'_> {
         };
         let first = self.cur_post;
         let bound = 1 + extra + data_bound;
+        if self.requests_free == 0 {
+            return Err(Refusal::QueueFull);
+        }
         if first.wrapping_sub(self.retired) + ((bound + 3) >> 2) > self.g.wqe_cnt {
             self.make_room(wr, bound)?;
         }
@@ -693,6 +773,9 @@ impl Builder<'_> {
         };
         let ds: u32 = if region.is_some() { 12 } else { 8 };
         let first = self.cur_post;
+        if self.requests_free == 0 {
+            return Err(Refusal::QueueFull);
+        }
         if first.wrapping_sub(self.retired) + ds.div_ceil(4) > self.g.wqe_cnt {
             self.retired = self.tracker.retired.load(Ordering::Acquire);
             if first.wrapping_sub(self.retired) + ds.div_ceil(4) > self.g.wqe_cnt {

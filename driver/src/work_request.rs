@@ -250,7 +250,8 @@ pub enum PostErrorReason {
     /// The work queue has no room: completions must be polled first (for a send queue,
     /// only signalled completions free the unsignalled requests before them).
     QueueFull {
-        /// Entries (64-byte blocks for a send queue) the queue holds.
+        /// Requests the queue holds (for a send queue, its `max_post`: larger WQEs can
+        /// also fill its 64-byte blocks first).
         capacity: u32,
     },
     /// More scatter/gather entries than the queue was created for.
@@ -288,8 +289,9 @@ impl std::fmt::Display for PostError {
         match (self.reason, self.queue) {
             (PostErrorReason::QueueFull { capacity }, WorkQueue::Send) => write!(
                 f,
-                "the send queue is full ({capacity} 64-byte blocks); poll completions first, and \
-                 signal at least one send request in every batch so unsignalled ones are retired"
+                "the send queue is full ({capacity} requests, or its 64-byte blocks); poll \
+                 completions first, and signal at least one send request in every batch so \
+                 unsignalled ones are retired"
             ),
             (PostErrorReason::QueueFull { capacity }, _) => write!(
                 f,

@@ -415,18 +415,23 @@ fn batched_posts_and_unsignalled_runs() {
         qp.post_send(&[SendWr::new(999, SendOp::Nop, Payload::EMPTY)]).unwrap();
         assert_wc(&one(&mut cq), 999, WcOpcode::Nop, WcStatus::Success);
 
-        // Unsignalled requests hold their blocks until a later signalled one completes:
-        // fill the SQ exactly, the next post is refused, one signalled completion frees it.
+        // Unsignalled requests hold their room until a later signalled one completes: fill
+        // the SQ exactly — max_post requests, as rdma-core counts them, though these
+        // one-block NOPs leave blocks free: more would overrun a CQ sized for max_send_wr
+        // once they are signalled —, the next post is refused.
+        let max_post = qp.geometry().sq_max_post;
+        assert!(max_post >= 8 && max_post < blocks, "{max_post} of {blocks} blocks");
+        assert_eq!(qp.caps().max_send_wr, max_post, "CREATE_QP reports what the queue takes");
         let sge = [mr.sge(0, 8).unwrap()];
         let unsignalled =
             |i: u64| SendWr::new(i, SendOp::Nop, Payload::Sges(&sge)).flags(SendFlags::NONE);
-        let fill: Vec<SendWr> = (0..u64::from(blocks) - 1).map(unsignalled).collect();
+        let fill: Vec<SendWr> = (0..u64::from(max_post) - 1).map(unsignalled).collect();
         qp.post_send(&fill).unwrap();
-        assert_eq!(qp.send_space(), 1);
+        assert_eq!(qp.send_space(), blocks - (max_post - 1));
         let e = qp.post_send(&[unsignalled(500), unsignalled(501)]).unwrap_err();
         assert_eq!(e.index, 1);
-        assert_eq!(e.reason, PostErrorReason::QueueFull { capacity: blocks });
-        assert_eq!(qp.send_space(), 0);
+        assert_eq!(e.reason, PostErrorReason::QueueFull { capacity: max_post });
+        assert_eq!(qp.send_space(), blocks - max_post);
         assert!(poll_now(&mut cq).is_empty());
         // (wr 500 took the last block, unsignalled: nothing will ever free the queue but a
         // reset, as on hardware. Reconnect to carry on.)
