@@ -1010,3 +1010,125 @@ fn a_blueflame_copy_stays_inside_a_register_whose_half_is_not_whole_blocks() {
     assert_eq!(model.rung.borrow().len(), 2);
     assert_eq!(sq.uar.bytes(0xa00 + 192, 64), [0; 64], "nothing past the register");
 }
+
+/// Random posts (every path, batches, binds) and completions against a model of the two
+/// limits: a post is taken exactly when fewer than `max_post` requests are in flight and
+/// its blocks fit, and the fence after a bind reaches the next request only.
+#[test]
+fn random_posts_and_completions_keep_to_max_post_and_the_ring() {
+    use crate::mr::Access;
+    use crate::mw::MwBind;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let s1 = [sge(0x1000, 8, 1)];
+    let s2 = [sge(0x1000, 8, 1); 2];
+    let s4 = [sge(0x1000, 8, 1); 4];
+    let in20 = [7u8; 20];
+    let in60 = [7u8; 60];
+    let remote = Remote { addr: 0x2000, rkey: 1 };
+    let bind = MwBind { window_key: 0x100, new_key: 0x101, access: Access::REMOTE_READ };
+    // (request, blocks it takes, is a bind)
+    let kinds = |id: u64, k: u64| -> (SendWr<'_, '_>, u32, bool) {
+        match k {
+            0 => (SendWr::new(id, SendOp::Send, Payload::Sges(&s1)), 1, false),
+            1 => (SendWr::new(id, SendOp::RdmaWrite(remote), Payload::Sges(&s1)), 1, false),
+            2 => (SendWr::new(id, SendOp::Send, Payload::Sges(&s2)), 1, false),
+            3 => (SendWr::new(id, SendOp::Send, Payload::Inline(&in20)), 1, false),
+            4 => (SendWr::new(id, SendOp::Nop, Payload::EMPTY), 1, false),
+            5 => {
+                (SendWr::new(id, SendOp::FetchAdd { remote, add: 1 }, Payload::Sges(&s1)), 1, false)
+            }
+            6 => (SendWr::new(id, SendOp::RdmaWrite(remote), Payload::Sges(&s4)), 2, false),
+            7 => (SendWr::new(id, SendOp::Send, Payload::Inline(&in60)), 2, false),
+            8 => (SendWr::new(id, SendOp::BindMw(bind), Payload::Sges(&s1)), 3, true),
+            9 => (SendWr::new(id, SendOp::BindMw(bind), Payload::EMPTY), 2, true),
+            _ => (SendWr::new(id, SendOp::Send, Payload::Inline(&in20)), 1, false),
+        }
+    };
+    let mut next_id = 1u64;
+    for case in 0..300u32 {
+        let wqe_cnt = 1u32 << (1 + rnd(5));
+        let max_post = 1 + rnd(u64::from(wqe_cnt)) as u32;
+        let mut sq = send_queue_with(wqe_cnt, 1, [0, 256][rnd(2) as usize], false, max_post);
+        let mut model = Recorder::default();
+        // In flight: (first block, blocks, wr_id).
+        let mut flight = std::collections::VecDeque::<(u32, u32, u64)>::new();
+        let (mut cur, mut retired) = (0u32, 0u32);
+        let mut fence = false;
+        let kinds_here = if rnd(4) == 0 { 6 } else { 11 };
+        for step in 0..1000u32 {
+            if step % 64 == 0 {
+                model = Recorder::default();
+            }
+            if !flight.is_empty() && rnd(3) == 0 {
+                let k = rnd(flight.len() as u64) as usize;
+                let (first, blocks, id) = flight[k];
+                assert_eq!(sq.q.tracker().complete(first as u16), id, "case {case}");
+                flight.drain(..=k);
+                retired = first.wrapping_add(blocks);
+            }
+            let most = if rnd(2) == 0 { 1 } else { 5 };
+            let n = 1 + rnd(most);
+            let mut wrs = Vec::new();
+            let mut meta = Vec::new();
+            for _ in 0..n {
+                let (mut wr, blocks, is_bind) = kinds(next_id, rnd(kinds_here));
+                next_id += 1;
+                wr = wr.flags(
+                    [SendFlags::SIGNALED, SendFlags::NONE, SendFlags::FENCE][rnd(3) as usize],
+                );
+                wrs.push(wr);
+                meta.push((blocks, is_bind));
+            }
+            let mut expect_refused = None;
+            let mut posted = Vec::new();
+            for (i, &(blocks, is_bind)) in meta.iter().enumerate() {
+                let in_flight = flight.len() as u32 + posted.len() as u32;
+                let blocks_used = cur.wrapping_sub(retired);
+                if in_flight >= max_post || blocks_used + blocks > wqe_cnt {
+                    expect_refused = Some(i);
+                    break;
+                }
+                posted.push((cur, blocks, wrs[i].wr_id, fence, wrs[i].flags));
+                fence = is_bind;
+                cur = cur.wrapping_add(blocks);
+            }
+            let got = sq.q.post(&wrs, &model);
+            let ctx = format!(
+                "case {case} step {step}: wqe_cnt {wqe_cnt} max_post {max_post}, {} in flight \
+                 in {} blocks, batch {meta:?}",
+                flight.len(),
+                cur.wrapping_sub(retired)
+            );
+            match (expect_refused, got) {
+                (None, Ok(())) => {}
+                (Some(i), Err(e)) => {
+                    assert_eq!(e.index, i, "{ctx}: {e}");
+                    assert!(matches!(e.reason, PostErrorReason::QueueFull { .. }), "{ctx}: {e}");
+                }
+                (want, got) => panic!("{ctx}: expected refusal at {want:?}, got {got:?}"),
+            }
+            assert_eq!(sq.db.be32(4), cur & 0xffff, "{ctx}");
+            for (first, blocks, id, fenced, flags) in posted {
+                let at = ((first & (wqe_cnt - 1)) * 64) as usize;
+                let ctrl = sq.ring.bytes(at, 12);
+                assert_eq!(u16::from_be_bytes([ctrl[1], ctrl[2]]), first as u16, "{ctx}");
+                let want_fence = if flags.contains(SendFlags::FENCE) {
+                    0x80
+                } else if fenced {
+                    0x20
+                } else {
+                    0
+                };
+                assert_eq!(ctrl[11] & 0xa0, want_fence, "{ctx}: fence of wr {id}");
+                flight.push_back((first, blocks, id));
+            }
+            assert!(flight.len() as u32 <= max_post && cur.wrapping_sub(retired) <= wqe_cnt);
+        }
+    }
+}
