@@ -1132,3 +1132,33 @@ fn random_posts_and_completions_keep_to_max_post_and_the_ring() {
         }
     }
 }
+
+/// The fast path's allowance (`retired_seen`) must not come back to life when the general
+/// builder alone has moved `cur_post` on by 2^32 blocks: a queue posting only NOPs or
+/// atomics for a while, then a SEND, must still see the queue full.
+#[test]
+fn the_fast_paths_allowance_does_not_return_after_2_to_the_32_builder_blocks() {
+    let mut sq = send_queue_with(64, 1, 256, false, 64);
+    let model = Recorder::default();
+    // 2^32 - 64 blocks through the general builder, all retired.
+    sq.q.posted_and_retired_by_the_builders((1 << 26) - 1, 64);
+    // 64 unsignalled NOPs (the general builder) fill the ring, to 2^32.
+    let nops: Vec<SendWr> = (0..64)
+        .map(|i| SendWr::new(i, SendOp::Nop, Payload::EMPTY).flags(SendFlags::NONE))
+        .collect();
+    sq.q.post(&nops, &model).unwrap();
+    assert_eq!(sq.q.free_blocks(), 0);
+    // The fast path and the one-block path are refused: nothing overwritten.
+    let s = [sge(0x1000, 8, 1)];
+    let err = sq.q.post(&[SendWr::new(70, SendOp::Send, Payload::Sges(&s))], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 64 }), "{err}");
+    let two = [sge(0x1000, 8, 1); 2];
+    let err = sq.q.post(&[SendWr::new(71, SendOp::Send, Payload::Sges(&two))], &model).unwrap_err();
+    assert!(matches!(err.reason, PostErrorReason::QueueFull { capacity: 64 }), "{err}");
+    assert_eq!(sq.db.be32(4), 0, "the counter's 16 bits at 2^32");
+    assert_eq!(sq.ring.bytes(0, 4), [0, 0xff, 0xc0, 0], "NOP 0 (at 2^32 - 64) in block 0");
+    // One completion for the last NOP frees the ring for the fast path again.
+    assert_eq!(sq.q.tracker().complete(0xffff), 63);
+    sq.q.post(&[SendWr::new(72, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
+    assert_eq!(sq.db.be32(4), 1);
+}

@@ -485,13 +485,30 @@ impl SendQueue {
     /// Takes over where the general builder left the queue: its position, and the fence
     /// the next WQE gets. A pending fence also makes the fast path's room check fail (see
     /// `retired_seen`), so the next request goes through the builders, which apply it.
+    /// So does an allowance the builder's blocks used up: left as it was, `cur_post -
+    /// retired_seen` would grow with every WQE of the builders alone and, 2^32 blocks on,
+    /// wrap back below `wqe_cnt`, an allowance of room nobody checked.
     #[inline(always)]
     fn built(&mut self, cur_post: u32, fence_cache: u8) {
         self.requests.posted(cur_post.wrapping_sub(self.cur_post), cur_post);
         self.cur_post = cur_post;
         self.fence_cache = fence_cache;
-        if fence_cache != 0 {
+        if fence_cache != 0 || cur_post.wrapping_sub(self.retired_seen) > self.g.wqe_cnt {
             self.retired_seen = cur_post.wrapping_sub(self.g.wqe_cnt);
+        }
+    }
+
+    /// Tests: the state `count` WQEs of `blocks` blocks leave, posted by the general
+    /// builder (nothing written to the ring) and each retired before the next is posted,
+    /// as a long run of NOPs or atomics does.
+    #[cfg(test)]
+    pub(crate) fn posted_and_retired_by_the_builders(&mut self, count: u32, blocks: u32) {
+        for _ in 0..count {
+            let retired = self.tracker.retired.load(Ordering::Acquire);
+            assert!(self.requests.free(self.g.max_post, self.cur_post, retired) > 0);
+            let end = self.cur_post.wrapping_add(blocks);
+            self.built(end, self.fence_cache);
+            self.tracker.retired.store(end, Ordering::Release);
         }
     }
 
