@@ -1162,3 +1162,80 @@ fn the_fast_paths_allowance_does_not_return_after_2_to_the_32_builder_blocks() {
     sq.q.post(&[SendWr::new(72, SendOp::Send, Payload::Sges(&s))], &model).unwrap();
     assert_eq!(sq.db.be32(4), 1);
 }
+
+/// The block limit never bites before `max_post` on a send queue sized as `Qp::new` sizes
+/// it: every WQE the builders make (the most gather entries, the most inline bytes, an
+/// atomic, a memory-window bind) is at most `wqe_cnt / max_post` blocks, so `max_post`
+/// of the largest fit, and the next is refused for the request count.
+#[test]
+fn max_post_of_the_largest_wqes_fit_a_ring_sized_as_qp_new_sizes_it() {
+    use crate::mr::Access;
+    use crate::mw::MwBind;
+    use crate::qp::{QpCaps, sq_size};
+    let model = Recorder::default();
+    let remote = Remote { addr: 0x2000, rkey: 1 };
+    let bind = MwBind { window_key: 0x100, new_key: 0x101, access: Access::REMOTE_READ };
+    let entries = [sge(0x1000, 8, 1); 20];
+    let bytes = [7u8; 320];
+    for max_send_wr in [1, 2, 3, 5, 7, 8, 13, 100] {
+        for max_send_sge in [0, 1, 2, 3, 4, 5, 8, 12] {
+            for max_inline_data in [0, 1, 12, 28, 44, 60, 100, 124, 200, 316] {
+                let caps =
+                    QpCaps { max_send_wr, max_send_sge, max_inline_data, ..Default::default() };
+                let Ok((wqe, wqe_cnt, max_post, max_inline, max_sge)) =
+                    sq_size(&caps, 512, 1 << 15)
+                else {
+                    continue;
+                };
+                assert!(max_post >= max_send_wr && (wqe / 64) as u32 * max_post <= wqe_cnt);
+                let mut ring = Mem::new(wqe_cnt as usize * 64);
+                let mut db = Mem::new(64);
+                let mut uar = Mem::new(4096);
+                let g = SendGeometry {
+                    ring: ring.ptr(),
+                    wqe_cnt,
+                    qpn: 1,
+                    max_inline,
+                    max_sge,
+                    sig_all: false,
+                    max_post,
+                    // SAFETY: word 1 of the 64-byte record.
+                    dbrec_sq: unsafe { db.ptr().add(4) },
+                    absent: false,
+                };
+                // SAFETY: as in send_queue_with.
+                let bf = unsafe { BlueFlame::new(uar.ptr().add(0xa00), 256, 6, 0xa00) };
+                // SAFETY: the memory outlives the queue (declared before it).
+                let mut q = unsafe { SendQueue::new(g, bf) };
+                let gather = &entries[..max_sge as usize];
+                let inline = &bytes[..max_inline as usize];
+                let atomic = [sge(0x1000, 8, 1)];
+                let region = [sge(0x1000, 0x1000, 1)];
+                let from_memory = [sge(bytes.as_ptr() as u64, max_inline.max(1), 1)];
+                let mut kinds = vec![(SendOp::BindMw(bind), Payload::Sges(&region))];
+                if max_sge > 0 {
+                    let cas = SendOp::CompareSwap { remote, compare: 1, swap: 2 };
+                    kinds.push((cas, Payload::Sges(&atomic)));
+                    kinds.push((SendOp::RdmaWrite(remote), Payload::Sges(gather)));
+                }
+                if max_inline > 0 {
+                    kinds.push((SendOp::RdmaWrite(remote), Payload::Inline(inline)));
+                    kinds.push((SendOp::Send, Payload::InlineSges(&from_memory)));
+                }
+                for (op, payload) in kinds {
+                    let ctx = format!("{caps:?}: {wqe}-byte slots, {wqe_cnt} blocks, {op:?}");
+                    let wrs: Vec<SendWr> =
+                        (0..max_post).map(|i| SendWr::new(u64::from(i), op, payload)).collect();
+                    let before = db.be32(4);
+                    q.post(&wrs, &model).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    let err = q.post(&wrs[..1], &model).unwrap_err();
+                    assert!(matches!(err.reason, PostErrorReason::QueueFull { .. }), "{ctx}");
+                    // One completion for the last retires them all.
+                    let after = db.be32(4);
+                    let last = after.wrapping_sub(after.wrapping_sub(before) / max_post);
+                    assert_eq!(q.tracker().complete(last as u16), u64::from(max_post - 1));
+                }
+            }
+        }
+    }
+}

@@ -414,7 +414,7 @@ pub(crate) struct QpInner {
 }
 
 /// `mlx5_calc_sq_size` for RC: (wqe bytes, WQEBBs, max_post, max_inline, max_sge).
-fn sq_size(
+pub(crate) fn sq_size(
     caps: &QpCaps,
     max_sq_desc: usize,
     max_wqebb: u32,
