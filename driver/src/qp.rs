@@ -652,7 +652,9 @@ impl<'m> Qp<'m> {
     }
 
     /// 64-byte send blocks free now (a WQE takes 1-4 or more; each signalled completion
-    /// polled frees its WQE and the unsignalled ones before it).
+    /// polled frees its WQE and the unsignalled ones before it). Blocks are one of two
+    /// limits: the queue also takes at most `caps().max_send_wr` requests at once, so a
+    /// post of small WQEs can be refused while blocks are free.
     pub fn send_space(&self) -> u32 {
         self.sq.free_blocks()
     }
