@@ -773,17 +773,7 @@ fn extended_commands_check_their_core_sizes() {
     assert_eq!(cq_ex(cq.as_bytes(), 8), Some(Errno::ENOSPC), "create_cq: 8-byte response");
     assert_eq!(cq_ex(cq.as_bytes(), 16), None, "create_cq: full sizes");
 
-    let qp = ExCreateQp {
-        pd_handle: h.pd,
-        send_cq_handle: h.cq,
-        recv_cq_handle: h.cq,
-        max_send_wr: 1,
-        max_recv_wr: 500,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        qp_type: qp_type::RC,
-        ..Default::default()
-    };
+    let qp = ex_create_rc_qp(h.pd, h.cq);
     let u = fx.qp_ucmd(4, 512, 4);
     let qp_ex =
         |core: &[u8], out: usize| fx.ex(ex_cmd::CREATE_QP, core, u.as_bytes(), out, 40).err();
@@ -1591,12 +1581,10 @@ fn create_qp_with_a_bad_response_leaves_nothing() {
     );
 }
 
-#[test]
-fn ex_create_qp() {
-    let fx = ctx();
-    let (pd, _) = fx.alloc_pd();
-    let (cq, _) = fx.create_cq(63, -1);
-    let core = ExCreateQp {
+/// The core of an EX_CREATE_QP for an RC QP on PD `pd` and CQ `cq` (1 send WR, 500
+/// receive WRs, one SGE each: the driver data of `qp_ucmd(4, 512, 4)` fits it).
+fn ex_create_rc_qp(pd: u32, cq: u32) -> ExCreateQp {
+    ExCreateQp {
         pd_handle: pd,
         send_cq_handle: cq,
         recv_cq_handle: cq,
@@ -1606,7 +1594,15 @@ fn ex_create_qp() {
         max_recv_sge: 1,
         qp_type: qp_type::RC,
         ..Default::default()
-    };
+    }
+}
+
+#[test]
+fn ex_create_qp() {
+    let fx = ctx();
+    let (pd, _) = fx.alloc_pd();
+    let (cq, _) = fx.create_cq(63, -1);
+    let core = ex_create_rc_qp(pd, cq);
     let u = fx.qp_ucmd(4, 512, 4);
     let (r, m) = fx.ex(ex_cmd::CREATE_QP, core.as_bytes(), u.as_bytes(), 40, 40).unwrap();
     let resp: ExCreateQpResp = read(&r);
