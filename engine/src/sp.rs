@@ -479,10 +479,7 @@ impl Psp {
     /// `dat_psp_create_any(ia, evd, psp_flags)`: listens on a free connection qualifier
     /// the provider picks (from `cm::CONN_QUAL_ANY`); [`Psp::conn_qual`] says which.
     pub fn create_any(ia: &Ia, evd: &Evd, flags: u32) -> DatResult<Psp> {
-        if evd.flags() & ferrodat_abi::dat::evd_flags::CR == 0 {
-            return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_EVD_CR)
-                .with_detail("dat_psp_create_any: the EVD was created without DAT_EVD_CR_FLAG"));
-        }
+        check_cr_evd(ia, evd, "dat_psp_create_any")?;
         let provider = check_psp_flags(ia, flags, "dat_psp_create_any")?;
         let id = new_object_id();
         let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
