@@ -384,6 +384,15 @@ impl Cr {
             return Err(DatError::invalid_handle(subtype::INVALID_HANDLE_CR)
                 .with_detail("this connection request was already accepted or rejected"));
         };
+        // Too much private data is refused as dat_cr_accept refuses it: naming the size,
+        // here the second argument.
+        if private_data.len() > cm::MAX_PRIVATE_DATA {
+            return Err(DatError::invalid_parameter(2).with_detail(format!(
+                "dat_cr_reject: {} bytes of private data; max_private_data_size is {}",
+                private_data.len(),
+                cm::MAX_PRIVATE_DATA
+            )));
+        }
         request.reject(private_data).map_err(|e| {
             DatError::invalid_parameter(3).with_detail(format!("dat_cr_reject: {e}"))
         })?;

@@ -107,7 +107,10 @@ fn a_refused_accept_leaves_the_request_pending_and_a_used_request_is_dead() {
     assert_eq!(code(&e), (ret::INVALID_HANDLE, subtype::INVALID_HANDLE_CR), "{e}");
     let e = cr.accept(Some(&held), b"").unwrap_err();
     assert_eq!(code(&e), (ret::INVALID_HANDLE, subtype::INVALID_HANDLE_CR), "{e}");
-    assert_eq!(connection(&client), (event::CONNECTION_EVENT_ESTABLISHED, vec![2; MAX_PRIVATE_DATA]));
+    assert_eq!(
+        connection(&client),
+        (event::CONNECTION_EVENT_ESTABLISHED, vec![2; MAX_PRIVATE_DATA])
+    );
     assert_eq!(connection(&server).0, event::CONNECTION_EVENT_ESTABLISHED);
     rsp.free().unwrap();
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
@@ -138,6 +141,22 @@ fn accepting_after_the_requester_timed_out_is_an_accept_completion_error() {
         }
         other => panic!("expected the flushed receive, got {other:?}"),
     }
+}
+
+/// dat_cr_reject (2.0: with private data): the requester gets PEER_REJECTED carrying it;
+/// more than max_private_data_size is refused as the accept's is (DAT_INVALID_PARAMETER,
+/// the size argument), leaving the request pending.
+#[test]
+fn a_reject_carries_its_private_data_and_refuses_too_much() {
+    let (server, client) = (side(), side());
+    let _psp = Psp::create(&server.ia, 32009, &server.cr_evd).unwrap();
+    client.ep.connect(server.ia.attr().address, 32009, None, b"").unwrap();
+    let cr = request(&server);
+    let e = cr.reject_with(&[0; MAX_PRIVATE_DATA + 1]).unwrap_err();
+    assert_eq!(code(&e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG2), "{e}");
+    cr.reject_with(b"go away").unwrap();
+    assert_eq!(connection(&client), (event::CONNECTION_EVENT_PEER_REJECTED, b"go away".to_vec()));
+    assert_eq!(client.ep.state(), EpState::Disconnected);
 }
 
 /// dat_ep_connect: DAT_INVALID_STATE "Endpoint was not in DAT_EP_STATE_UNCONNECTED state";
