@@ -47,16 +47,10 @@ impl Psp {
         let id = new_object_id();
         let events = Arc::new(PspEvents { sp: id, evd: evd.clone(), reserved: None, provider });
         let sink: cm::Sink = events.clone();
-        let listener = ia.cm()?.listen(conn_qual, evd.qlen(), sink).map_err(|e| match e {
-            cm::CmError::ConnQualInUse { .. } => {
-                DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE).with_detail(format!(
-                    "dat_psp_create: {e}; pick another connection qualifier or free the service \
-                     point using it"
-                ))
-            }
-            other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
-                .with_detail(format!("dat_psp_create: {other}")),
-        })?;
+        let listener = ia
+            .cm()?
+            .listen(conn_qual, evd.qlen(), sink)
+            .map_err(|e| listen_error("dat_psp_create", e))?;
         Ok(Psp::listening(ia, id, evd, flags, listener, events))
     }
 
@@ -128,8 +122,7 @@ impl Rsp {
         let sink: cm::Sink = events.clone();
         let listener = cm.listen(conn_qual, 1, sink).map_err(|e| {
             let _ = ep.rsp_step(Trigger::RspFree);
-            DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE)
-                .with_detail(format!("dat_rsp_create: {e}"))
+            listen_error("dat_rsp_create", e)
         })?;
         ia.service_points().add(conn_qual, &events);
         Ok(Rsp {
@@ -535,6 +528,23 @@ impl Rsp {
             evd: self.evd.clone(),
             ep: self.ep(),
         }
+    }
+}
+
+/// The DAT error for a listen on an explicit conn_qual (argument 2 of `dat_psp_create` and
+/// `dat_rsp_create`) that failed.
+fn listen_error(verb: &str, e: cm::CmError) -> DatError {
+    match e {
+        cm::CmError::ConnQualInUse { .. } => {
+            DatError::new(ret::CONN_QUAL_IN_USE, subtype::NO_SUBTYPE).with_detail(format!(
+                "{verb}: {e}; pick another connection qualifier or free the service point using it"
+            ))
+        }
+        cm::CmError::Invalid(_) => {
+            DatError::invalid_parameter(2).with_detail(format!("{verb}: {e}"))
+        }
+        other => DatError::insufficient_resources(subtype::RESOURCE_MEMORY)
+            .with_detail(format!("{verb}: {other}")),
     }
 }
 

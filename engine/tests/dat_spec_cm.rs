@@ -175,3 +175,16 @@ fn connect_and_dup_connect_need_an_unconnected_endpoint() {
     assert_eq!(fresh.state(), EpState::Unconnected);
     client.ep.disconnect(DisconnectMode::Abrupt).unwrap();
 }
+
+/// dat_psp_create and dat_rsp_create: DAT_INVALID_PARAMETER "The conn_qual ... parameter
+/// is invalid" — 0 is no TCP port to listen on (dat_psp_create_any picks one).
+#[test]
+fn a_service_point_on_conn_qual_zero_is_an_invalid_parameter() {
+    let s = side();
+    let want = (ret::INVALID_PARAMETER, subtype::INVALID_ARG2);
+    let e = Psp::create(&s.ia, 0, &s.cr_evd).map(drop).unwrap_err();
+    assert_eq!(code(&e), want, "{e}");
+    let e = Rsp::create(&s.ia, 0, &s.ep, &s.cr_evd).map(drop).unwrap_err();
+    assert_eq!(code(&e), want, "{e}");
+    assert_eq!(s.ep.state(), EpState::Unconnected, "the refused RSP did not reserve it");
+}
