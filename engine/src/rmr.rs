@@ -154,6 +154,18 @@ impl Rmr {
                  DAT_COMPLETION_SUPPRESS_FLAG, _UNSIGNALLED_FLAG and _BARRIER_FENCE_FLAG"
             )));
         }
+        // The man page: UNSIGNALLED "is only valid if the Endpoint Request Completion Flags
+        // DAT_COMPLETION_UNSIGNALLED_FLAG. Otherwise, DAT_INVALID_PARAMETER is returned" (OFA
+        // and illumos dapl check it too).
+        if flags & completion_flags::UNSIGNALLED != 0
+            && ep.attr().request_completion_flags & completion_flags::UNSIGNALLED == 0
+        {
+            return Err(DatError::invalid_parameter(8).with_detail(
+                "dat_rmr_bind: DAT_COMPLETION_UNSIGNALLED_FLAG on an endpoint whose \
+                 request_completion_flags lack it; create or modify the endpoint with it, or \
+                 bind with DAT_COMPLETION_SUPPRESS_FLAG",
+            ));
+        }
         if !ep.pz().same(&self.pz) {
             return Err(DatError::invalid_parameter(6).with_detail(
                 "dat_rmr_bind: the endpoint is in another PZ than the RMR; bind on an endpoint \

@@ -188,3 +188,30 @@ fn a_service_point_on_conn_qual_zero_is_an_invalid_parameter() {
     assert_eq!(code(&e), want, "{e}");
     assert_eq!(s.ep.state(), EpState::Unconnected, "the refused RSP did not reserve it");
 }
+
+/// dat_rmr_bind: "The value of DAT_COMPLETION_UNSIGNALLED_FLAG is only valid if the
+/// Endpoint Request Completion Flags DAT_COMPLETION_UNSIGNALLED_FLAG. Otherwise,
+/// DAT_INVALID_PARAMETER is returned" (completion_flags: DAT 2.0's argument 8). Nothing is
+/// bound or posted; the same bind without the flag goes through.
+#[test]
+fn an_unsignalled_bind_needs_an_endpoint_configured_for_it() {
+    use ferrodat_abi::dat::{completion_flags, mem_priv};
+    use ferrodat_engine::lmr::MemPriv;
+    use ferrodat_engine::rmr::Rmr;
+    let (server, _client, _psp) = support::connected(32012);
+    let rmr = Rmr::create(&server.pz).unwrap();
+    let range = server.buf.triplet(0, 256).unwrap();
+    let rw = MemPriv(mem_priv::REMOTE_READ | mem_priv::REMOTE_WRITE);
+    let unsignalled = completion_flags::UNSIGNALLED;
+    let e = rmr.bind(Some(&server.buf), &range, rw, &server.ep, 5, unsignalled).unwrap_err();
+    assert_eq!(code(&e), (ret::INVALID_PARAMETER, subtype::INVALID_ARG8), "{e}");
+    assert!(rmr.query().binding.is_none(), "nothing was bound");
+    assert!(server.req_evd.dequeue().is_err(), "nothing was posted");
+    rmr.bind(Some(&server.buf), &range, rw, &server.ep, 6, 0).unwrap();
+    match server.req_evd.wait(WAIT_US, 1).unwrap().0 {
+        Event::RmrBind { user_cookie, status, .. } => {
+            assert_eq!((user_cookie, status), (6, dto_status::SUCCESS))
+        }
+        other => panic!("expected the bind's completion, got {other:?}"),
+    }
+}
