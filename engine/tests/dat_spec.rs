@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::{code, software};
+
 use support::{WAIT_US, connected, side};
 
 use ferrodat_abi::dat::{
@@ -14,7 +16,6 @@ use ferrodat_abi::dat::{
 use ferrodat_engine::cno::Cno;
 use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
-use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::lmr::{Lmr, MemPriv};
@@ -22,17 +23,6 @@ use ferrodat_engine::pz::Pz;
 use ferrodat_engine::rmr::Rmr;
 use ferrodat_engine::sp::Rsp;
 use std::time::Duration;
-
-fn code(e: &DatError) -> (u32, u32) {
-    (e.return_type(), e.subtype())
-}
-
-fn software(ev: Event) -> u64 {
-    match ev {
-        Event::Software { pointer } => pointer,
-        other => panic!("expected a software event, got {other:?}"),
-    }
-}
 
 /// "If the value of the threshold is larger than the Event Dispatcher queue length, the
 /// operation fails with the return DAT_INVALID_PARAMETER" — and with events already queued

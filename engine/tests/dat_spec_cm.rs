@@ -5,19 +5,16 @@
 
 mod support;
 
+use support::code;
+
 use support::{Side, WAIT_US, side};
 
 use ferrodat_abi::dat::{dto_status, event, psp_flags, ret, subtype};
 use ferrodat_engine::cm::MAX_PRIVATE_DATA;
 use ferrodat_engine::ep_state::{DisconnectMode, EpState};
-use ferrodat_engine::error::DatError;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::sp::{Cr, Psp, Rsp};
 use std::time::Duration;
-
-fn code(e: &DatError) -> (u32, u32) {
-    (e.return_type(), e.subtype())
-}
 
 fn request(s: &Side) -> Cr {
     match s.cr_evd.wait(WAIT_US, 1).unwrap().0 {

@@ -4,9 +4,10 @@
 
 mod support;
 
+use support::{code, software};
+
 use ferrodat_abi::dat::{evd_flags, event, mem_priv, ret, subtype};
 use ferrodat_engine::ep::Ep;
-use ferrodat_engine::error::DatError;
 use ferrodat_engine::evd::Evd;
 use ferrodat_engine::event::Event;
 use ferrodat_engine::lmr::{Lmr, MemPriv};
@@ -15,17 +16,6 @@ use ferrodat_engine::sp::Psp;
 use std::time::{Duration, Instant};
 
 const WAIT_US: u32 = 5_000_000;
-
-fn code(e: &DatError) -> (u32, u32) {
-    (e.return_type(), e.subtype())
-}
-
-fn software(ev: Event) -> u64 {
-    match ev {
-        Event::Software { pointer } => pointer,
-        other => panic!("expected a software event, got {other:?}"),
-    }
-}
 
 #[test]
 fn software_events_come_back_in_order_and_a_full_evd_says_queue_full() {

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::code;
+
 use ferrodat_abi::dat::{
     completion_flags, dto_status, ep_field, evd_flags, event, mem_priv, ret, subtype,
 };
@@ -35,10 +37,6 @@ fn woken<T>(waiter: thread::JoinHandle<T>, from: Instant) -> T {
     let r = waiter.join().unwrap();
     assert!(from.elapsed() < WOKEN, "the waiter slept {:?}: not woken", from.elapsed());
     r
-}
-
-fn code(e: &DatError) -> (u32, u32) {
-    (e.return_type(), e.subtype())
 }
 
 fn dto(ev: Event) -> DtoCompletion {

@@ -15,6 +15,19 @@ pub fn ia() -> ferrodat_engine::ia::Ia {
     ferrodat_engine::ia::Ia::open("ferro0", &spec).unwrap()
 }
 
+/// A DAT error as (return type, subtype), to compare with the codes the man pages give.
+pub fn code(e: &ferrodat_engine::error::DatError) -> (u32, u32) {
+    (e.return_type(), e.subtype())
+}
+
+/// The pointer of a software event (panics on any other event).
+pub fn software(ev: ferrodat_engine::event::Event) -> u64 {
+    match ev {
+        ferrodat_engine::event::Event::Software { pointer } => pointer,
+        other => panic!("expected a software event, got {other:?}"),
+    }
+}
+
 /// Five seconds in µs: every wait in these tests completes in milliseconds; the bound only
 /// turns a hang into a failure.
 pub const WAIT_US: u32 = 5_000_000;
