@@ -10,6 +10,7 @@ use ferrodat_abi::dat::{
 };
 use std::ptr::null_mut;
 
+mod bad_input;
 mod va_list;
 mod wired;
 

@@ -21,24 +21,24 @@ const WAIT_US: abi::Timeout = 5_000_000;
 
 /// An IA with a PZ, EVDs (connection, request with RMR binds, receive, connection
 /// requests), an endpoint on them and a 4 KiB region with every right.
-struct Side {
-    ia: abi::IaHandle,
+pub(super) struct Side {
+    pub(super) ia: abi::IaHandle,
     /// The async EVD `dat_ia_open` made.
-    async_evd: abi::EvdHandle,
-    pz: abi::PzHandle,
-    conn: abi::EvdHandle,
-    req: abi::EvdHandle,
-    recv: abi::EvdHandle,
-    cr: abi::EvdHandle,
-    ep: abi::EpHandle,
-    lmr: abi::LmrHandle,
-    lctx: abi::LmrContext,
-    buf: Vec<u8>,
+    pub(super) async_evd: abi::EvdHandle,
+    pub(super) pz: abi::PzHandle,
+    pub(super) conn: abi::EvdHandle,
+    pub(super) req: abi::EvdHandle,
+    pub(super) recv: abi::EvdHandle,
+    pub(super) cr: abi::EvdHandle,
+    pub(super) ep: abi::EpHandle,
+    pub(super) lmr: abi::LmrHandle,
+    pub(super) lctx: abi::LmrContext,
+    pub(super) buf: Vec<u8>,
 }
 
 impl Side {
     /// The triplet for `len` bytes at `offset` of the region.
-    fn iov(&self, offset: usize, len: u32) -> abi::LmrTriplet {
+    pub(super) fn iov(&self, offset: usize, len: u32) -> abi::LmrTriplet {
         abi::LmrTriplet {
             virtual_address: self.buf.as_ptr() as u64 + offset as u64,
             segment_length: len,
@@ -48,11 +48,11 @@ impl Side {
 }
 
 #[track_caller]
-fn ok(r: abi::Return) {
+pub(super) fn ok(r: abi::Return) {
     assert_eq!(r, ret::SUCCESS, "{r:#x}");
 }
 
-fn cookie(v: u64) -> abi::Context {
+pub(super) fn cookie(v: u64) -> abi::Context {
     abi::Context { as_64: v }
 }
 
@@ -60,7 +60,7 @@ fn cookie(v: u64) -> abi::Context {
 ///
 /// # Safety
 /// Calls the entry points with valid arguments only.
-unsafe fn side(name: &str) -> Side {
+pub(super) unsafe fn side(name: &str) -> Side {
     let (ia_h, async_evd) = open(name);
     let mut s = Side {
         ia: ia_h,
@@ -108,7 +108,7 @@ unsafe fn side(name: &str) -> Side {
 ///
 /// # Safety
 /// `evd` is a live EVD handle.
-unsafe fn wait(evd_h: abi::EvdHandle) -> abi::Event {
+pub(super) unsafe fn wait(evd_h: abi::EvdHandle) -> abi::Event {
     // SAFETY: an all-zero DAT_EVENT is valid (null handles and pointers, zero numbers).
     let mut ev = unsafe { std::mem::zeroed::<abi::Event>() };
     let mut more = 0;
@@ -123,7 +123,7 @@ unsafe fn wait(evd_h: abi::EvdHandle) -> abi::Event {
 ///
 /// # Safety
 /// `ep_h` is a live, unconnected EP handle of another IA than `server`'s.
-unsafe fn connect_to(server: &Side, ep_h: abi::EpHandle, accept_data: &mut [u8]) {
+pub(super) unsafe fn connect_to(server: &Side, ep_h: abi::EpHandle, accept_data: &mut [u8]) {
     let (mut q, mut psp) = (0, null_mut());
     let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
     let pd = if accept_data.is_empty() { null_mut() } else { accept_data.as_mut_ptr().cast() };
@@ -143,7 +143,7 @@ unsafe fn connect_to(server: &Side, ep_h: abi::EpHandle, accept_data: &mut [u8])
 ///
 /// # Safety
 /// `ep_h` is a live EP handle.
-unsafe fn query(ep_h: abi::EpHandle) -> abi::EpParam {
+pub(super) unsafe fn query(ep_h: abi::EpHandle) -> abi::EpParam {
     // SAFETY: an all-zero DAT_EP_PARAM is valid; a valid output pointer.
     unsafe {
         let mut p = std::mem::zeroed::<abi::EpParam>();

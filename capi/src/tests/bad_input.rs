@@ -1,0 +1,63 @@
+//! Bad input found by sweeping the entry points with bad arguments (`sweep`): each test
+//! pins down one call that used to accept what it must refuse, or refuse it with the wrong
+//! class of error.
+
+use super::err;
+use super::wired::{connect_to, cookie, ok, side, wait};
+use crate::{ep, ia, mem};
+use ferrodat_abi::dat::{self as abi, close_flags, dto_status, event, ret, subtype};
+
+/// A request segment of 2 GiB or more (DAT_LMR_TRIPLET's 32-bit length allows up to 4 GiB)
+/// is refused with DAT_LENGTH_ERROR. mlx5 writes a data segment's byte count as is and
+/// reads one with its top bit set as inline data, so such a segment went out as an empty
+/// inline message: a SEND or RDMA WRITE of an IOV far outside its 4 KiB LMR completed
+/// with DAT_DTO_SUCCESS, having sent nothing.
+#[test]
+fn a_request_segment_of_2_gib_or_more_is_refused_not_sent_empty() {
+    // SAFETY (every call below): valid handles and output pointers; the triplets name more
+    // memory than the LMR has, which the provider must refuse before anything reads it.
+    unsafe {
+        let server = side("unit-bad-2gib-server");
+        let client = side("unit-bad-2gib-client");
+        connect_to(&server, client.ep, &mut []);
+        assert_eq!(wait(client.conn).event_number, event::CONNECTION_EVENT_ESTABLISHED);
+        let mut t = [server.iov(0, 4096)];
+        ok(ep::ep_post_recv(server.ep, 1, t.as_mut_ptr(), cookie(1), 0));
+        let mut lp = std::mem::zeroed::<abi::LmrParam>();
+        ok(mem::lmr_query(server.lmr, 0, &mut lp));
+        let remote = abi::RmrTriplet {
+            virtual_address: server.buf.as_ptr() as u64,
+            segment_length: 64,
+            rmr_context: lp.rmr_context,
+        };
+        let too_long = err(ret::LENGTH_ERROR, subtype::NO_SUBTYPE);
+        let b = client.buf.as_ptr() as u64;
+        let seg = |len| abi::LmrTriplet {
+            virtual_address: b,
+            segment_length: len,
+            lmr_context: client.lctx,
+        };
+        for len in [0x8000_0000, 0x8000_0008, u32::MAX] {
+            for n in [1, 2] {
+                let mut iov = vec![seg(len); n];
+                let (c, p) = (cookie(2), iov.as_mut_ptr());
+                let n = n as abi::Count;
+                let what = format!("{n} segment(s) of {len:#x}");
+                assert_eq!(ep::ep_post_send(client.ep, n, p, c, 0), too_long, "send, {what}");
+                let r = ep::ep_post_rdma_write(client.ep, n, p, c, &remote, 0);
+                assert_eq!(r, too_long, "RDMA write, {what}");
+                let r = ep::ep_post_rdma_read(client.ep, n, p, c, &remote, 0);
+                assert_eq!(r, too_long, "RDMA read, {what}");
+            }
+        }
+        // Nothing went out, and the endpoint is still good: a real send arrives.
+        let mut one = [client.iov(0, 8)];
+        ok(ep::ep_post_send(client.ep, 1, one.as_mut_ptr(), cookie(3), 0));
+        let d = wait(client.req).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.user_cookie.as_64), (dto_status::SUCCESS, 3));
+        let d = wait(server.recv).event_data.dto_completion_event_data;
+        assert_eq!((d.status, d.transfered_length), (dto_status::SUCCESS, 8));
+        ok(ia::ia_close(client.ia, close_flags::ABRUPT));
+        ok(ia::ia_close(server.ia, close_flags::ABRUPT));
+    }
+}
