@@ -684,6 +684,7 @@ impl Ep {
         if let [t] = local
             && self.inner.silent.get().is_none()
             && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
+            && t.segment_length < REQUEST_SEGMENT_LIMIT
             && let Ok(len) = u32::try_from(t.segment_length)
             && self.iov_limit(&op).load(Ordering::Relaxed) != 0
         {
@@ -720,6 +721,7 @@ impl Ep {
         let mut buf: SgeBuf = [const { MaybeUninit::uninit() }; MAX_IOV];
         let max_iov = self.iov_limit(&op).load(Ordering::Relaxed);
         let sges = sges(local, max_iov, verb, &mut buf)?;
+        request_segments_fit(local, verb)?;
         let state = self.current();
         if state != EpState::Connected {
             let step = transition(state, trigger)?;
@@ -1435,6 +1437,26 @@ const MAX_IOV: usize = 32;
 /// Room for a DTO's scatter/gather list on the caller's stack (left uninitialised: only
 /// the entries [`sges`] writes are read).
 type SgeBuf = [MaybeUninit<Sge<'static>>; MAX_IOV];
+
+/// A request's (send queue) data segments are shorter than this. mlx5 writes a data
+/// segment's byte count as is, and takes one with its top bit set for an inline segment: a
+/// segment of 2 GiB or more would be read as inline data (of the low 31 bits' length, so 2
+/// GiB became an empty message that completed successfully). None could be sent anyway: a
+/// message is at most `max_message_size` (1 GiB).
+const REQUEST_SEGMENT_LIMIT: u64 = 1 << 31;
+
+/// DAT_LENGTH_ERROR for a request segment of [`REQUEST_SEGMENT_LIMIT`] bytes or more.
+fn request_segments_fit(local: &[LmrTriplet], verb: &str) -> DatResult<()> {
+    match local.iter().position(|t| t.segment_length >= REQUEST_SEGMENT_LIMIT) {
+        None => Ok(()),
+        Some(i) => Err(DatError::new(ferrodat_abi::dat::ret::LENGTH_ERROR, subtype::NO_SUBTYPE)
+            .with_detail(format!(
+                "{verb}: segment {i} is {} bytes; a request's segments are under 2 GiB each \
+                 (a message is at most max_message_size)",
+                local[i].segment_length
+            ))),
+    }
+}
 
 /// Driver SGEs for DAT LMR triplets, written into `buf`.
 fn sges<'b>(
