@@ -61,3 +61,48 @@ fn a_request_segment_of_2_gib_or_more_is_refused_not_sent_empty() {
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
     }
 }
+
+/// An EVD of the wrong kind is refused by dat_ep_create as OFA's dapl_ep_create and
+/// ferrodat's own dat_ep_modify refuse it, each with its argument's subtype: a DTO EVD
+/// needs DAT_EVD_DTO_FLAG, the connection EVD DAT_EVD_CONNECTION_FLAG. A DTO-only EVD was
+/// taken as the connection EVD, and a CR EVD as the receive EVD was reported as a bad
+/// request EVD.
+#[test]
+fn ep_create_refuses_an_evd_of_the_wrong_kind_naming_its_argument() {
+    use crate::evd;
+    use ferrodat_abi::dat::evd_flags;
+    use std::ptr::{null, null_mut};
+    let (ia_h, _) = super::open("unit-bad-evd-kind");
+    // SAFETY (every call below): live handles of this test and valid output pointers.
+    unsafe {
+        let (mut pz, mut dto, mut conn, mut cr) = (null_mut(), null_mut(), null_mut(), null_mut());
+        ok(mem::pz_create(ia_h, &mut pz));
+        ok(evd::evd_create(ia_h, 8, null_mut(), evd_flags::DTO, &mut dto));
+        ok(evd::evd_create(ia_h, 8, null_mut(), evd_flags::CONNECTION, &mut conn));
+        ok(evd::evd_create(ia_h, 8, null_mut(), evd_flags::CR, &mut cr));
+        let bad = |s| err(ret::INVALID_HANDLE, s);
+        let mut h = null_mut();
+        for (recv, req, con, want) in [
+            (cr, dto, conn, bad(subtype::INVALID_HANDLE_EVD_RECV)),
+            (conn, dto, conn, bad(subtype::INVALID_HANDLE_EVD_RECV)),
+            (dto, cr, conn, bad(subtype::INVALID_HANDLE_EVD_REQUEST)),
+            (dto, dto, dto, bad(subtype::INVALID_HANDLE_EVD_CONN)),
+            (dto, dto, cr, bad(subtype::INVALID_HANDLE_EVD_CONN)),
+        ] {
+            let r = ep::ep_create(ia_h, pz, recv, req, con, null(), &mut h);
+            assert_eq!(r, want, "{recv:?} {req:?} {con:?}");
+            assert!(h.is_null(), "no endpoint made");
+        }
+        let mut attr = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        let mut srq = null_mut();
+        ok(crate::srq::srq_create(ia_h, pz, &mut attr, &mut srq));
+        let r = ep::ep_create_with_srq(ia_h, pz, dto, dto, dto, srq, null(), &mut h);
+        assert_eq!(r, bad(subtype::INVALID_HANDLE_EVD_CONN));
+        // The right kinds, and NULLs, still make an endpoint.
+        ok(ep::ep_create(ia_h, pz, dto, dto, conn, null(), &mut h));
+        ok(ep::ep_free(h));
+        ok(ep::ep_create(ia_h, pz, null_mut(), null_mut(), null_mut(), null(), &mut h));
+        ok(ep::ep_free(h));
+        ok(ia::ia_close(ia_h, close_flags::ABRUPT));
+    }
+}
