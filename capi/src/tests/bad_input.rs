@@ -106,3 +106,71 @@ fn ep_create_refuses_an_evd_of_the_wrong_kind_naming_its_argument() {
         ok(ia::ia_close(ia_h, close_flags::ABRUPT));
     }
 }
+
+/// dat_lmr_create with a region no process can have — a length that runs past the end of
+/// the address space, or memory that is not mapped — is DAT_INVALID_PARAMETER naming the
+/// length (argument 4) or the region (argument 3), not DAT_INSUFFICIENT_RESOURCES as if
+/// the device had run out of something; a va_type that is no DAT_VA_TYPE is
+/// DAT_INVALID_PARAMETER/ARG7, not DAT_MODEL_NOT_SUPPORTED with "zero-based addressing
+/// is not supported" (still the answer for DAT_VA_TYPE_ZB).
+#[test]
+fn lmr_create_calls_an_impossible_region_or_va_type_a_bad_parameter() {
+    use ferrodat_abi::dat::{mem_priv, mem_type, va_type};
+    use std::ptr::null_mut;
+    let (ia_h, _) = super::open("unit-bad-lmr");
+    // SAFETY (every call below): a live IA and PZ, valid output pointers; the regions that
+    // are not this test's memory are refused before anything could touch them.
+    unsafe {
+        let mut pz = null_mut();
+        ok(mem::pz_create(ia_h, &mut pz));
+        let mut buf = vec![0u8; 8192];
+        let create = |va: *mut u8, len: u64, vt: abi::VaType| {
+            let mut h = null_mut();
+            let region = abi::RegionDescription { for_va: va.cast() };
+            let r = mem::lmr_create(
+                ia_h,
+                mem_type::VIRTUAL,
+                region,
+                len,
+                pz,
+                mem_priv::ALL,
+                vt,
+                &mut h,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                null_mut(),
+            );
+            if r == ret::SUCCESS {
+                ok(mem::lmr_free(h));
+            }
+            r
+        };
+        let b = buf.as_mut_ptr();
+        let arg = |n| err(ret::INVALID_PARAMETER, subtype::INVALID_ARG1 + n - 1);
+        for len in [u64::MAX, u64::MAX - 4095, 1 << 63] {
+            assert_eq!(create(b, len, va_type::VA), arg(4), "length {len:#x}");
+        }
+        let top = 0xffff_ffff_ffff_f000usize as *mut u8;
+        assert_eq!(create(top, 8192, va_type::VA), arg(4), "past the end of the address space");
+        // Not mapped: a page below any mapping, and one of ours unmapped again.
+        let page = libc::mmap(
+            null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(page, libc::MAP_FAILED);
+        assert_eq!(libc::munmap(page, 4096), 0);
+        for va in [0x1000 as *mut u8, page.cast()] {
+            assert_eq!(create(va, 4096, va_type::VA), arg(3), "{va:p} is not mapped");
+        }
+        assert_eq!(create(b, 64, 77), arg(7), "no such va_type");
+        assert_eq!(create(b, 64, va_type::ZB), ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED);
+        assert_eq!(create(b, 8192, va_type::VA), ret::SUCCESS);
+        ok(ia::ia_close(ia_h, close_flags::ABRUPT));
+        drop(buf);
+    }
+}
