@@ -122,12 +122,19 @@ pub(crate) unsafe extern "C" fn lmr_create(
                 .with_detail("dat_lmr_create: the PZ belongs to another IA"));
         }
         let lmr_out = required(lmr_out, 8, "dat_lmr_create's LMR handle pointer")?;
-        if va != va_type::VA {
-            return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                .with_detail(
-                    "dat_lmr_create: zero-based addressing is not supported (zb_supported is \
-                     FALSE); use DAT_VA_TYPE_VA",
-                ));
+        match va {
+            va_type::VA => {}
+            va_type::ZB => {
+                return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+                    .with_detail(
+                        "dat_lmr_create: zero-based addressing is not supported (zb_supported is \
+                         FALSE); use DAT_VA_TYPE_VA",
+                    ));
+            }
+            other => {
+                return Err(DatError::invalid_parameter(7)
+                    .with_detail(format!("dat_lmr_create: va_type {other}; use DAT_VA_TYPE_VA")));
+            }
         }
         let pz = pz_body(&pz_obj).pz();
         let privileges = MemPriv(privileges);

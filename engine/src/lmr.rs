@@ -153,8 +153,28 @@ impl Lmr {
                 attr.max_lmr_block_size
             )));
         }
+        if (address as u64).checked_add(length).is_none() {
+            return Err(DatError::invalid_parameter(4).with_detail(format!(
+                "dat_lmr_create: region {address:p} + {length} bytes runs past the end of the \
+                 address space"
+            )));
+        }
         // SAFETY: forwarded from this function's contract.
-        let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(register_error)?;
+        let mr = unsafe { pz.pd().reg_mr_raw(address, len, access) }.map_err(|e| {
+            // Memory the process does not have, or a range no process can have, is the
+            // consumer's mistake, not a resource the device ran out of.
+            match e.errno_value() {
+                Some(libc::EFAULT) => DatError::invalid_parameter(3).with_detail(format!(
+                    "dat_lmr_create: {length} bytes at {address:p} are not mapped (with the \
+                     access the privileges need): {e}"
+                )),
+                Some(libc::EINVAL) => DatError::invalid_parameter(4).with_detail(format!(
+                    "dat_lmr_create: {length} bytes at {address:p} is no range memory can be \
+                     registered over: {e}"
+                )),
+                _ => register_error(e),
+            }
+        })?;
         Ok(Lmr::from_region(pz, Region::Consumer(mr), privileges))
     }
 
