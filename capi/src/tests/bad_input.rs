@@ -174,3 +174,60 @@ fn lmr_create_calls_an_impossible_region_or_va_type_a_bad_parameter() {
         drop(buf);
     }
 }
+
+/// Private data longer than max_private_data_size is refused before a byte of it is read,
+/// naming the size argument. dat_cr_reject copied all `pd_size` bytes before the length
+/// check: 4096 bytes claimed at the end of a page followed by an inaccessible one crashed
+/// the consumer with SIGSEGV inside the provider.
+#[test]
+fn private_data_longer_than_the_maximum_is_refused_unread() {
+    use super::wired::Side;
+    use crate::sockaddr::SockStorage;
+    use crate::{evd, sp};
+    use ferrodat_abi::dat::psp_flags;
+    use std::ptr::null_mut;
+    // SAFETY (every call below): valid handles and output pointers; `last` is 16 readable
+    // bytes before a PROT_NONE page, and the longer sizes claimed for it are refused unread.
+    unsafe {
+        let page = 4096;
+        let map = libc::mmap(
+            null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(map, libc::MAP_FAILED);
+        assert_eq!(libc::mprotect(map.cast::<u8>().add(page).cast(), page, libc::PROT_NONE), 0);
+        let last = map.cast::<u8>().add(page - 16).cast::<libc::c_void>();
+        let server: Side = side("unit-bad-pd-server");
+        let client: Side = side("unit-bad-pd-client");
+        let (mut q, mut psp) = (0, null_mut());
+        ok(sp::psp_create_any(server.ia, &mut q, server.cr, psp_flags::CONSUMER, &mut psp));
+        let to = SockStorage::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let arg = |n| err(ret::INVALID_PARAMETER, subtype::INVALID_ARG1 + n - 1);
+        for size in [257, 4096, abi::Count::MAX] {
+            let r = ep::ep_connect(client.ep, to.as_ptr(), q, 5_000_000, size, last, 0, 0);
+            assert_eq!(r, arg(5), "dat_ep_connect, {size} bytes");
+        }
+        ok(ep::ep_connect(client.ep, to.as_ptr(), q, 5_000_000, 16, last, 0, 0));
+        let ev = wait(server.cr);
+        assert_eq!(ev.event_number, event::CONNECTION_REQUEST_EVENT);
+        let cr = ev.event_data.cr_arrival_event_data.cr_handle;
+        for size in [257, 4096, abi::Count::MAX] {
+            assert_eq!(sp::cr_reject(cr, size, last), arg(2), "dat_cr_reject, {size} bytes");
+            let r = sp::cr_accept(cr, server.ep, size, last);
+            assert_eq!(r, arg(3), "dat_cr_accept, {size} bytes");
+        }
+        // The request is still undecided: the refused calls changed nothing.
+        ok(sp::cr_reject(cr, 16, last));
+        let ev = wait(client.conn);
+        assert_eq!(ev.event_number, event::CONNECTION_EVENT_PEER_REJECTED);
+        assert_eq!(ev.event_data.connect_event_data.private_data_size, 16);
+        let _ = evd::evd_free;
+        ok(ia::ia_close(client.ia, close_flags::ABRUPT));
+        ok(ia::ia_close(server.ia, close_flags::ABRUPT));
+        libc::munmap(map, 2 * page);
+    }
+}
