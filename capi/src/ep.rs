@@ -571,18 +571,23 @@ fn timeout(t: abi::Timeout) -> Option<Duration> {
 }
 
 /// The consumer's private data as a slice: `size` bytes at `data`, argument `arg` (its
-/// size is argument `arg - 1`).
+/// size is argument `arg - 1`). A size beyond `max_private_data_size` is refused before
+/// the slice is made: the engine may copy the data before it checks the length, and the
+/// consumer's buffer need not be as long as a wrong size says.
 ///
 /// # Safety
-/// If `size` > 0, `data` must point to `size` readable bytes.
+/// If 0 < `size` <= `max_private_data_size`, `data` must point to `size` readable bytes.
 pub(crate) unsafe fn private_data<'a>(
     size: abi::Count,
     data: *const libc::c_void,
     arg: u32,
 ) -> DatResult<&'a [u8]> {
+    const MAX: usize = ferrodat_engine::cm::MAX_PRIVATE_DATA;
     match size {
         n if n < 0 => Err(DatError::invalid_parameter(arg - 1)
             .with_detail(format!("a negative private data size {n}"))),
+        n if n as usize > MAX => Err(DatError::invalid_parameter(arg - 1)
+            .with_detail(format!("{n} bytes of private data; max_private_data_size is {MAX}"))),
         n if n > 0 && data.is_null() => Err(DatError::invalid_parameter(arg).with_detail(format!(
             "{n} bytes of private data at a NULL pointer; pass the data or size 0"
         ))),
