@@ -231,3 +231,31 @@ fn private_data_longer_than_the_maximum_is_refused_unread() {
         libc::munmap(map, 2 * page);
     }
 }
+
+/// An SRQ that could hold no receive (max_recv_dtos or max_recv_iov 0) or a negative low
+/// watermark is DAT_INVALID_PARAMETER naming the attributes (argument 3), as an EVD of qlen
+/// 0 is; the first was DAT_INSUFFICIENT_RESOURCES, the second taken silently.
+#[test]
+fn srq_create_refuses_attributes_no_srq_can_have() {
+    use crate::srq;
+    use std::ptr::null_mut;
+    let (ia_h, _) = super::open("unit-bad-srq");
+    // SAFETY (every call below): live handles and valid pointers.
+    unsafe {
+        let mut pz = null_mut();
+        ok(mem::pz_create(ia_h, &mut pz));
+        let bad = err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3);
+        for (dtos, iov, lw) in [(0, 1, 0), (8, 0, 0), (0, 0, 0), (8, 1, -1), (8, 1, i32::MIN)] {
+            let mut a = abi::SrqAttr { max_recv_dtos: dtos, max_recv_iov: iov, low_watermark: lw };
+            let mut h = null_mut();
+            let r = srq::srq_create(ia_h, pz, &mut a, &mut h);
+            assert_eq!(r, bad, "max_recv_dtos {dtos}, max_recv_iov {iov}, low_watermark {lw}");
+            assert!(h.is_null());
+        }
+        let mut a = abi::SrqAttr { max_recv_dtos: 8, max_recv_iov: 1, low_watermark: 0 };
+        let mut h = null_mut();
+        ok(srq::srq_create(ia_h, pz, &mut a, &mut h));
+        ok(srq::srq_free(h));
+        ok(ia::ia_close(ia_h, close_flags::ABRUPT));
+    }
+}
