@@ -51,6 +51,16 @@ pub(crate) unsafe extern "C" fn srq_create(
                 a.max_recv_dtos, a.max_recv_iov
             )));
         };
+        // An SRQ that could hold no receive, or a low watermark below DAT_SRQ_LW_DEFAULT
+        // (0), is no SRQ anyone can have (as an EVD of qlen 0 is none).
+        if dtos == 0 || iov == 0 || a.low_watermark < 0 {
+            return Err(DatError::invalid_parameter(3).with_detail(format!(
+                "dat_srq_create: max_recv_dtos {dtos}, max_recv_iov {iov}, low_watermark {}; \
+                 an SRQ holds at least one receive of at least one segment, and a low \
+                 watermark is DAT_SRQ_LW_DEFAULT (0) or a count",
+                a.low_watermark
+            )));
+        }
         let s = Srq::create(pz_body(&pz_obj).pz(), dtos, iov)?;
         let body = Body::Srq(SrqBody { srq: s, pz: pz_h as usize });
         let (h, _) = handle::register(Object::new(ia_obj.provider(), ia_h as usize, body), None);
