@@ -11,6 +11,7 @@ use ferrodat_abi::dat::{
 use std::ptr::null_mut;
 
 mod bad_input;
+mod sweep;
 mod va_list;
 mod wired;
 
