@@ -232,12 +232,17 @@ macro_rules! mr_accessors {
             }
             /// A scatter/gather entry for `len` bytes at `offset`, borrowing the region
             /// (so it stays registered while a QP may use the entry); out of bounds or
-            /// longer than 4 GiB is an error.
+            /// 2 GiB or longer is an error ([`Sge::MAX_LEN`]).
             pub fn sge(&self, offset: usize, len: usize) -> Result<Sge<'_>> {
                 let p = self.reg.check("MR sge", offset, len)?;
-                let len = u32::try_from(len).map_err(|_| {
+                let len = u32::try_from(len).ok().filter(|&l| l <= Sge::MAX_LEN).ok_or_else(|| {
                     Error::invalid("MR sge", format!("{len} bytes in one entry"))
-                        .with_hint("one scatter/gather entry carries at most 4 GiB - 1")
+                        .with_hint(format!(
+                            "one scatter/gather entry carries at most {} bytes (2 GiB - 1: mlx5 \
+                             takes a data segment's top length bit for inline data); split the \
+                             buffer into several entries",
+                            Sge::MAX_LEN
+                        ))
                 })?;
                 Ok(Sge::new(p as u64, len, self.reg.lkey))
             }

@@ -19,6 +19,12 @@ pub struct Sge<'a> {
 }
 
 impl<'a> Sge<'a> {
+    /// The longest entry: 2 GiB - 1. mlx5 reads a data segment whose byte count has its
+    /// top bit set as an inline segment (of the low 31 bits' length), so a longer entry
+    /// would go out as the wrong data, not fail. No message is that long anyway
+    /// (`max_msg_sz` is 1 GiB).
+    pub const MAX_LEN: u32 = (1 << 31) - 1;
+
     /// An entry inside a region the caller holds for `'a` (the region checked the bounds).
     pub(crate) fn new(addr: u64, len: u32, lkey: u32) -> Sge<'a> {
         Sge { addr, len, lkey, region: PhantomData }
@@ -29,7 +35,8 @@ impl<'a> Sge<'a> {
     /// # Safety
     /// `addr..addr+len` must stay mapped, registered under `lkey`, and not be accessed
     /// through a Rust reference while any work request naming it is outstanding. If the
-    /// entry is used for inline data, the bytes must be readable now.
+    /// entry is used for inline data, the bytes must be readable now. `len` is at most
+    /// [`Sge::MAX_LEN`] (the device would read more as an inline segment).
     pub unsafe fn from_raw(addr: u64, len: u32, lkey: u32) -> Sge<'a> {
         Sge::new(addr, len, lkey)
     }

@@ -5,7 +5,7 @@ mod support;
 
 use ferrodat_driver::completion::{WcOpcode, WcStatus};
 use ferrodat_driver::work_request::{
-    Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, WorkQueue,
+    Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge, WorkQueue,
 };
 use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpAttr, QpCaps, Srq};
 use support::*;
@@ -452,4 +452,17 @@ fn a_send_queue_without_gather_entries_refuses_inline_data_instead_of_panicking(
     assert_eq!(e.reason, PostErrorReason::InlineTooLong { given: 600, max: 0 }, "{e}");
     // set_data_inl_seg's answer: ENOMEM.
     says(&e, WorkQueue::Send, libc::ENOMEM, "600 bytes of inline data");
+}
+
+#[test]
+fn an_entry_of_2_gib_or_more_is_refused_when_it_is_made() {
+    // mlx5 would read its byte count as an inline segment's and send the wrong data: the
+    // driver refuses the entry itself, before any post (untouched pages cost nothing).
+    let (ctx, _fabric) = open("bigsge");
+    let pd = ferrodat_driver::Pd::new(&ctx).unwrap();
+    let mr = pd.alloc_mr((1 << 31) + 4096, Access::LOCAL_WRITE).unwrap();
+    let longest = mr.sge(4096, Sge::MAX_LEN as usize).unwrap();
+    assert_eq!(longest.len(), Sge::MAX_LEN);
+    let e = mr.sge(0, 1 << 31).unwrap_err();
+    assert!(e.to_string().contains("2 GiB - 1"), "{e}");
 }
