@@ -51,13 +51,15 @@ pub(crate) unsafe extern "C" fn srq_create(
                 a.max_recv_dtos, a.max_recv_iov
             )));
         };
-        // An SRQ that could hold no receive, or a low watermark below DAT_SRQ_LW_DEFAULT
-        // (0), is no SRQ anyone can have (as an EVD of qlen 0 is none).
-        if dtos == 0 || iov == 0 || a.low_watermark < 0 {
+        // An SRQ that could hold no receive is no SRQ anyone can have (as an EVD of qlen 0
+        // is none); and the man page: "The Consumer must set low_watermark to
+        // DAT_SRQ_LW_DEFAULT" (a watermark is set later with dat_srq_set_lw; illumos dapl
+        // refuses any other value here too).
+        if dtos == 0 || iov == 0 || a.low_watermark != 0 {
             return Err(DatError::invalid_parameter(3).with_detail(format!(
                 "dat_srq_create: max_recv_dtos {dtos}, max_recv_iov {iov}, low_watermark {}; \
-                 an SRQ holds at least one receive of at least one segment, and a low \
-                 watermark is DAT_SRQ_LW_DEFAULT (0) or a count",
+                 an SRQ holds at least one receive of at least one segment, and its low \
+                 watermark must be DAT_SRQ_LW_DEFAULT (0) at create",
                 a.low_watermark
             )));
         }

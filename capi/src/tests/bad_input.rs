@@ -245,7 +245,8 @@ fn srq_create_refuses_attributes_no_srq_can_have() {
         let mut pz = null_mut();
         ok(mem::pz_create(ia_h, &mut pz));
         let bad = err(ret::INVALID_PARAMETER, subtype::INVALID_ARG3);
-        for (dtos, iov, lw) in [(0, 1, 0), (8, 0, 0), (0, 0, 0), (8, 1, -1), (8, 1, i32::MIN)] {
+        let cases = [(0, 1, 0), (8, 0, 0), (0, 0, 0), (8, 1, -1), (8, 1, i32::MIN), (8, 1, 4)];
+        for (dtos, iov, lw) in cases {
             let mut a = abi::SrqAttr { max_recv_dtos: dtos, max_recv_iov: iov, low_watermark: lw };
             let mut h = null_mut();
             let r = srq::srq_create(ia_h, pz, &mut a, &mut h);
