@@ -122,20 +122,7 @@ pub(crate) unsafe extern "C" fn lmr_create(
                 .with_detail("dat_lmr_create: the PZ belongs to another IA"));
         }
         let lmr_out = required(lmr_out, 8, "dat_lmr_create's LMR handle pointer")?;
-        match va {
-            va_type::VA => {}
-            va_type::ZB => {
-                return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                    .with_detail(
-                        "dat_lmr_create: zero-based addressing is not supported (zb_supported is \
-                         FALSE); use DAT_VA_TYPE_VA",
-                    ));
-            }
-            other => {
-                return Err(DatError::invalid_parameter(7)
-                    .with_detail(format!("dat_lmr_create: va_type {other}; use DAT_VA_TYPE_VA")));
-            }
-        }
+        check_va_type("dat_lmr_create", va, 7)?;
         let pz = pz_body(&pz_obj).pz();
         let privileges = MemPriv(privileges);
         // What the region is, for dat_lmr_query: the description the consumer gave.
@@ -298,5 +285,21 @@ pub(crate) fn triplet(t: &abi::LmrTriplet) -> LmrTriplet {
         lmr_context: t.lmr_context,
         virtual_address: t.virtual_address,
         segment_length: u64::from(t.segment_length),
+    }
+}
+
+/// A `DAT_VA_TYPE` argument (argument `arg` of `verb`): DAT_VA_TYPE_VA is offered;
+/// zero-based addressing is a model the provider lacks (`zb_supported` is FALSE); anything
+/// else is no type at all.
+pub(crate) fn check_va_type(verb: &str, va: abi::VaType, arg: u32) -> Result<(), DatError> {
+    match va {
+        va_type::VA => Ok(()),
+        va_type::ZB => Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
+            .with_detail(format!(
+                "{verb}: zero-based addressing is not supported (zb_supported is FALSE); use \
+                 DAT_VA_TYPE_VA"
+            ))),
+        other => Err(DatError::invalid_parameter(arg)
+            .with_detail(format!("{verb}: va_type {other}; use DAT_VA_TYPE_VA"))),
     }
 }

@@ -127,20 +127,7 @@ pub(crate) unsafe extern "C" fn rmr_bind(
         }
         // SAFETY: non-null; the consumer's triplet.
         let t = unsafe { triplet.read_unaligned() };
-        match va {
-            va_type::VA => {}
-            va_type::ZB => {
-                return Err(DatError::new(abi::ret::MODEL_NOT_SUPPORTED, subtype::NO_SUBTYPE)
-                    .with_detail(
-                        "dat_rmr_bind: zero-based addressing is not supported (zb_supported is \
-                         FALSE); use DAT_VA_TYPE_VA",
-                    ));
-            }
-            other => {
-                return Err(DatError::invalid_parameter(5)
-                    .with_detail(format!("dat_rmr_bind: va_type {other}; use DAT_VA_TYPE_VA")));
-            }
-        }
+        crate::mem::check_va_type("dat_rmr_bind", va, 5)?;
         let ep_obj = ep(ep_h)?;
         let range = LmrTriplet {
             lmr_context: t.lmr_context,

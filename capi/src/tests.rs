@@ -33,6 +33,44 @@ fn info(name: &str) -> abi::ProviderInfo {
     i
 }
 
+/// Two pages, the second PROT_NONE; [`GuardedEnd::ptr`] is the last bytes before it, so a
+/// call that reads past what it was given faults at once instead of reading garbage.
+/// Unmapped on drop.
+struct GuardedEnd {
+    map: *mut libc::c_void,
+    /// The first of the bytes asked for, which end where the guard page starts.
+    ptr: *mut u8,
+}
+
+const GUARDED_PAGE: usize = 4096;
+
+/// The last `bytes` bytes (at most a page) before a guard page.
+fn before_a_guard_page(bytes: usize) -> GuardedEnd {
+    let page = GUARDED_PAGE;
+    assert!(bytes <= page);
+    // SAFETY: a fresh private anonymous mapping of two pages; the second made PROT_NONE.
+    unsafe {
+        let map = libc::mmap(
+            null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(map, libc::MAP_FAILED);
+        assert_eq!(libc::mprotect(map.cast::<u8>().add(page).cast(), page, libc::PROT_NONE), 0);
+        GuardedEnd { map, ptr: map.cast::<u8>().add(page - bytes) }
+    }
+}
+
+impl Drop for GuardedEnd {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping of two pages, unmapped once.
+        unsafe { libc::munmap(self.map, 2 * GUARDED_PAGE) };
+    }
+}
+
 const fn err(t: abi::Return, s: abi::ReturnSubtype) -> abi::Return {
     ret::CLASS_ERROR | t | s
 }

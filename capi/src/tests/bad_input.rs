@@ -189,18 +189,8 @@ fn private_data_longer_than_the_maximum_is_refused_unread() {
     // SAFETY (every call below): valid handles and output pointers; `last` is 16 readable
     // bytes before a PROT_NONE page, and the longer sizes claimed for it are refused unread.
     unsafe {
-        let page = 4096;
-        let map = libc::mmap(
-            null_mut(),
-            2 * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(map, libc::MAP_FAILED);
-        assert_eq!(libc::mprotect(map.cast::<u8>().add(page).cast(), page, libc::PROT_NONE), 0);
-        let last = map.cast::<u8>().add(page - 16).cast::<libc::c_void>();
+        let guarded = super::before_a_guard_page(16);
+        let last = guarded.ptr.cast::<libc::c_void>();
         let server: Side = side("unit-bad-pd-server");
         let client: Side = side("unit-bad-pd-client");
         let (mut q, mut psp) = (0, null_mut());
@@ -228,7 +218,6 @@ fn private_data_longer_than_the_maximum_is_refused_unread() {
         let _ = evd::evd_free;
         ok(ia::ia_close(client.ia, close_flags::ABRUPT));
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
-        libc::munmap(map, 2 * page);
     }
 }
 

@@ -959,19 +959,8 @@ fn bad_counts_are_refused_unread_and_private_data_outlives_later_events() {
         let server = side("unit-wired-counts-server");
         let client = side("unit-wired-counts-client");
         // One triplet at the end of a page whose next page is PROT_NONE.
-        let page = 4096;
-        let map = libc::mmap(
-            null_mut(),
-            2 * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(map, libc::MAP_FAILED);
-        assert_eq!(libc::mprotect(map.cast::<u8>().add(page).cast(), page, libc::PROT_NONE), 0);
-        let last =
-            map.cast::<u8>().add(page - size_of::<abi::LmrTriplet>()).cast::<abi::LmrTriplet>();
+        let guarded = super::before_a_guard_page(size_of::<abi::LmrTriplet>());
+        let last = guarded.ptr.cast::<abi::LmrTriplet>();
         last.write(client.iov(0, 8));
         let too_many = err(ret::INVALID_PARAMETER, subtype::INVALID_ARG2);
         let max_recv = query(client.ep).ep_attr.max_recv_iov as abi::Count;
@@ -1019,7 +1008,6 @@ fn bad_counts_are_refused_unread_and_private_data_outlives_later_events() {
         let d = wait(client.req).event_data.dto_completion_event_data;
         assert_eq!((d.status, d.user_cookie.as_64), (dto_status::ERR_FLUSHED, 10));
 
-        libc::munmap(map, 2 * page);
         ok(ia::ia_close(client.ia, close_flags::ABRUPT));
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
     }
