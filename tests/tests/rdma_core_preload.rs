@@ -118,6 +118,19 @@ fn a_forked_child_closing_the_device_and_writes_in_signal_handlers_leave_verbs_w
     assert!(String::from_utf8_lossy(&out.stdout).contains("fork and signals ok"), "{out:?}");
 }
 
+/// A C program on rdma-core (tests/c/two_cqs_armed.c): two CQs on one completion channel,
+/// armed one right after the other before any completion, each report their next
+/// completion. Both first arms write the doorbell record's initial zero, and the second's
+/// UAR store overwrites the first's: the doorbell watcher lost the first arm, and
+/// `ib_send_bw -e` waited forever for its send CQ's event.
+#[test]
+fn two_cqs_armed_back_to_back_each_report_their_next_completion() {
+    let world = World::new("twocqs");
+    let exe = verbs_program(&world, "two_cqs_armed");
+    let out = world.run(exe.to_str().unwrap(), &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("two cqs armed ok"), "{out:?}");
+}
+
 /// A C program (tests/c/dup_and_close_range.c) on the device file itself: dup, dup2 and
 /// close_range keep the preload library's fd table true (a dup is the device; a file at a
 /// freed or overwritten device fd number is a file).
@@ -240,5 +253,25 @@ fn perftest_lat_and_bw() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+}
+
+/// perftest with `-e`: both sides sleep on one completion channel for their send and
+/// receive CQs, armed back to back (see `two_cqs_armed_back_to_back_…`). Under `timeout`:
+/// the lost arm hung both sides.
+#[test]
+fn perftest_send_bw_with_events() {
+    let args = ["30", "ib_send_bw", "-d", "mlx5_0", "-x", "0", "-e", "-n", "200", "-p", "18729"];
+    let outs = server_and_client("send-bw-e", "timeout", &args);
+    for (side, out) in [("server", &outs[0]), ("client", &outs[1])] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let row = stdout.lines().skip_while(|l| !l.contains("#bytes")).nth(1);
+        assert!(
+            out.status.success()
+                && row.is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit())),
+            "{side} of ib_send_bw -e: {}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -23,10 +23,13 @@
 //! ([`Engine::start_progress_thread_watching_doorbells`]): each pass of the progress thread
 //! also compares every QP's doorbell record word 1 (the SQ counter) and every CQ's (the arm
 //! word) with what it last saw, and the CQ doorbell word (offset 0x20) of every UAR page,
-//! and runs the requester or arms the CQ on a change. Word 1 of a CQ record does not change
-//! on a first arm that equals the initial zero (`sn` 0, `ci` 0); the UAR word does, since it
-//! carries the CQN. Two CQs armed within one pass, one of them that way, would lose that
-//! arm: a known limit. Idle, the thread sleeps with a timeout that doubles from
+//! and runs the requester or arms the CQ on a change. A first arm (`sn` 0, `ci` 0, "next")
+//! writes zero, the value the consumer gave word 1 of the CQ record before CREATE_CQ, so
+//! CREATE_CQ puts [`CQ_ARM_WORD_UNARMED`] there, a value no arm word takes (rdma-core never
+//! reads the word back): the first arm then changes it too. Without that, two CQs armed
+//! one right after the other (perftest's `-e`: the send CQ, then the receive CQ) lost the
+//! first arm, whose UAR store the second overwrote, and the program waited forever for
+//! that CQ's event. Idle, the thread sleeps with a timeout that doubles from
 //! [`WATCH_SLEEP_MIN`] to [`WATCH_SLEEP_MAX`] (without QPs or CQs, [`WATCH_SLEEP_EMPTY`]):
 //! a device nobody posts to costs a wake-up every few milliseconds, not a spinning core.
 //! Watching, the thread never yields to spin: an application busy-polling its CQ on the
@@ -139,6 +142,11 @@ pub const WATCH_SLEEP_MAX: Duration = Duration::from_millis(2);
 
 /// Doorbell watching: the sleep while the device has no QP and no CQ.
 pub const WATCH_SLEEP_EMPTY: Duration = Duration::from_millis(50);
+
+/// Word 1 of a CQ's doorbell record from CREATE_CQ until the consumer's first arm, when the
+/// doorbells are watched: bits 30 and 31 are clear in every arm word (`sn << 28 | cmd | ci`,
+/// `sn` of 2 bits), so no arm leaves the record unchanged (see the module docs).
+pub const CQ_ARM_WORD_UNARMED: u32 = 0xffff_ffff;
 
 /// What the doorbell watcher last saw (see the module docs).
 #[derive(Default)]
@@ -676,6 +684,15 @@ impl Engine {
 
     /// CREATE_CQ.
     pub fn add_cq(&self, s: CqSetup) {
+        // The kernel takes a read-only record (the device never writes it): left alone, a
+        // first arm there can go unseen.
+        let watching = self.watching.load(Ordering::Acquire);
+        let word1 = s.dbrec.addr() as u64 + 4;
+        if watching
+            && crate::user_memory::check_mapped(word1, 4, crate::user_memory::Access::Write).is_ok()
+        {
+            let _ = s.dbrec.write_be32(4, CQ_ARM_WORD_UNARMED);
+        }
         let producer = CqProducer::new(s.buf, s.dbrec, s.ncqe, s.cqe_size);
         let cq = CompletionQueue::new(s.cqn, s.user_handle, producer, s.channel, s.async_events)
             .with_flags(s.flags);
@@ -1020,7 +1037,8 @@ impl Engine {
         }
         for (&cqn, cq) in &t.cqs {
             let Some(word) = cq.arm_word() else { continue };
-            if w.cq.insert(cqn, word).unwrap_or(0) != word {
+            let seen = w.cq.insert(cqn, word).unwrap_or(CQ_ARM_WORD_UNARMED);
+            if seen != word && word != CQ_ARM_WORD_UNARMED {
                 w.arm.push((cqn, word));
             }
         }
