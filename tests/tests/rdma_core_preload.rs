@@ -275,3 +275,30 @@ fn perftest_send_bw_with_events() {
         );
     }
 }
+
+/// `ibv_rc_pingpong -t`: the mlx5 provider reads each receive completion's timestamp,
+/// which mlx5 silicon writes into every CQE (rdma-core sends no TIMESTAMP_COMPLETION flag
+/// by write()); the device advertises a core clock, so the gaps between receives are
+/// clock ticks, never all zero.
+#[test]
+fn ibv_rc_pingpong_timestamps_count_core_clock_ticks() {
+    let args = ["-g", "0", "-p", "18730", "-t", "-n", "100"];
+    let outs = server_and_client("pingpong-t", "ibv_rc_pingpong", &args);
+    for (side, out) in [("server", &outs[0]), ("client", &outs[1])] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let ticks = |what: &str| {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(what))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let max = ticks("Max receive completion clock cycles = ");
+        let avg = ticks("Average receive completion clock cycles = ");
+        assert!(
+            out.status.success() && max.is_some_and(|m| m > 0.0) && avg.is_some_and(|a| a > 0.0),
+            "{side} of ibv_rc_pingpong -t: {}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

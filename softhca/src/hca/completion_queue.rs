@@ -100,13 +100,17 @@ impl CompletionQueue {
             return Err(CqError::Overrun);
         }
         let mut stamped;
-        let cqe = if self.flags.timestamps {
-            stamped = *cqe;
-            stamped[CQE_TIMESTAMP..CQE_TIMESTAMP + 8].copy_from_slice(&core_clock().to_be_bytes());
-            &stamped
-        } else {
-            cqe
-        };
+        // An error CQE has no timestamp: its bytes 48-55 hold the syndromes (`mlx5_err_cqe`).
+        let op = cqe[63] >> 4;
+        let cqe =
+            if self.flags.timestamps && op != cqe_opcode::REQ_ERR && op != cqe_opcode::RESP_ERR {
+                stamped = *cqe;
+                stamped[CQE_TIMESTAMP..CQE_TIMESTAMP + 8]
+                    .copy_from_slice(&core_clock().to_be_bytes());
+                &stamped
+            } else {
+                cqe
+            };
         match self.producer.push(cqe, self.flags.ignore_overrun) {
             Ok(()) => {}
             Err(CqError::Overrun) => {
@@ -328,6 +332,24 @@ mod tests {
         assert!(before <= t0 && t0 < t1, "{before} {t0} {t1}");
         // 2 ms of a 78.125 MHz clock is 156 250 ticks.
         assert!(t1 - t0 >= 156_250, "{}", t1 - t0);
+    }
+
+    #[test]
+    fn error_cqes_keep_their_syndromes_when_the_cq_stamps_completions() {
+        use crate::hca::cqe::{ErrorCompletion, error_cqe};
+        use ferrodat_abi::mlx5::cqe_syndrome;
+        let (mut buf, mut db) = (vec![0xf0u8; 4 * 64], [0u8; 8]);
+        let flags = CqFlags { timestamps: true, ..CqFlags::default() };
+        let mut stamped = cq(&mut buf, &mut db, 4, flags);
+        let failed = error_cqe(&ErrorCompletion {
+            requester: true,
+            syndrome: cqe_syndrome::REMOTE_ACCESS_ERR,
+            qpn: 0x108,
+            ..Default::default()
+        });
+        stamped.push(&failed).unwrap();
+        drop(stamped);
+        assert_eq!(buf[..64], failed[..64], "the error CQE as built, syndromes included");
     }
 
     #[test]

@@ -693,9 +693,15 @@ impl Engine {
         {
             let _ = s.dbrec.write_be32(4, CQ_ARM_WORD_UNARMED);
         }
+        // mlx5 silicon stamps every CQE but error CQEs, and rdma-core's mlx5 relies on it: it
+        // drops TIMESTAMP_COMPLETION from a CREATE_CQ it sends by write() (it passes
+        // `CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX`), yet reads the stamp for
+        // IBV_WC_EX_WITH_COMPLETION_TIMESTAMP (`ibv_rc_pingpong -t`, which printed zero
+        // ticks). Its consumers are the ones whose doorbells are watched.
+        let flags = CqFlags { timestamps: s.flags.timestamps || watching, ..s.flags };
         let producer = CqProducer::new(s.buf, s.dbrec, s.ncqe, s.cqe_size);
         let cq = CompletionQueue::new(s.cqn, s.user_handle, producer, s.channel, s.async_events)
-            .with_flags(s.flags);
+            .with_flags(flags);
         self.tables().cqs.insert(s.cqn, cq);
     }
 
