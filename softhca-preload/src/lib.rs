@@ -24,6 +24,10 @@
 //! - `socket(AF_NETLINK, _, NETLINK_RDMA)` fails with EPROTONOSUPPORT, as on a kernel
 //!   without ib_core, so libibverbs reads sysfs.
 //!
+//! What softhca does not model (UC, UD, XRC and DC QPs, flow steering, …; librdmacm's
+//! `/dev/infiniband/rdma_cm`) still fails as it did, and the library says on stderr, once,
+//! what was refused and why (`refusals`): the programs print only "Couldn't create QP".
+//!
 //! rdma-core never calls softhca's model entry points, so every opened device runs its
 //! progress thread in the mode that watches doorbell records and UAR pages itself
 //! ([`Engine::start_progress_thread_watching_doorbells`]).
@@ -33,6 +37,8 @@
 //!
 //! [`Engine::start_progress_thread_watching_doorbells`]:
 //!     ferrodat_softhca::hca::engine::Engine::start_progress_thread_watching_doorbells
+
+mod refusals;
 
 use ferrodat_softhca::{Device, Errno, Uverbs, config};
 use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
@@ -254,7 +260,7 @@ unsafe fn open_common(which: &str, path: *const c_char, flags: c_int, mode: mode
     };
     match real {
         // SAFETY: the real open with the caller's arguments.
-        Some(f) => unsafe { f(path, flags, mode) },
+        Some(f) => unsafe { after_open(path, f(path, flags, mode)) },
         None => {
             set_errno(libc::ENOSYS);
             -1
@@ -310,12 +316,31 @@ unsafe fn openat_common(
         if which == "openat" { real!("openat" as OpenAt) } else { real!("openat64" as OpenAt) };
     match real {
         // SAFETY: the real openat with the caller's arguments.
-        Some(f) => unsafe { f(dirfd, path, flags, mode) },
+        Some(f) => unsafe { after_open(path, f(dirfd, path, flags, mode)) },
         None => {
             set_errno(libc::ENOSYS);
             -1
         }
     }
+}
+
+/// `fd`, what the real open of `path` returned; a missing librdmacm device file is said
+/// once ([`refusals::rdma_cm_missing`]), errno kept.
+///
+/// # Safety
+/// `path` is null or NUL-terminated.
+unsafe fn after_open(path: *const c_char, fd: c_int) -> c_int {
+    if fd < 0 && !path.is_null() {
+        // SAFETY: non-null and NUL-terminated (the caller's contract).
+        let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+        if bytes == refusals::RDMA_CM {
+            // SAFETY: __errno_location returns this thread's errno, always valid to read.
+            let errno = unsafe { *libc::__errno_location() };
+            guarded((), refusals::rdma_cm_missing);
+            set_errno(errno);
+        }
+    }
+    fd
 }
 
 // ============================================================== stat
@@ -410,6 +435,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
             match file.write(bytes) {
                 Ok(n) => n as ssize_t,
                 Err(Errno(e)) => {
+                    refusals::command_failed(bytes, e);
                     set_errno(e);
                     -1
                 }

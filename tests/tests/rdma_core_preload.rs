@@ -302,3 +302,41 @@ fn ibv_rc_pingpong_timestamps_count_core_clock_ticks() {
         );
     }
 }
+
+/// What softhca does not model fails at the verb that needs it, at once, and the preload
+/// library says what (the programs print only "Couldn't create QP" or an errno number).
+#[test]
+fn qp_types_softhca_does_not_model_fail_at_once_and_are_named() {
+    let world = World::new("unmodelled");
+    for (program, said) in [
+        ("ibv_ud_pingpong", "CREATE_QP of a UD QP refused (EOPNOTSUPP)"),
+        ("ibv_uc_pingpong", "CREATE_QP of a UC QP refused (EOPNOTSUPP)"),
+        ("ibv_xsrq_pingpong", "OPEN_XRCD refused (EOPNOTSUPP)"),
+    ] {
+        // Each creates what softhca refuses before it connects: no server needed.
+        let out = world.command("timeout", &["10", program, "-g", "0"]).output().expect("timeout");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(1) && stderr.contains(said) && stderr.contains("README"),
+            "{program}: {}\nstderr:\n{stderr}",
+            out.status
+        );
+    }
+}
+
+/// librdmacm's programs (perftest's -R here; rping, ucmatose) find no
+/// /dev/infiniband/rdma_cm: the preload library says that softhca has no connection
+/// manager, instead of leaving "No such file or directory" or nothing.
+#[test]
+fn rdma_cm_programs_are_told_softhca_has_no_connection_manager() {
+    let world = World::new("rdmacm");
+    let args = ["10", "ib_send_bw", "-d", "mlx5_0", "-x", "0", "-R", "127.0.0.1"];
+    let out = world.command("timeout", &args).output().expect("run timeout");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1)
+            && stderr.matches("/dev/infiniband/rdma_cm is not served").count() == 1,
+        "ib_send_bw -R: {}\nstderr:\n{stderr}",
+        out.status
+    );
+}
