@@ -101,16 +101,13 @@ impl CompletionQueue {
         }
         let mut stamped;
         // An error CQE has no timestamp: its bytes 48-55 hold the syndromes (`mlx5_err_cqe`).
-        let op = cqe[63] >> 4;
-        let cqe =
-            if self.flags.timestamps && op != cqe_opcode::REQ_ERR && op != cqe_opcode::RESP_ERR {
-                stamped = *cqe;
-                stamped[CQE_TIMESTAMP..CQE_TIMESTAMP + 8]
-                    .copy_from_slice(&core_clock().to_be_bytes());
-                &stamped
-            } else {
-                cqe
-            };
+        let cqe = if self.flags.timestamps && !is_error_cqe(cqe) {
+            stamped = *cqe;
+            stamped[CQE_TIMESTAMP..CQE_TIMESTAMP + 8].copy_from_slice(&core_clock().to_be_bytes());
+            &stamped
+        } else {
+            cqe
+        };
         match self.producer.push(cqe, self.flags.ignore_overrun) {
             Ok(()) => {}
             Err(CqError::Overrun) => {
@@ -194,6 +191,12 @@ fn core_clock() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let ns = (ts.tv_sec as u128) * 1_000_000_000 + ts.tv_nsec as u128;
     (ns * u128::from(crate::kernel::caps::HCA_CORE_CLOCK_KHZ) / 1_000_000) as u64
+}
+
+/// A requester or responder error CQE (by its opcode, the high nibble of byte 63).
+#[cold]
+fn is_error_cqe(cqe: &[u8; 64]) -> bool {
+    matches!(cqe[63] >> 4, cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR)
 }
 
 #[cfg(test)]
