@@ -15,6 +15,14 @@ use support::*;
 const WAIT: Duration = Duration::from_secs(10);
 const PEER_MR_BYTES: usize = 1 << 20;
 const RQ_ENV: &str = "SOFTHCA_TEST_RQ";
+const HCA_ENV: &str = "SOFTHCA_TEST_HCA";
+
+/// The GID of 127.0.0.`host`.
+fn gid_of_host(host: u8) -> [u8; 16] {
+    let mut gid = LOCALHOST_GID;
+    gid[15] = host;
+    gid
+}
 
 fn pattern(seed: u32, len: usize) -> Vec<u8> {
     (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 11) as u8).collect()
@@ -35,7 +43,11 @@ fn peer_role() {
         return;
     }
     let rq: u32 = std::env::var(RQ_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(64);
-    let engine = Engine::open_in(FabricDir::from_env(), "softhca0", LOCALHOST_GID).unwrap();
+    // The HCA the peer opens: `name last-byte-of-its-address` (default softhca0, 127.0.0.1).
+    let hca = std::env::var(HCA_ENV).unwrap_or_else(|_| "softhca0 1".to_string());
+    let (name, host) = hca.split_once(' ').expect("HCA_ENV: name and address byte");
+    let gid = gid_of_host(host.parse().unwrap());
+    let engine = Engine::open_in(FabricDir::from_env(), name, gid).unwrap();
     let pdn = engine.registry().alloc_pdn();
     let mut cq = Cq::new(&engine, 16);
     let mut qp = Qp::new(
@@ -59,11 +71,15 @@ fn peer_role() {
         let cmd = read_command();
         let words: Vec<&str> = cmd.split_whitespace().collect();
         match words.as_slice() {
-            ["CONNECT", peer, timeout, retry] => {
+            ["CONNECT", peer, timeout, retry] | ["CONNECT", peer, timeout, retry, _] => {
+                let peer_gid = match words.get(4) {
+                    Some(host) => gid_of_host(host.parse().unwrap()),
+                    None => LOCALHOST_GID,
+                };
                 let mut attrs = rc_attrs();
                 attrs.timeout = timeout.parse().unwrap();
                 attrs.retry_cnt = retry.parse().unwrap();
-                qp.connect(&engine, LOCALHOST_GID, peer.parse().unwrap(), attrs);
+                qp.connect(&engine, peer_gid, peer.parse().unwrap(), attrs);
                 engine.start_progress_thread().unwrap();
                 say("CONNECTED");
             }
@@ -440,4 +456,54 @@ fn a_killed_peer_ends_in_retry_exceeded() {
     // The dead process's QP is reclaimed by the next opener of the HCA.
     let again = Engine::open_in(r._fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
     drop(again);
+}
+
+/// A peer on another HCA, in the fabric at `dir`: its QPN, MR address and key.
+fn spawn_peer_on(dir: &str, hca: &str) -> (ChildProc, u32, u64, u32) {
+    let mut peer = ChildProc::spawn("peer_role", "peer", &[(SHM_DIR_ENV, dir), (HCA_ENV, hca)]);
+    let ready = peer.expect("READY");
+    let f: Vec<&str> = ready.split_whitespace().collect();
+    (peer, f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+}
+
+/// The peer HCA's registry was rebuilt after its last user died (another run used the
+/// name with another address, then one with the first again). A process that talked to
+/// the old one must find the new one: its QPs to the new run's QPs used to look them up in
+/// the old, unlinked registry it had cached, never found them nor woke their owner, and
+/// ended in retry exceeded against a live, idle peer.
+#[test]
+fn a_peer_hca_rebuilt_after_its_users_died_is_looked_up_again() {
+    let fabric = TestFabric::new("rebuilt-peer");
+    std::fs::create_dir_all(fabric.path()).unwrap();
+    let dir = fabric.path().to_str().unwrap().to_string();
+    let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
+    let pdn = engine.registry().alloc_pdn();
+    let mut cq = Cq::new(&engine, 16);
+    let mr = Mr::new(&engine, pdn, 4096, ALL_ACCESS);
+    let mut attrs = rc_attrs();
+    // About 70 ms in all: well under the idle sleep of the peer's progress thread (1 s).
+    (attrs.timeout, attrs.retry_cnt) = (12, 3);
+    let mut run = |peer: &mut ChildProc, peer_qpn: u32, remote: (u64, u32)| {
+        let mut qp = Qp::new(&engine, QpSpec::on_cq(pdn, &cq, 64, 64));
+        qp.connect(&engine, gid_of_host(2), peer_qpn, attrs);
+        peer.send(&format!("CONNECT {} 12 3 1", qp.qpn));
+        peer.expect("CONNECTED");
+        // Let the peer's progress thread go to sleep: only a notification wakes it soon.
+        std::thread::sleep(Duration::from_millis(50));
+        qp.post_send(&engine, &write_wr(vec![(mr.addr(), 8, mr.key)], remote));
+        let w = cq.wait(&engine, 1, WAIT);
+        assert_eq!(w.len(), 1);
+        w[0].syndrome
+    };
+
+    let (mut first, qpn, addr, key) = spawn_peer_on(&dir, "softhca1 2");
+    assert_eq!(run(&mut first, qpn, (addr, key)), None);
+    first.kill();
+    // Another run uses softhca1 with another address, then one with the first again:
+    // each finds no live user and rebuilds the registry.
+    drop(fabric.dir.open_hca("softhca1", gid_of_host(3)).unwrap());
+    drop(fabric.dir.open_hca("softhca1", gid_of_host(2)).unwrap());
+    let (mut second, qpn, addr, key) = spawn_peer_on(&dir, "softhca1 2");
+    assert_eq!(run(&mut second, qpn, (addr, key)), None, "the new run's QP was not reached");
+    second.send("EXIT");
 }

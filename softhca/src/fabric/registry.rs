@@ -704,6 +704,12 @@ impl Registry {
         self.inner.map.lost()
     }
 
+    /// Whether this mapping still is the registry others open: not [`Self::lost`], and the
+    /// file's name still refers to it (not replaced by a rebuild, nor removed). A `stat`.
+    pub fn is_current(&self) -> bool {
+        !self.lost() && same_inode(&self.inner.path, &self.inner.file)
+    }
+
     /// [`Self::lost`] as the error of an operation that must not go on alone.
     fn check_not_lost(&self) -> Result<(), FabricError> {
         if self.lost() {

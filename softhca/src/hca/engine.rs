@@ -817,8 +817,15 @@ impl Engine {
         if gid == self.registry.gid() {
             return Some(self.registry.clone());
         }
-        if let Some(r) = self.tables().peers.get(&gid) {
-            return Some(r.clone());
+        // A cached registry is used while it is still the file of that name: one rebuilt
+        // (its users all gone, another run used the name with another address, then one
+        // with this) or removed would not show the new run's QPs.
+        let cached = self.tables().peers.get(&gid).cloned();
+        if let Some(r) = cached {
+            if r.is_current() {
+                return Some(r);
+            }
+            self.tables().peers.remove(&gid);
         }
         let found = self.fabric.find_hca_by_gid(gid).ok().flatten()?;
         self.tables().peers.insert(gid, found.clone());
