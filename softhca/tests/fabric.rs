@@ -94,6 +94,7 @@ fn child_role() {
         "hold" => child_hold(&fabric),
         "consume" => child_consume(&fabric),
         "waker" => child_waker(&fabric, &arg),
+        "other_user" => child_other_user(&fabric),
         other => panic!("unknown role {other}"),
     }
 }
@@ -200,6 +201,26 @@ fn child_waker(fabric: &FabricDir, arg: &str) {
     }
     assert!(notifier.notify(), "owner instance is live");
     println!("@@ NOTIFIED");
+}
+
+/// As another user than the parent if run as root (nobody), else as the same user: makes
+/// HCA hca2 and looks it up by GID.
+fn child_other_user(fabric: &FabricDir) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // SAFETY: plain credential calls on this single-purpose child; checked.
+        let dropped = unsafe {
+            libc::setgroups(0, std::ptr::null()) == 0
+                && libc::setresgid(65534, 65534, 65534) == 0
+                && libc::setresuid(65534, 65534, 65534) == 0
+        };
+        assert!(dropped, "FAIL drop to nobody: {}", std::io::Error::last_os_error());
+    }
+    let mine = fabric.open_hca("hca2", gid(2)).expect("open hca2");
+    match fabric.find_hca_by_gid(gid(2)) {
+        Ok(Some(found)) if found.uid() == mine.uid() => println!("@@ FOUND"),
+        other => println!("@@ FAIL lookup of its own HCA by GID: {other:?}"),
+    }
 }
 
 // ============================================================================ registry
@@ -380,6 +401,30 @@ fn find_hca_by_gid_among_registries() {
     assert_eq!(fabric.find_hca_by_gid(gid(1)).expect("scan").expect("found").uid(), h0.uid());
     assert!(fabric.find_hca_by_gid(gid(9)).expect("scan").is_none());
     assert!(matches!(fabric.open_hca("../evil", gid(3)), Err(FabricError::InvalidArgument(_))));
+}
+
+/// Users sharing a fabric directory, each with HCAs of their own: another user's registry
+/// that this one may not open used to fail every lookup by GID that came to it first.
+#[test]
+fn a_registry_this_user_may_not_open_does_not_hide_the_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TestDir::new("other-user");
+    let set_mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    set_mode(&dir.path, 0o1777); // for the child, when it runs as nobody
+    let theirs = dir.fabric().open_hca("hca1", gid(1)).expect("hca1");
+    // Not writable by the child: as root, the child runs as nobody; else mode 0 suffices.
+    set_mode(theirs.path(), 0);
+    let mut child = spawn_child("other_user", &dir.path, "");
+    assert_eq!(child.line(), "FOUND");
+    child.finish();
+    // The error still comes when no registry has the GID.
+    let err = dir.fabric().find_hca_by_gid(gid(9));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(matches!(err, Err(FabricError::Os { .. })), "{err:?}");
+    }
 }
 
 #[test]

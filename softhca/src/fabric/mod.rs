@@ -206,15 +206,23 @@ impl FabricDir {
 
     /// The HCA whose GID is `gid`, among the registries in the directory (to reach a remote
     /// QP given as GID + QPN). Files with an unusable layout are skipped.
+    /// A registry this user may not open (another user's, in a directory they share) is
+    /// skipped; its error is returned only if no registry has the GID.
     pub fn find_hca_by_gid(&self, gid: Gid) -> Result<Option<Registry>, FabricError> {
+        let mut denied = None;
         for name in self.hca_names()? {
-            if let Some(registry) = self.open_existing_hca(&name)?
-                && registry.gid() == gid
-            {
-                return Ok(Some(registry));
+            match self.open_existing_hca(&name) {
+                Ok(Some(registry)) if registry.gid() == gid => return Ok(Some(registry)),
+                Ok(_) => {}
+                Err(e @ FabricError::Os { .. })
+                    if e.errno() == libc::EACCES || e.errno() == libc::EPERM =>
+                {
+                    denied.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
             }
         }
-        Ok(None)
+        denied.map_or(Ok(None), Err)
     }
 
     /// Names of the HCAs that have a registry file in the directory (sorted).
