@@ -95,6 +95,7 @@ fn child_role() {
         "consume" => child_consume(&fabric),
         "waker" => child_waker(&fabric, &arg),
         "other_user" => child_other_user(&fabric),
+        "churn" => child_churn(&fabric),
         other => panic!("unknown role {other}"),
     }
 }
@@ -223,6 +224,26 @@ fn child_other_user(fabric: &FabricDir) {
     }
 }
 
+/// Joins and leaves hca0 in a loop, with QPs and rings, checking after each sweep that its
+/// own QPs and rings survived it; until killed.
+fn child_churn(fabric: &FabricDir) {
+    println!("@@ GO");
+    loop {
+        let (hca, me) = fabric.join_hca("hca0", gid(1)).expect("join");
+        let mut rings = Vec::new();
+        for _ in 0..3 {
+            let qp = me.alloc_qpn().expect("alloc");
+            rings.push((qp.qpn, me.create_ring(qp.qpn, 0, Some(4096)).expect("ring")));
+        }
+        hca.sweep().expect("sweep");
+        for (qpn, _) in &rings {
+            assert!(hca.ring_path(*qpn).exists(), "ring of live QP {qpn:#x} removed");
+            let owner = hca.owner_of(*qpn).map(|o| o.instance_uid);
+            assert_eq!(owner, Some(me.uid()), "live QP {qpn:#x} reclaimed");
+        }
+    }
+}
+
 // ============================================================================ registry
 
 #[test]
@@ -317,6 +338,36 @@ fn killed_process_is_reclaimed_by_the_next_opener() {
     let qp = me.alloc_qpn().expect("alloc after crash");
     me.create_ring(qp.qpn, 0, None).expect("ring after crash");
     eprintln!("sweep on open took {sweep_time:?}");
+}
+
+/// Twenty processes joining and leaving one HCA, killed at random moments (mid-claim,
+/// mid-sweep, mid-create): none loses a live QP to another's sweep, and what they leave
+/// is reclaimed by the next opener.
+#[test]
+fn processes_killed_while_joining_and_leaving_leave_a_clean_hca() {
+    let dir = TestDir::new("churn");
+    let mut rng = 0x1234_5678_u64;
+    let mut kids: Vec<ChildProc> = (0..20).map(|_| spawn_child("churn", &dir.path, "")).collect();
+    for kid in &mut kids {
+        kid.expect("GO");
+    }
+    for kid in &mut kids {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(Duration::from_micros(rng % 20_000));
+        let exited = kid.child.try_wait().expect("try_wait");
+        assert!(exited.is_none(), "a churning child failed: {exited:?}");
+        kid.kill();
+    }
+    let hca = dir.fabric().open_hca("hca0", gid(1)).expect("next opener");
+    assert_eq!(hca.live_instances(), 0);
+    assert_eq!(hca.sweep().expect("sweep"), Default::default(), "the opener's sweep left work");
+    let left: Vec<_> = std::fs::read_dir(dir.path.join("hca0")).expect("ring dir").collect();
+    assert!(left.is_empty(), "files left: {left:?}");
+    let me = hca.register_instance().expect("register");
+    let qp = me.alloc_qpn().expect("alloc");
+    me.create_ring(qp.qpn, 0, Some(4096)).expect("ring");
 }
 
 #[test]

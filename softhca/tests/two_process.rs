@@ -507,3 +507,49 @@ fn a_peer_hca_rebuilt_after_its_users_died_is_looked_up_again() {
     assert_eq!(run(&mut second, qpn, (addr, key)), None, "the new run's QP was not reached");
     second.send("EXIT");
 }
+
+/// The peer dies between CREATE_QP and RTR: our QP never finds its ring nor its owner, and
+/// its request still ends in retry exceeded instead of waiting for the peer to appear.
+#[test]
+fn a_peer_killed_before_rtr_ends_in_retry_exceeded() {
+    let fabric = TestFabric::new("killed-before-rtr");
+    std::fs::create_dir_all(fabric.path()).unwrap();
+    let dir = fabric.path().to_str().unwrap().to_string();
+    let (mut peer, peer_qpn, addr, key) = spawn_peer_on(&dir, "softhca0 1");
+    peer.kill();
+    let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
+    let pdn = engine.registry().alloc_pdn();
+    let mut cq = Cq::new(&engine, 16);
+    let mut qp = Qp::new(&engine, QpSpec::on_cq(pdn, &cq, 64, 64));
+    let mr = Mr::new(&engine, pdn, 4096, ALL_ACCESS);
+    let mut attrs = rc_attrs();
+    (attrs.timeout, attrs.retry_cnt) = (10, 2);
+    qp.connect(&engine, LOCALHOST_GID, peer_qpn, attrs);
+    qp.post_send(&engine, &write_wr(vec![(mr.addr(), 8, mr.key)], (addr, key)));
+    let start = Instant::now();
+    let w = cq.wait(&engine, 1, WAIT);
+    assert_eq!(w.len(), 1, "no completion");
+    assert_eq!(w[0].syndrome, Some(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
+    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+}
+
+/// A consumer that only sleeps (never calls progress) hears of a killed peer from the
+/// progress thread's transport timer.
+#[test]
+fn the_progress_thread_alone_reports_a_killed_peer() {
+    let mut r = connect("killed-asleep", 64, 64, 10, 2);
+    r.engine.start_progress_thread().unwrap();
+    r.peer.kill();
+    let (addr, key) = (r.peer_addr, r.peer_key);
+    r.qp.post_send(&r.engine, &write_wr(vec![(r.mr.addr(), 8, r.mr.key)], (addr, key)));
+    let start = Instant::now();
+    let w = loop {
+        if let Some(w) = r.cq.poll_one() {
+            break w;
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "no completion from the thread");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(w.syndrome, Some(cqe_syndrome::TRANSPORT_RETRY_EXC_ERR));
+    r.engine.stop_progress_thread();
+}
