@@ -96,6 +96,7 @@ fn child_role() {
         "waker" => child_waker(&fabric, &arg),
         "other_user" => child_other_user(&fabric),
         "churn" => child_churn(&fabric),
+        "private" => child_private(&arg),
         other => panic!("unknown role {other}"),
     }
 }
@@ -244,6 +245,17 @@ fn child_churn(fabric: &FabricDir) {
     }
 }
 
+/// Takes a private fabric with tag `arg` (the parent passed no fabric directory), joins an
+/// HCA in it with a ring, reports the directory and waits.
+fn child_private(tag: &str) {
+    let dir = ferrodat_softhca::fabric::use_private_fabric(tag);
+    let (_hca, me) = FabricDir::from_env().join_hca("hca0", gid(1)).expect("join");
+    let qp = me.alloc_qpn().expect("alloc");
+    let _ring = me.create_ring(qp.qpn, 0, Some(4096)).expect("ring");
+    println!("@@ DIR {}", dir.display());
+    let _ = read_command();
+}
+
 // ============================================================================ registry
 
 #[test]
@@ -338,6 +350,33 @@ fn killed_process_is_reclaimed_by_the_next_opener() {
     let qp = me.alloc_qpn().expect("alloc after crash");
     me.create_ring(qp.qpn, 0, None).expect("ring after crash");
     eprintln!("sweep on open took {sweep_time:?}");
+}
+
+/// The private fabric of a process killed before it could remove it is removed by the
+/// next process taking one with the same tag, unless a live process still uses it; they
+/// used to pile up in /dev/shm, a few MiB per killed run.
+#[test]
+fn a_killed_processs_private_fabric_is_removed_by_the_next_unless_in_use() {
+    let tag = format!("fabric-stale-{}", std::process::id());
+    let private = |tag: &str| {
+        let mut child = ChildProc::spawn("child_role", "private", &[(ARG_ENV, tag)]);
+        let dir = PathBuf::from(child.expect("DIR"));
+        (child, dir)
+    };
+    let (mut killed_in_use, in_use) = private(&tag);
+    let still_used = FabricDir::new(&in_use).join_hca("hca0", gid(1)).expect("join theirs");
+    killed_in_use.kill();
+    let (mut killed, stale) = private(&tag);
+    killed.kill();
+    assert!(stale.exists() && in_use.exists());
+
+    let (next, own) = private(&tag);
+    assert!(!stale.exists(), "{} left behind", stale.display());
+    assert!(in_use.exists(), "{} removed while this process uses it", in_use.display());
+    next.finish();
+    assert!(!own.exists(), "removed at exit");
+    drop(still_used);
+    let _ = std::fs::remove_dir_all(&in_use);
 }
 
 /// Twenty processes joining and leaving one HCA, killed at random moments (mid-claim,

@@ -35,6 +35,11 @@ impl ProcessIdentity {
         }
     }
 
+    /// A process known by its pid only (a pid recycled since passes for it).
+    pub(crate) fn pid_only(pid: u32) -> Self {
+        Self { pid, start_time: 0 }
+    }
+
     /// True when the process is certainly gone: no such pid, a zombie, or the pid now
     /// belongs to a process started at another time. When in doubt (no `/proc`, another
     /// user's process) it answers false: reclaiming a live process's resources is worse

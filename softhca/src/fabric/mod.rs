@@ -119,6 +119,10 @@ pub const DEFAULT_SHM_DIR: &str = "/dev/shm/ferrodat-softhca";
 /// threads. A second call does nothing; if [`SHM_DIR_ENV`] is already set (a child process
 /// joining its parent's fabric), only the progress thread is turned on. Returns the
 /// directory in use.
+///
+/// A process killed before it exits leaves its directory behind (a few MiB of registry and
+/// rings): before making its own, this removes those of earlier processes with the same
+/// tag that are gone and that no live process uses (children may join a parent's fabric).
 pub fn use_private_fabric(tag: &str) -> PathBuf {
     use std::sync::OnceLock;
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -128,6 +132,7 @@ pub fn use_private_fabric(tag: &str) -> PathBuf {
             unsafe { std::env::set_var("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1") };
             return PathBuf::from(dir);
         }
+        remove_stale_private_fabrics(Path::new("/dev/shm"), tag);
         let dir = PathBuf::from(format!("/dev/shm/ferrodat-{tag}-{}", std::process::id()));
         if let Err(e) = std::fs::create_dir_all(&dir) {
             panic!(
@@ -150,6 +155,37 @@ pub fn use_private_fabric(tag: &str) -> PathBuf {
         dir
     })
     .clone()
+}
+
+/// Removes `<parent>/ferrodat-<tag>-<pid>` directories ([`use_private_fabric`]'s) whose
+/// process is gone and whose registries have no live instance once swept. Best effort.
+fn remove_stale_private_fabrics(parent: &Path, tag: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let prefix = format!("ferrodat-{tag}-");
+    for entry in entries.filter_map(Result::ok) {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| {
+            let digits = name.strip_prefix(&prefix)?;
+            digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse::<u32>().ok())?
+        }) else {
+            continue;
+        };
+        if pid == std::process::id() || !liveness::ProcessIdentity::pid_only(pid).is_gone() {
+            continue;
+        }
+        let fabric = FabricDir::new(entry.path());
+        let in_use = match fabric.hca_names() {
+            Ok(names) => names.iter().any(|name| {
+                // Opening sweeps the dead; an HCA that cannot be opened is left alone.
+                fabric
+                    .open_existing_hca(name)
+                    .map_or(true, |r| r.is_some_and(|r| r.live_instances() > 0))
+            }),
+            Err(_) => true,
+        };
+        if !in_use {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The directory holding the registries and rings of all HCAs of this host.
