@@ -384,7 +384,10 @@ fn writes_into_and_reads_from_a_peers_shared_region_are_placed_across_processes(
 /// WRITE goes through the ring and ends in retry exceeded, as it would on hardware.
 #[test]
 fn a_dead_peers_shared_region_takes_no_placements() {
-    let mut r = connect("placed-dead", 64, 64, 10, 2);
+    // Timeout 14 (67 ms a try): the WRITE before the kill must not run out of retries while
+    // a loaded 2-core machine keeps the live peer off the CPU (timeout 10 failed so once
+    // in 15 runs); the one after it then fails within about 200 ms.
+    let mut r = connect("placed-dead", 64, 64, 14, 2);
     let (sa, sk) = r.shared_region(1 << 20);
     let (base, lkey) = (r.mr.addr(), r.mr.key);
     let write = SendWr {
