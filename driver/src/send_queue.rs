@@ -142,6 +142,8 @@ impl SendQueue {
     /// The geometry's ring and doorbell record stay mapped and lent to the device for the
     /// queue's life, and nothing else writes them.
     pub unsafe fn new(g: SendGeometry, bf: BlueFlame) -> SendQueue {
+        // The ring holds no more requests than blocks, whatever a raw geometry says.
+        let g = SendGeometry { max_post: g.max_post.min(g.wqe_cnt), ..g };
         let tracker = Arc::new(SendTracker::new(g.wqe_cnt));
         let sig_all_bits = if g.sig_all { wqe_ctrl::CQ_UPDATE } else { 0 };
         let ctrl_qpn = u64::from((g.qpn << 8).to_be()) << 32;
@@ -150,7 +152,7 @@ impl SendQueue {
             cur_post: if g.absent { g.wqe_cnt } else { 0 },
             mask: g.wqe_cnt - 1,
             // The first allowance: `max_post` one-block requests.
-            retired_seen: g.max_post.min(g.wqe_cnt).wrapping_sub(g.wqe_cnt),
+            retired_seen: g.max_post.wrapping_sub(g.wqe_cnt),
             requests: Requests::default(),
             ctrl_qpn,
             one_segment_inline: g.max_inline.min(12),
@@ -542,9 +544,7 @@ impl SendQueue {
         };
         let reason = match refusal {
             _ if g.absent => PostErrorReason::NoSendQueue,
-            Refusal::QueueFull => {
-                PostErrorReason::QueueFull { capacity: g.max_post.min(g.wqe_cnt) }
-            }
+            Refusal::QueueFull => PostErrorReason::QueueFull { capacity: g.max_post },
             Refusal::TooManySges => PostErrorReason::TooManySges { given: sges, max: g.max_sge },
             Refusal::InlineTooLong => {
                 PostErrorReason::InlineTooLong { given: inline_len, max: g.max_inline }

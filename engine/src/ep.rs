@@ -684,7 +684,7 @@ impl Ep {
         if let [t] = local
             && self.inner.silent.get().is_none()
             && self.inner.state_word.load(Ordering::Acquire) == EpState::Connected.to_raw()
-            && t.segment_length < REQUEST_SEGMENT_LIMIT
+            && t.segment_length <= u64::from(Sge::MAX_LEN)
             && let Ok(len) = u32::try_from(t.segment_length)
             && self.iov_limit(&op).load(Ordering::Relaxed) != 0
         {
@@ -1438,16 +1438,12 @@ const MAX_IOV: usize = 32;
 /// the entries [`sges`] writes are read).
 type SgeBuf = [MaybeUninit<Sge<'static>>; MAX_IOV];
 
-/// A request's (send queue) data segments are shorter than this. mlx5 writes a data
-/// segment's byte count as is, and takes one with its top bit set for an inline segment: a
-/// segment of 2 GiB or more would be read as inline data (of the low 31 bits' length, so 2
-/// GiB became an empty message that completed successfully). None could be sent anyway: a
-/// message is at most `max_message_size` (1 GiB).
-const REQUEST_SEGMENT_LIMIT: u64 = 1 << 31;
-
-/// DAT_LENGTH_ERROR for a request segment of [`REQUEST_SEGMENT_LIMIT`] bytes or more.
+/// DAT_LENGTH_ERROR for a request segment longer than the driver's [`Sge::MAX_LEN`]
+/// (2 GiB - 1): mlx5 would take its byte count for an inline segment's (of the low 31 bits'
+/// length, so 2 GiB became an empty message that completed successfully). None could be
+/// sent anyway: a message is at most `max_message_size` (1 GiB).
 fn request_segments_fit(local: &[LmrTriplet], verb: &str) -> DatResult<()> {
-    match local.iter().position(|t| t.segment_length >= REQUEST_SEGMENT_LIMIT) {
+    match local.iter().position(|t| t.segment_length > u64::from(Sge::MAX_LEN)) {
         None => Ok(()),
         Some(i) => Err(DatError::new(ferrodat_abi::dat::ret::LENGTH_ERROR, subtype::NO_SUBTYPE)
             .with_detail(format!(

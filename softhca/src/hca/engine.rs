@@ -536,7 +536,7 @@ struct DeviceHealth {
     /// the registry.
     losses_seen: AtomicU32,
     /// DEVICE_FATAL was reported: every QP is in ERR and commands that make or change
-    /// objects fail with EIO.
+    /// objects fail with ENOLINK (EIO before Linux 5.18).
     fatal: AtomicBool,
     /// Who hears of device-wide events.
     sinks: Mutex<DeviceSinks>,
@@ -850,7 +850,7 @@ impl Engine {
     /// registry (the file was truncated under its mapping: `fabric/sigbus.rs`), since the
     /// other processes can then no longer find this HCA's QPs, nor it theirs. It then does
     /// what an mlx5 device in its internal-error state does: reports DEVICE_FATAL to every
-    /// context, and the commands that make or change objects fail with EIO while those
+    /// context, and the commands that make or change objects fail with ENOLINK while those
     /// that destroy them succeed, so the consumer can clean up. Unlike mlx5, which leaves
     /// a user process's queues as they are, every QP goes to ERR and completes its work
     /// requests with flush errors, so a consumer waiting for a completion is told instead
