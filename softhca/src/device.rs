@@ -213,9 +213,9 @@ impl Device {
         self.engine.remove_qp(qpn)
     }
 
-    /// A CQ number from the HCA's shared counter.
+    /// A CQ number from the HCA's shared counter, used by no live CQ of this process.
     pub fn alloc_cqn(&self) -> Result<u32, Errno> {
-        Ok(self.engine.registry().alloc_cqn())
+        self.alloc_unused(|| self.engine.registry().alloc_cqn(), |s, n| s.cqs.contains_key(&n))
     }
 
     /// The CQ is gone: the hardware forgets it. Returns the completion and asynchronous
@@ -224,15 +224,16 @@ impl Device {
         self.engine.remove_cq(cqn)
     }
 
-    /// A PD number from the HCA's shared counter (PDs need nothing freed: the hardware keeps
-    /// no state for them besides the number stamped on MRs, QPs and SRQs).
+    /// A PD number from the HCA's shared counter, used by no live PD of this process (PDs
+    /// need nothing freed: the hardware keeps no state for them besides the number stamped
+    /// on MRs, QPs and SRQs).
     pub fn alloc_pdn(&self) -> Result<u32, Errno> {
-        Ok(self.engine.registry().alloc_pdn())
+        self.alloc_unused(|| self.engine.registry().alloc_pdn(), |s, n| s.pds.contains_key(&n))
     }
 
-    /// An SRQ number from the HCA's shared counter.
+    /// An SRQ number from the HCA's shared counter, used by no live SRQ of this process.
     pub fn alloc_srqn(&self) -> Result<u32, Errno> {
-        Ok(self.engine.registry().alloc_srqn())
+        self.alloc_unused(|| self.engine.registry().alloc_srqn(), |s, n| s.srqs.contains_key(&n))
     }
 
     /// The SRQ is gone: the hardware forgets it. Returns the asynchronous events it reported.
@@ -240,11 +241,37 @@ impl Device {
         self.engine.remove_srq(srqn)
     }
 
-    /// A memory key index and variant byte (`key = index << 8 | variant`), unique on the HCA
-    /// until its counter wraps.
+    /// A memory key index and variant byte (`key = index << 8 | variant`) from the HCA's
+    /// shared counter, the index used by no live MR or MW of this process.
     pub fn alloc_mkey_index(&self) -> Result<(u32, u8), Errno> {
-        let key = self.engine.registry().alloc_mkey();
+        // MRs and MWs share the index space.
+        let key = self.alloc_unused(
+            || self.engine.registry().alloc_mkey(),
+            |s, key| s.mrs.contains_key(&(key >> 8)) || s.mws.contains_key(&(key >> 8)),
+        )?;
         Ok((key >> 8, key as u8))
+    }
+
+    /// The next number of a 24-bit counter of the HCA (`next`) that no live object of this
+    /// process has (`live`), as the hardware hands out only free numbers. The counters
+    /// wrap after 2^24 objects made on the HCA, and then met the numbers of objects that
+    /// had lived since the last lap: the new object replaced the old one in every table
+    /// (its CQ's completions went to the new CQ, its region's key stopped working, two PDs
+    /// shared a number and so each other's memory). Checking this process's objects is
+    /// enough: peers never name our CQs, PDs or SRQs, and find our memory keys in our
+    /// tables. ENOMEM (as a full firmware table gives) if a whole lap is in use.
+    fn alloc_unused(
+        &self,
+        next: impl Fn() -> u32,
+        live: impl Fn(&DeviceState, u32) -> bool,
+    ) -> Result<u32, Errno> {
+        for _ in 0..1u32 << 24 {
+            let n = next();
+            if !live(&self.state(), n) {
+                return Ok(n);
+            }
+        }
+        Err(Errno::ENOMEM)
     }
 
     /// The MR or MW is gone: the hardware no longer translates its key.
