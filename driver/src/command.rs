@@ -40,8 +40,30 @@ impl RespBuf {
     }
 }
 
-fn map_errno(name: &'static str, errno: i32) -> Error {
-    Error::errno(name, errno)
+fn map_errno(ch: &Channel, name: &'static str, errno: i32) -> Error {
+    let e = Error::errno(name, errno);
+    // softhca pins nothing, so RLIMIT_MEMLOCK (the kernel's usual ENOMEM) is never the
+    // cause there: its own tables are.
+    if errno == libc::ENOMEM && ch.is_softhca() {
+        return e.with_hint(softhca_enomem_hint(name));
+    }
+    e
+}
+
+/// What runs out on softhca when `name` fails with ENOMEM.
+fn softhca_enomem_hint(name: &str) -> String {
+    use ferrodat_softhca::fabric::layout::registry::{PENDING_SLOTS, QP_CAPACITY};
+    if name == "CREATE_QP" {
+        format!(
+            "softhca holds at most {PENDING_SLOTS} QPs per process and {QP_CAPACITY} per HCA, \
+             each with a ring file mapped from the fabric directory (RLIMIT_MEMLOCK does not \
+             matter to it): destroy QPs this process (or the others on the HCA) no longer uses"
+        )
+    } else {
+        "softhca is out of numbers or memory for this object (RLIMIT_MEMLOCK does not matter \
+         to it): destroy objects no longer used"
+            .to_string()
+    }
 }
 
 /// Runs a legacy command `command` (`name` for errors). `core` is the core request; when
@@ -71,7 +93,7 @@ pub(crate) fn run(
     if resp_len > 0 {
         buf[HDR..HDR + 8].copy_from_slice(&resp.addr().to_ne_bytes());
     }
-    ch.write_command(&buf).map_err(|e| map_errno(name, e))?;
+    ch.write_command(&buf).map_err(|e| map_errno(ch, name, e))?;
     Ok(resp.take())
 }
 
@@ -111,7 +133,7 @@ pub(crate) fn run_ex(
     buf.extend_from_slice(ex.as_bytes());
     buf.extend_from_slice(core);
     buf.extend_from_slice(udata);
-    ch.write_command(&buf).map_err(|e| map_errno(name, e))?;
+    ch.write_command(&buf).map_err(|e| map_errno(ch, name, e))?;
     Ok(resp.take())
 }
 

@@ -146,3 +146,73 @@ fn an_srq_number_is_not_handed_out_again_while_its_srq_lives() {
     let new = Srq::new(&pd, 16, 1).unwrap();
     assert_ne!(new.srqn(), old.srqn(), "two live SRQs with one number");
 }
+
+#[test]
+fn create_qp_past_the_process_limit_fails_with_enomem_naming_it_and_destroying_makes_room() {
+    let _g = serial();
+    let (_fabric, _dev, ctx) = setup("qp-limit");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
+    let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, ..Default::default() };
+    let init = QpInit {
+        send_cq: &cq,
+        recv_cq: &cq,
+        srq: None,
+        caps,
+        sq_sig_all: false,
+        user_handle: None,
+    };
+    let mut qps: Vec<Qp<'_>> = Vec::new();
+    let start = std::time::Instant::now();
+    let err = loop {
+        match Qp::new(&pd, &init) {
+            Ok(q) => qps.push(q),
+            Err(e) => break e,
+        }
+        assert!(qps.len() <= 1 << 18, "no limit");
+    };
+    eprintln!("{} QPs in {:?}; then: {err}", qps.len(), start.elapsed());
+    assert_eq!(err.errno_value(), Some(libc::ENOMEM), "{err}");
+    // The hint names the limit that was met, not RLIMIT_MEMLOCK (softhca pins nothing).
+    let hint = err.hint().unwrap_or_default();
+    assert!(hint.contains("4096 QPs per process") && !hint.contains("ulimit -l"), "{err}");
+    qps.truncate(qps.len() - 10);
+    for _ in 0..10 {
+        qps.push(Qp::new(&pd, &init).expect("CREATE_QP after DESTROY_QP made room"));
+    }
+    assert!(Qp::new(&pd, &init).is_err());
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps").unwrap().lines().count()
+}
+
+#[test]
+fn connected_qp_pairs_created_and_destroyed_leave_no_fd_or_mapping() {
+    const PAIRS: usize = 2000;
+    let _g = serial();
+    let (_fabric, _dev, ctx) = setup("qp-churn");
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
+    let mut round = |k: u64| {
+        let (mut a, b) = pair(&ctx, &pd, &pd, &cq);
+        // Traffic, so that each QP has mapped its peer's ring too.
+        a.post_send(&[SendWr::new(k, SendOp::Nop, Payload::EMPTY)]).unwrap();
+        assert_eq!(one(&mut cq).wr_id, k);
+        drop((a, b));
+    };
+    round(0); // what lives as long as the process
+    let (fds, maps) = (open_fds(), mappings());
+    let start = std::time::Instant::now();
+    for k in 1..=PAIRS as u64 {
+        round(k);
+    }
+    eprintln!("{PAIRS} pairs in {:?}", start.elapsed());
+    let (fds_after, maps_after) = (open_fds(), mappings());
+    assert!(fds_after <= fds + 2, "{PAIRS} pairs: {fds} → {fds_after} open fds");
+    assert!(maps_after <= maps + 8, "{PAIRS} pairs: {maps} → {maps_after} mappings");
+}
