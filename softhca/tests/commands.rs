@@ -611,7 +611,7 @@ fn get_context_answers_like_mlx5_on_a_connectx5() {
     let (core, m) = fx.get_context(uctx_req().as_bytes()).unwrap();
     assert_eq!(core.num_comp_vectors, 1);
     assert_eq!(fx.uv.async_fd(), Some(core.async_fd as RawFd));
-    assert_eq!(m.qp_tab_size, 1 << 18);
+    assert_eq!(m.qp_tab_size, 1 << 16, "the QP table of softhca's registry");
     assert_eq!(m.bf_reg_size, 512);
     assert_eq!(m.tot_bfregs, 16);
     assert_eq!(m.cache_line_size, 64);
@@ -729,6 +729,7 @@ fn query_device_reports_connectx5_limits() {
     assert_eq!(d.sys_image_guid, d.node_guid);
     assert_eq!((d.max_qp_wr, d.max_sge, d.max_sge_rd), (32768, 30, 30));
     assert_eq!(d.max_cqe, 4_194_303);
+    assert_eq!(d.max_qp, 65536, "the QP table of softhca's registry, not a ConnectX-5's 2^18");
     assert_eq!((d.max_qp_rd_atom, d.max_qp_init_rd_atom), (16, 16));
     assert_eq!(d.atomic_cap, atomic_cap::HCA);
     assert_eq!(d.phys_port_cnt, 1);

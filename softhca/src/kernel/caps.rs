@@ -14,8 +14,13 @@ pub const HW_VER: u32 = 0;
 /// Firmware 16.35.2000 (`maj << 32 | min << 16 | sub`).
 pub const FW_VER: u64 = (16 << 32) | (35 << 16) | 2000;
 
-/// `log_max_qp`: QP numbers (also `qp_tab_size`).
-pub const LOG_MAX_QP: u32 = 18;
+/// `log_max_qp`: QP numbers (also `qp_tab_size`). A ConnectX-5 has 2^18; softhca's QP
+/// table in the fabric registry holds 2^16 per HCA, and that is what it reports, since a
+/// consumer sizes itself from `max_qp` (a DAT IA's `max_eps`). Each process can hold
+/// 4096 of them (`fabric::layout::registry::PENDING_SLOTS`), a limit verbs has no
+/// attribute for.
+pub const LOG_MAX_QP: u32 = 16;
+const _: () = assert!(1 << LOG_MAX_QP == crate::fabric::layout::registry::QP_CAPACITY);
 /// `log_max_qp_sz`: largest SQ (WQEBBs) and RQ (WQEs).
 pub const LOG_MAX_QP_SZ: u32 = 15;
 /// Largest SQ in WQEBBs / RQ in WQEs.
