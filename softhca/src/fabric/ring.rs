@@ -1368,3 +1368,127 @@ impl Drop for RingConsumer {
         }
     }
 }
+
+#[cfg(test)]
+impl RingProducer {
+    /// Moves a drained ring to `position`, as if 4 GiB of records had gone through, and
+    /// starts the epoch after `epoch` there (as [`Self::reset`] to `dest_qpn`, which skips
+    /// an epoch whose low 16 bits are zero). Stands in for the consumer's head too, which
+    /// had consumed everything up to `position`. The consumer must follow the new epoch
+    /// (read the ring) before it is asked for room: its own head is still in the old
+    /// positions, which a real producer never leaves behind (a new epoch starts at the
+    /// tail).
+    fn restart_at(&mut self, epoch: u32, position: u32, dest_qpn: u32) {
+        assert!(self.is_drained() && position.is_multiple_of(8), "a drained ring, aligned");
+        self.epoch = epoch;
+        self.tail = position;
+        self.cached_head = position;
+        self.map.u64_at(lay::OFF_HEAD).store(pack(epoch, position), Ordering::Release);
+        self.reset(dest_qpn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::FabricDir;
+    use zerocopy::IntoBytes;
+
+    /// A private fabric directory under /dev/shm, removed on drop.
+    struct TestDir(PathBuf);
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Positions are byte counts that wrap at 2^32 and epochs are 32-bit counters whose
+    /// low 16 bits tag each record (never zero): a ring whose positions cross 2^32 — with
+    /// padding records at the area's end, a full ring, a room request and its grant
+    /// across the wrap — delivers every record once, in order, and a reset to an epoch
+    /// whose low 16 bits would be zero (at 0x10000 and at the 32-bit wrap) goes to the next
+    /// one, which the consumer follows, skipping the records it had not read.
+    #[test]
+    fn positions_cross_2_to_the_32_and_epochs_never_tag_records_zero() {
+        let dir = TestDir(PathBuf::from(format!(
+            "/dev/shm/ferrodat-ring-unit-{}-wrap",
+            std::process::id()
+        )));
+        let gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1];
+        let hca = FabricDir::new(&dir.0).open_hca("hca0", gid).expect("open");
+        let me = hca.register_instance().expect("register");
+        let (a, b) = (me.alloc_qpn().expect("a").qpn, me.alloc_qpn().expect("b").qpn);
+        let mut producer = me.create_ring(a, b, Some(4096)).expect("ring");
+        let mut consumer = hca.open_ring(a, b).expect("consumer");
+        producer.reset(b);
+        assert_eq!(consumer.pop(), Ok(None));
+        // Starting 1000 to 3000 bytes short of 2^32 (not a multiple of the capacity:
+        // padding on the way; and one of the starts has the ring fill up just before 2^32,
+        // to be granted room just after it), in epochs just before 0x10000 and 2^32.
+        let runs = (0..32u32).flat_map(|j| {
+            let position = u32::MAX - 999 - 64 * j;
+            [(0xfffe, 0xffff, 0x1_0001, position), (u32::MAX - 1, u32::MAX, 1, position)]
+        });
+        for (epoch, first_epoch, next_epoch, position) in runs {
+            producer.restart_at(epoch, position, b);
+            assert_eq!(producer.epoch(), first_epoch);
+            // The consumer follows to the new epoch's start (the helper's jump in positions
+            // is not a real producer's: its head would be left in the old positions).
+            assert_eq!(consumer.pop(), Ok(None));
+            assert_eq!((consumer.epoch(), consumer.head), (Some(first_epoch), position));
+            // Records of 1..=300 bytes, several laps of the 4096-byte area, across 2^32.
+            let mut pushed = std::collections::VecDeque::new();
+            let mut n = 0usize;
+            let mut passed_wrap = false;
+            while n < 200 {
+                let len = 1 + (n * 37) % 300;
+                let bytes: Vec<u8> = (0..len).map(|i| (n + i) as u8).collect();
+                match producer.try_push(1 + (n % 7) as u16, &bytes, &[]) {
+                    Ok(()) => {
+                        pushed.push_back((1 + (n % 7) as u16, bytes));
+                        n += 1;
+                    }
+                    Err(PushError::Full { .. }) => {
+                        // The producer asked for room: not granted before the consumer
+                        // read anything, granted once it read everything (the head then
+                        // is past the position asked for, wrapped or not).
+                        assert!(!consumer.take_room_request(), "{n}: granted with no room");
+                        // By turns through the header-only path and the general one.
+                        while let Some((kind, bytes)) = pushed.pop_front() {
+                            if pushed.len() % 2 == 0 {
+                                let mut words = [0u64; 40];
+                                let len = bytes.len();
+                                let small = consumer.pop_small(&mut words);
+                                assert_eq!(small, Ok(SmallRecord::Record { kind, len }), "{n}");
+                                assert_eq!(words.as_bytes()[..len], bytes[..], "record {n}");
+                            } else {
+                                let record = consumer.pop().expect("ok").expect("a record");
+                                assert_eq!((record.kind, record.bytes), (kind, bytes), "{n}");
+                            }
+                        }
+                        let granted = consumer.take_room_request();
+                        assert!(granted, "epoch {first_epoch:#x}, record {n}: room granted");
+                        assert!(producer.is_drained());
+                    }
+                    Err(e) => panic!("record {n}: {e}"),
+                }
+                passed_wrap |= producer.tail < position;
+            }
+            assert!(passed_wrap, "the positions crossed 2^32");
+            assert_eq!(consumer.epoch(), Some(first_epoch));
+            // Two records left unread, then a reset: the next epoch skips the one whose low
+            // 16 bits are zero, and the consumer follows it, skipping the unread records.
+            assert!(!pushed.is_empty(), "records left unread");
+            producer.reset(b);
+            assert_eq!(producer.epoch(), next_epoch);
+            assert_ne!(producer.epoch() as u16, 0);
+            producer.try_push(9, b"in the next epoch", &[]).expect("room");
+            let record = consumer.pop().expect("ok").expect("the new epoch's record");
+            assert_eq!((record.kind, &record.bytes[..]), (9, &b"in the next epoch"[..]));
+            assert_eq!(consumer.epoch(), Some(next_epoch));
+            assert_eq!(consumer.pop(), Ok(None));
+            assert!(producer.is_drained(), "the skipped records' bytes are free again");
+        }
+    }
+}

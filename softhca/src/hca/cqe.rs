@@ -243,6 +243,50 @@ mod tests {
         }
     }
 
+    /// The consumer index in the doorbell record has 24 bits while the producer counts on:
+    /// free space and overrun are judged modulo 2^24 across the consumer's wrap (and the
+    /// producer's own at 2^32), and the owner bit keeps flipping each pass.
+    #[test]
+    fn the_24_bit_consumer_index_wraps_under_a_producer_that_counts_on() {
+        let ncqe = 4u32;
+        for start in [(1u32 << 24) - 2, u32::MAX - 1] {
+            let mut buf = vec![0xf0u8; 64 * ncqe as usize];
+            let mut db = [0u8; 8];
+            // SAFETY: both buffers outlive the producer.
+            let (b, d) = unsafe {
+                (
+                    AppSpan::new(buf.as_mut_ptr() as usize, buf.len()),
+                    AppSpan::new(db.as_mut_ptr() as usize, 8),
+                )
+            };
+            let mut cq = CqProducer::new(b, d, ncqe, 64);
+            cq.producer_index = start;
+            let c = Completion { cqe_opcode: cqe_opcode::REQ, qpn: 0x108, ..Default::default() };
+            let mut ci = start;
+            let publish = |db: &mut [u8; 8], ci: u32| {
+                db[..4].copy_from_slice(&(ci & 0xff_ffff).to_be_bytes());
+            };
+            publish(&mut db, ci);
+            for round in 0..3 {
+                // Fill the ring; poll and release half; fill it again; poll and release all.
+                for (fill, poll) in [(ncqe, ncqe / 2), (ncqe / 2, ncqe)] {
+                    for _ in 0..fill {
+                        cq.push(&success_cqe(&c), false).unwrap();
+                    }
+                    let full = cq.push(&success_cqe(&c), false);
+                    assert_eq!(full, Err(CqError::Overrun), "{start:#x} {round} {ci:#x}");
+                    for _ in 0..poll {
+                        assert!(owned_by_software(&buf, ci, ncqe), "{start:#x} {round} {ci:#x}");
+                        ci = ci.wrapping_add(1);
+                    }
+                    publish(&mut db, ci);
+                    assert_eq!(cq.outstanding(), Ok(ncqe - poll), "{start:#x} {round} {ci:#x}");
+                }
+                assert!(!owned_by_software(&buf, ci, ncqe), "the next pass is not written yet");
+            }
+        }
+    }
+
     #[test]
     fn resize_marks_the_old_ring_and_continues_at_the_next_index_in_the_new_one() {
         let mut old = vec![0xf0u8; 64 * 4];

@@ -644,6 +644,19 @@ pub fn pair_signalling(
     rq: u32,
     sq_sig_all: bool,
 ) -> Pair {
+    pair_of(tag, attrs, attrs, sq_wqebbs, rq, sq_sig_all)
+}
+
+/// As [`pair_signalling`], A connected with `attrs_a` and B with `attrs_b` (say, for
+/// different PSNs each way: A's `sq_psn` is B's `rq_psn` and the other way round).
+pub fn pair_of(
+    tag: &str,
+    attrs_a: QpAttributes,
+    attrs_b: QpAttributes,
+    sq_wqebbs: u32,
+    rq: u32,
+    sq_sig_all: bool,
+) -> Pair {
     let fabric = TestFabric::new(tag);
     let engine = Engine::open_in(fabric.dir.clone(), "softhca0", LOCALHOST_GID).unwrap();
     let pdn = engine.registry().alloc_pdn();
@@ -661,8 +674,8 @@ pub fn pair_signalling(
     };
     let a = Qp::new(&engine, spec(&cq_a));
     let b = Qp::new(&engine, spec(&cq_b));
-    a.connect(&engine, LOCALHOST_GID, b.qpn, attrs);
-    b.connect(&engine, LOCALHOST_GID, a.qpn, attrs);
+    a.connect(&engine, LOCALHOST_GID, b.qpn, attrs_a);
+    b.connect(&engine, LOCALHOST_GID, a.qpn, attrs_b);
     Pair { engine, a, b, cq_a, cq_b, pdn, _fabric: fabric }
 }
 
