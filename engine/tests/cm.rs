@@ -16,7 +16,7 @@ mod child;
 
 use child::{ChildProc, ROLE_ENV, read_command, say};
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
-use ferrodat_driver::work_request::{Payload, RecvWr, SendOp, SendWr};
+use ferrodat_driver::work_request::{Payload, RecvWr, SendFlags, SendOp, SendWr};
 use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpAttr, QpCaps, QpInit};
 use ferrodat_engine::cm::wire::{self, Msg};
 use ferrodat_engine::cm::{
@@ -256,6 +256,78 @@ fn handshake_connects_real_qps_and_data_flows_both_ways() {
     drop((conn_a, conn_b, listener, cm_a, cm_b));
     assert!(events_a.nothing_pending() && events_b.nothing_pending());
     drop((qp_a, qp_b));
+}
+
+/// `connect_qp` with starting PSNs just before the 24-bit wrap (0xfffff0 and 0xfffff8:
+/// `random_psn` may pick them): SENDs, RDMA WRITEs and READs both ways carry on across
+/// the wrap, each completing once with its data.
+#[test]
+fn a_connection_whose_psns_start_just_before_the_wrap_carries_traffic_both_ways() {
+    let fabric = Fabric::new();
+    let ctx = softhca(&fabric);
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = || Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
+    let (mut scq_a, mut rcq_a, mut scq_b, mut rcq_b) = (cq(), cq(), cq(), cq());
+    let mr_a = pd.alloc_mr(1 << 16, Access::ALL).unwrap();
+    let mr_b = pd.alloc_mr(1 << 16, Access::ALL).unwrap();
+    let qp = |scq, rcq| {
+        let caps = QpCaps { max_inline_data: 64, ..Default::default() };
+        let init = QpInit {
+            send_cq: scq,
+            recv_cq: rcq,
+            srq: None,
+            caps,
+            sq_sig_all: false,
+            user_handle: None,
+        };
+        Qp::new(&pd, &init).expect("CREATE_QP")
+    };
+    let (mut qp_a, mut qp_b) = (qp(&scq_a, &rcq_a), qp(&scq_b, &rcq_b));
+    let info_a = ConnInfo { psn: 0xff_fff0, ..cm::local_conn_info(&ctx, &qp_a, 4, 4).unwrap() };
+    let info_b = ConnInfo { psn: 0xff_fff8, ..cm::local_conn_info(&ctx, &qp_b, 4, 4).unwrap() };
+    cm::connect_qp(&mut qp_b, &info_b, &info_a, Access::ALL).unwrap();
+    cm::connect_qp(&mut qp_a, &info_a, &info_b, Access::ALL).unwrap();
+    // 3 requests per round and side, 12 rounds: both sides pass their wrap.
+    for round in 0..12u64 {
+        for a_sends in [true, false] {
+            let (from, scq, to, rcq, src, dst, seed) = if a_sends {
+                (&mut qp_a, &mut scq_a, &mut qp_b, &mut rcq_b, &mr_a, &mr_b, 0xa0)
+            } else {
+                (&mut qp_b, &mut scq_b, &mut qp_a, &mut rcq_a, &mr_b, &mr_a, 0xb0)
+            };
+            let data: Vec<u8> =
+                (0..4096).map(|i| (seed ^ round as u8).wrapping_add(i as u8)).collect();
+            src.write(0, &data).unwrap();
+            let remote = ferrodat_driver::work_request::Remote {
+                addr: dst.addr() + 16384,
+                rkey: dst.rkey(),
+            };
+            to.post_recv(&[RecvWr { wr_id: 100 + round, sges: &[dst.sge(0, 4096).unwrap()] }])
+                .unwrap();
+            let gather = [src.sge(0, 4096).unwrap()];
+            let back = [src.sge(8192, 4096).unwrap()];
+            let wrs = [
+                SendWr::new(round, SendOp::Send, Payload::Sges(&gather)),
+                SendWr::new(10 + round, SendOp::RdmaWrite(remote), Payload::Sges(&gather)),
+                SendWr::new(20 + round, SendOp::RdmaRead(remote), Payload::Sges(&back)),
+            ];
+            from.post_send(&wrs.map(|wr| wr.flags(SendFlags::SIGNALED))).unwrap();
+            let got: Vec<_> = (0..3).map(|_| poll_one(scq)).map(|w| (w.wr_id, w.status)).collect();
+            let ok = WcStatus::Success;
+            assert_eq!(got, [(round, ok), (10 + round, ok), (20 + round, ok)], "round {round}");
+            let r = poll_one(rcq);
+            assert_eq!(
+                (r.wr_id, r.opcode, r.status, r.byte_len, r.src_qp),
+                (100 + round, WcOpcode::Recv, ok, 4096, from.qpn()),
+                "round {round}"
+            );
+            let mut landed = vec![0u8; 4096];
+            dst.read(0, &mut landed).unwrap();
+            assert!(landed == data, "round {round}: the SEND");
+            src.read(8192, &mut landed).unwrap();
+            assert!(landed == data, "round {round}: the READ brought the WRITE's bytes back");
+        }
+    }
 }
 
 /// One connection with fake QPs between `active` and a listener's `requests`; returns the
