@@ -259,6 +259,52 @@ fn loopback_pair_reaches_rts() {
     assert_eq!(a.query().unwrap().state, Some(QpState::Rts));
 }
 
+/// QUERY_QP reads the PSNs back from the QP context, as mlx5_ib does (`next_send_psn`,
+/// `next_rcv_psn`): they count the messages that went each way across the 24-bit wrap, and
+/// a reset context reads zero until RTR and RTS set them again.
+#[test]
+fn query_reports_the_psns_the_context_has_reached() {
+    use ferrodat_driver::completion::WorkCompletion;
+    use ferrodat_driver::work_request::{Payload, RecvWr, SendFlags, SendOp, SendWr};
+    let (ctx, _f) = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut c = cq(&ctx, 64);
+    let (mut a, mut b) = (qp(&pd, &c), qp(&pd, &c));
+    let gid = ctx.gid(1, 0).unwrap();
+    let remote = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
+    let (a_psn, b_psn) = (0xff_fffe, 0x200);
+    a.connect(&remote(&b, b_psn), a_psn, 3, Access::ALL).expect("connect a");
+    b.connect(&remote(&a, a_psn), b_psn, 3, Access::ALL).expect("connect b");
+    let mr = pd.alloc_mr(64 * 8, Access::ALL).unwrap();
+    const SENT: u32 = 5;
+    for i in 0..SENT as usize {
+        let sge = [mr.sge(i * 64, 64).unwrap()];
+        b.post_recv(&[RecvWr { wr_id: i as u64, sges: &sge }]).unwrap();
+    }
+    for i in 0..SENT {
+        let wr = SendWr::new(u64::from(i), SendOp::Send, Payload::Inline(&[7; 8]))
+            .flags(SendFlags::SIGNALED);
+        a.post_send(&[wr]).unwrap();
+    }
+    // The sends' and the receives' completions.
+    let mut wc = [WorkCompletion::default(); 2 * SENT as usize];
+    assert_eq!(c.poll_wait(&mut wc, Duration::from_secs(5)), wc.len());
+    assert!(wc.iter().all(|w| w.is_ok()), "{wc:?}");
+    let past_the_wrap = (a_psn + SENT) & 0xff_ffff;
+    assert_eq!(past_the_wrap, 3);
+    let (qa, qb) = (a.query().unwrap(), b.query().unwrap());
+    assert_eq!((qa.sq_psn, qa.rq_psn), (past_the_wrap, b_psn), "A sent {SENT}, received none");
+    assert_eq!((qb.sq_psn, qb.rq_psn), (b_psn, past_the_wrap), "B received {SENT}, sent none");
+    // RESET clears the context; INIT keeps it clear.
+    b.reset().unwrap();
+    let q = b.query().unwrap();
+    assert_eq!((q.state, q.sq_psn, q.rq_psn), (Some(QpState::Reset), 0, 0));
+    b.modify(&QpAttr::reset_to_init(Access::ALL)).unwrap();
+    b.to_error().unwrap();
+    let q = b.query().unwrap();
+    assert_eq!((q.state, q.sq_psn, q.rq_psn), (Some(QpState::Err), 0, 0), "ERR from INIT");
+}
+
 #[test]
 fn bad_transition_and_error_then_reset() {
     let (ctx, _f) = open();

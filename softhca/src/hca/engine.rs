@@ -162,6 +162,17 @@ struct DoorbellWatch {
     arm: Vec<(u32, u32)>,
 }
 
+/// The parts of a QP's context the hardware changes by itself (see [`Engine::qp_context`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpContext {
+    /// The state (an error may have moved the QP to ERR).
+    pub state: u8,
+    /// The PSN of the next request.
+    pub next_send_psn: u32,
+    /// The PSN expected of the peer's next request.
+    pub next_rcv_psn: u32,
+}
+
 /// What a CREATE_CQ tells the engine.
 pub struct CqSetup {
     /// CQ number.
@@ -811,6 +822,15 @@ impl Engine {
     /// The QP's state as the hardware has it (an error may have moved it to ERR).
     pub fn qp_state(&self, qpn: u32) -> Option<u8> {
         self.tables().qps.get(&qpn).map(|qp| qp.state())
+    }
+
+    /// What QUERY_QP reads back from the QP context: the state, and the next send and
+    /// receive PSNs ([`QueuePair::next_psns`]).
+    pub fn qp_context(&self, qpn: u32) -> Option<QpContext> {
+        self.tables().qps.get(&qpn).map(|qp| {
+            let (next_send_psn, next_rcv_psn) = qp.next_psns();
+            QpContext { state: qp.state(), next_send_psn, next_rcv_psn }
+        })
     }
 
     fn peer_registry(&self, gid: Gid) -> Option<Registry> {

@@ -557,6 +557,13 @@ impl QueuePair {
         self.state
     }
 
+    /// The PSNs the QP context holds now: the next request's (`next_send_psn`) and the
+    /// next one expected from the peer (`next_rcv_psn`). They move with every message; what
+    /// MODIFY_QP set is only where they started.
+    pub fn next_psns(&self) -> (u32, u32) {
+        (self.next_psn, self.expected_psn)
+    }
+
     /// Asynchronous events delivered for this QP.
     pub fn async_events_reported(&self) -> u32 {
         self.async_events_reported
@@ -693,6 +700,9 @@ impl QueuePair {
         self.timeouts = 0;
         self.inbound = None;
         self.rnr_psn = None;
+        // A reset context starts from zero, as QUERY_QP then reads it (RTR and RTS set them).
+        self.next_psn = 0;
+        self.expected_psn = 0;
         self.responses.clear();
         self.deferred_ack = None;
         self.last_wqe_reported = false;

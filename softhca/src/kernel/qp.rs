@@ -415,10 +415,18 @@ pub(crate) fn query_qp(s: &mut Session<'_>, c: &Call<'_>) -> Result<(), Errno> {
         query_response(qp)
     };
     // Like mlx5_ib_query_qp, which reads the state back from the QP context: the hardware
-    // may have moved the QP to ERR on its own. It reports it as the current state too.
-    if let Some(state) = s.dev.engine().qp_state(qpn) {
-        resp.qp_state = state;
-        resp.cur_qp_state = state;
+    // may have moved the QP to ERR on its own. It reports it as the current state too, and
+    // the PSNs as the context has them now (next_send_psn, next_rcv_psn): the ones MODIFY_QP
+    // set only until the first message. Before RTR (RTS) the context holds what was set.
+    if let Some(ctx) = s.dev.engine().qp_context(qpn) {
+        resp.qp_state = ctx.state;
+        resp.cur_qp_state = ctx.state;
+        if !matches!(state_of(ctx.state), Ok(QpState::Reset | QpState::Init)) {
+            resp.rq_psn = ctx.next_rcv_psn;
+            if ctx.state != QpState::Rtr as u8 {
+                resp.sq_psn = ctx.next_send_psn;
+            }
+        }
     }
     c.respond(resp.as_bytes())
 }
