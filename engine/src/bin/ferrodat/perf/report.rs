@@ -145,14 +145,23 @@ fn ns(v: f64) -> String {
 fn sizing_text(s: Sizing) -> String {
     match s {
         Sizing::Duration(d) => format!(
-            "{:.1} s per row after a {:.2} s warm-up",
-            d.as_secs_f64(),
-            d.as_secs_f64() / 10.0
+            "{} s per row after a {} s warm-up",
+            seconds_text(d.as_secs_f64(), 1),
+            seconds_text(d.as_secs_f64() / 10.0, 2)
         ),
         Sizing::Iters(n) => {
             format!("{n} round trips or messages per row after {} to warm up", n / 10)
         }
     }
+}
+
+/// `v` seconds with at least `min` decimals and as many more (up to 6) as it takes to show
+/// the value given: a `--duration` of 0.05 is not "0.1 s", nor 0.01 "0.0 s".
+fn seconds_text(v: f64, min: usize) -> String {
+    (min..6)
+        .map(|decimals| format!("{v:.decimals$}"))
+        .find(|text| text.parse::<f64>().is_ok_and(|shown| (shown - v).abs() <= v * 1e-9))
+        .unwrap_or_else(|| format!("{v:.6}"))
 }
 
 /// The table.
@@ -342,4 +351,24 @@ pub fn json(r: &Report) -> String {
         jstr(BUFFERS),
         ratios.join(",")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_heading_gives_the_duration_asked_for() {
+        let text = |secs: f64| sizing_text(Sizing::Duration(Duration::from_secs_f64(secs)));
+        assert_eq!(text(2.0), "2.0 s per row after a 0.20 s warm-up");
+        assert_eq!(text(0.05), "0.05 s per row after a 0.005 s warm-up");
+        assert_eq!(text(0.01), "0.01 s per row after a 0.001 s warm-up");
+        assert_eq!(text(3600.0), "3600.0 s per row after a 360.00 s warm-up");
+        assert_eq!(text(0.123456789), "0.123457 s per row after a 0.012346 s warm-up");
+        assert_eq!(
+            sizing_text(Sizing::Iters(1000)),
+            "1000 round trips or messages per row after 100 to warm up"
+        );
+    }
 }
