@@ -12,7 +12,9 @@
  * in between). Each prints "hello_dat <side>: PASSED" at the end, or the failing step.
  *
  * Build: cc -o hello_dat hello_dat.c -ldat2   (headers from libdapl-dev: /usr/include/dat2)
- * Run with DAT_OVERRIDE naming a dat.conf whose entry is the IA name (default ferro0).
+ * Run with DAT_OVERRIDE naming a dat.conf whose entry is the IA name (default
+ * ferro-softhca0, the entry `ferrodat conf` writes for softhca0) and, over softhca,
+ * FERRODAT_SOFTHCA_PROGRESS_THREAD=1 (without it a wait can sleep to its timeout).
  */
 #include <arpa/inet.h>
 #include <dat2/udat.h>
@@ -130,7 +132,7 @@ static void reopen(char *name)
 
 int main(int argc, char **argv)
 {
-	char *name = "ferro0";
+	char *name = "ferro-softhca0";
 	const char *server_ip = NULL;
 	int server = 0, c;
 	while ((c = getopt(argc, argv, "sc:P:")) != -1) {
