@@ -52,8 +52,15 @@ impl fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-/// Set to `1` to run each device's progress thread, so that one-sided operations aimed at
-/// this process complete even while it never polls (as on hardware).
+/// The progress thread of each device opened in this process (see the crate docs,
+/// "Driving model"): `1` starts it at the open, so that one-sided operations and SENDs
+/// aimed at this process complete even while it never polls or waits (as on hardware);
+/// `0` refuses it, for a process that polls everything itself (a busy-polling benchmark):
+/// neither an armed CQ nor a DAT IA starts it then ([`Engine::serve_in_background`]).
+/// Unset (or anything else): started when a consumer may block — at a CQ's first arm, or
+/// a DAT IA's open.
+///
+/// [`Engine::serve_in_background`]: crate::hca::engine::Engine::serve_in_background
 pub const ENV_PROGRESS_THREAD: &str = "FERRODAT_SOFTHCA_PROGRESS_THREAD";
 
 /// The objects of all files open on a device, by device number. Lock it with
@@ -152,7 +159,11 @@ impl Device {
         let node_guid = node_guid_of(&config.gid());
         let engine =
             Engine::open_in(fabric, &config.name, config.gid()).map_err(OpenError::Fabric)?;
-        if std::env::var(ENV_PROGRESS_THREAD).is_ok_and(|v| v == "1") {
+        let policy = std::env::var(ENV_PROGRESS_THREAD).unwrap_or_default();
+        if policy == "0" {
+            engine.refuse_background();
+        }
+        if policy == "1" {
             engine.start_progress_thread().map_err(|e| {
                 OpenError::Fabric(FabricError::Os {
                     op: "spawn the progress thread",

@@ -46,7 +46,11 @@
 //! A process that must answer one-sided operations (RDMA READ/WRITE, atomics) or SENDs
 //! while it does not poll — a server blocked elsewhere, as hardware would serve it — runs
 //! the progress thread: [`hca::engine::Engine::start_progress_thread`], or
-//! `FERRODAT_SOFTHCA_PROGRESS_THREAD=1` for every device. It spins briefly after work, then
+//! `FERRODAT_SOFTHCA_PROGRESS_THREAD=1` for every device. It also starts by itself where a
+//! consumer may block ([`hca::engine::Engine::serve_in_background`]): at a CQ's first arm
+//! through the doorbell (the consumer is about to sleep on its completion channel), and at
+//! a DAT IA's open (the engine crate asks); `FERRODAT_SOFTHCA_PROGRESS_THREAD=0` refuses
+//! that, for a process that polls everything itself. It spins briefly after work, then
 //! sleeps on a futex until a peer sends a packet or a timer falls due: idle, it costs no
 //! CPU. All hardware-side work of one device in one process is serialised by one mutex.
 //!

@@ -12,7 +12,8 @@
 //! Everything runs under one mutex per process and HCA.
 //!
 //! A process that never polls still answers RDMA READ, WRITE, atomics and SENDs as a real
-//! HCA would if it runs the progress thread ([`Engine::start_progress_thread`]): it spins
+//! HCA would if it runs the progress thread ([`Engine::start_progress_thread`]; started by
+//! itself where a consumer may block, [`Engine::serve_in_background`]): it spins
 //! briefly after work, then sleeps on the fabric's futex until a peer pushes a packet or
 //! a timer falls due, so an idle device costs no CPU.
 //!
@@ -533,6 +534,9 @@ pub struct Engine {
     exports: Mutex<HashMap<u32, MemoryExport>>,
     background: Background,
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// The owner said it polls everything itself: [`Engine::serve_in_background`] starts
+    /// no thread ([`crate::device::ENV_PROGRESS_THREAD`] `=0`).
+    background_refused: AtomicBool,
     /// The progress thread watches doorbells (hardware-like mode).
     watching: AtomicBool,
     watch: Mutex<DoorbellWatch>,
@@ -611,6 +615,7 @@ impl Engine {
                 sleepy: AtomicU32::new(0),
             },
             progress_thread: Mutex::new(None),
+            background_refused: AtomicBool::new(false),
             watching: AtomicBool::new(false),
             watch: Mutex::new(DoorbellWatch::default()),
             health: DeviceHealth::default(),
@@ -1130,6 +1135,44 @@ impl Engine {
     pub fn start_progress_thread_watching_doorbells(self: &Arc<Self>) -> std::io::Result<()> {
         self.watching.store(true, Ordering::Release);
         self.start_progress_thread()
+    }
+
+    /// Makes the device serve its peers while no thread of the process polls, as an HCA
+    /// does by itself: starts the progress thread (idempotent), unless the owner refused it
+    /// ([`Self::refuse_background`]). True if the thread runs.
+    ///
+    /// Called where a consumer may block: at a CQ's arm (a consumer asking for a completion
+    /// event sleeps until it comes, and without a thread nothing here would take in the
+    /// peer's packets — the ACK of our SEND, their SEND — meanwhile: it would wake at its
+    /// timeout, or never), and by the DAT layer at an IA's open (a DAT consumer may block in
+    /// any wait). A consumer that only busy-polls its CQs through the driver gets none.
+    pub fn serve_in_background(self: &Arc<Self>) -> std::io::Result<bool> {
+        if self.background_refused.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        self.start_progress_thread().map(|()| true)
+    }
+
+    /// The owner polls everything itself: [`Self::serve_in_background`] starts no thread
+    /// from now on (an explicit [`Self::start_progress_thread`] still does).
+    pub fn refuse_background(&self) {
+        self.background_refused.store(true, Ordering::Relaxed);
+    }
+
+    /// The doorbell armed a CQ: [`Self::serve_in_background`], saying on stderr once if the
+    /// thread cannot start (the arm itself still works).
+    pub(crate) fn cq_armed_by_doorbell(self: &Arc<Self>) {
+        if let Err(e) = self.serve_in_background() {
+            static TOLD: AtomicBool = AtomicBool::new(false);
+            if !TOLD.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "softhca {}: could not start the progress thread ({e}); a consumer \
+                     sleeping on a completion event wakes only when another thread of this \
+                     process polls, or at its timeout (is the process at its thread limit?)",
+                    self.registry.name()
+                );
+            }
+        }
     }
 
     /// Starts the progress thread (idempotent). It holds the engine only while it works,

@@ -377,6 +377,7 @@ impl Uverbs {
             let cqn =
                 u32::from_be_bytes([stored[4], stored[5], stored[6], stored[7]]) & 0x00ff_ffff;
             engine.arm_cq(cqn, arm);
+            engine.cq_armed_by_doorbell();
         } else if offset >= mlx5::BF_OFFSET {
             let qpn_ds = u32::from_be_bytes([stored[4], stored[5], stored[6], stored[7]]);
             engine.sq_doorbell(qpn_ds >> 8);
