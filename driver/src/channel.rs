@@ -226,6 +226,26 @@ impl Channel {
         }
     }
 
+    /// Model entry point: a consumer of this device may block (sleep in a wait, or do
+    /// anything but poll) while peers need it to answer. softhca then starts its progress
+    /// thread, unless `FERRODAT_SOFTHCA_PROGRESS_THREAD=0` refused it; true if one runs.
+    /// Hardware serves its peers by itself: false, nothing done.
+    pub fn serve_in_background(&self) -> Result<bool> {
+        match self {
+            Channel::Kernel(_) => Ok(false),
+            Channel::Softhca(uv) => uv.device().engine().serve_in_background().map_err(|e| {
+                Error::errno(
+                    "start softhca's progress thread",
+                    e.raw_os_error().unwrap_or(libc::EAGAIN),
+                )
+                .with_hint(
+                    "the process may be at its thread limit (ulimit -u); a process that polls \
+                     its CQs all the time can do without: FERRODAT_SOFTHCA_PROGRESS_THREAD=0",
+                )
+            }),
+        }
+    }
+
     /// True for the softhca channel.
     pub fn is_softhca(&self) -> bool {
         matches!(self, Channel::Softhca(_))

@@ -267,6 +267,14 @@ impl Ia {
                 ))
             })?,
         };
+        // A DAT consumer may block in any wait (a connection event, a CNO, its DTO EVD)
+        // while its peers need this device to answer (their SENDs, READs from memory the
+        // ring carries, our requests' ACKs): a software HCA runs its progress thread for
+        // that, as silicon serves them by itself (FERRODAT_SOFTHCA_PROGRESS_THREAD=0 for a
+        // consumer that polls all the time).
+        ctx.channel()
+            .serve_in_background()
+            .map_err(|e| driver_error("serve the device while the consumer waits", e))?;
         let mtu_bytes = 128u32 << port.active_mtu.clamp(1, 5);
         let attr = IaAttr {
             adapter_name: spec.device.clone(),

@@ -266,6 +266,11 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
     }
     assert!(v["dat_completions"].as_str().unwrap().contains("dat_evd_dequeue"));
     assert!(v["buffers"].as_str().unwrap().contains("memfd"));
+    assert!(
+        v["progress_thread"].as_str().unwrap().contains("both sides poll"),
+        "the perf command runs without softhca's progress thread unless told: {}",
+        v["progress_thread"]
+    );
     let ratios = v["ratios"].as_array().unwrap();
     let names: Vec<&str> = ratios.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(

@@ -13,8 +13,7 @@
  *
  * Build: cc -o hello_dat hello_dat.c -ldat2   (headers from libdapl-dev: /usr/include/dat2)
  * Run with DAT_OVERRIDE naming a dat.conf whose entry is the IA name (default
- * ferro-softhca0, the entry `ferrodat conf` writes for softhca0) and, over softhca,
- * FERRODAT_SOFTHCA_PROGRESS_THREAD=1 (without it a wait can sleep to its timeout).
+ * ferro-softhca0, the entry `ferrodat conf` writes for softhca0).
  */
 #include <arpa/inet.h>
 #include <dat2/udat.h>

@@ -96,7 +96,7 @@ impl DatWorld {
             .current_dir(&self.dir)
             .env("DAT_OVERRIDE", self.dir.join("dat.conf"))
             .env("FERRODAT_SOFTHCA_SHM_DIR", &self.shm)
-            .env("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1")
+            .env_remove("FERRODAT_SOFTHCA_PROGRESS_THREAD")
             .env("FERRODAT_TRACE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

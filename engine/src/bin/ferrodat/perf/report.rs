@@ -25,6 +25,25 @@ pub struct Report {
 /// How the DAT-level rows take their completions.
 const DAT_COMPLETIONS: &str = "busy-polling dat_evd_dequeue (as dtest -p; no dat_evd_wait)";
 
+/// Whether softhca's progress thread ran beside the tests on this side (the perf command
+/// turns it off unless the user chose).
+fn progress_thread() -> &'static str {
+    match std::env::var(ferrodat_softhca::device::ENV_PROGRESS_THREAD).as_deref() {
+        Ok("1") => {
+            "progress thread on at every device open (FERRODAT_SOFTHCA_PROGRESS_THREAD=1): it \
+             competes with the busy-polling sides for the cores"
+        }
+        Ok("0") => {
+            "no progress thread (FERRODAT_SOFTHCA_PROGRESS_THREAD=0, the perf command's \
+             default): both sides poll all the time"
+        }
+        _ => {
+            "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD unset): it \
+             competes with the busy-polling sides for the cores"
+        }
+    }
+}
+
 /// Where both levels' buffers live, and what that means over softhca.
 const BUFFERS: &str = "a memfd mapped shared (Pd::alloc_mr_shared, Lmr::alloc_shared): softhca places \
      RDMA WRITEs of 4 KiB and more straight into it, one copy; private memory takes the ring, \
@@ -219,6 +238,7 @@ pub fn table(r: &Report) -> String {
          dat_ep_post_*,\n  completions by {DAT_COMPLETIONS}"
     );
     let _ = writeln!(o, "buffers: {}", wrap_note(BUFFERS, "buffers: ".len()));
+    let _ = writeln!(o, "softhca: {}", wrap_note(progress_thread(), "softhca: ".len()));
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -340,7 +360,7 @@ pub fn json(r: &Report) -> String {
         })
         .collect();
     format!(
-        "{{\"tool\":\"ferrodat perf\",\"version\":4,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"buffers\":{},\"ratios\":[{}]}}\n",
+        "{{\"tool\":\"ferrodat perf\",\"version\":4,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"buffers\":{},\"progress_thread\":{},\"ratios\":[{}]}}\n",
         jstr(if r.local { "local" } else { "client" }),
         jstr(&r.device),
         jstr(&r.server_device),
@@ -349,6 +369,7 @@ pub fn json(r: &Report) -> String {
         rows.join(","),
         jstr(DAT_COMPLETIONS),
         jstr(BUFFERS),
+        jstr(progress_thread()),
         ratios.join(",")
     )
 }
