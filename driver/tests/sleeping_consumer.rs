@@ -99,3 +99,82 @@ fn a_consumer_asleep_on_its_armed_cq_is_woken_by_the_peers_late_answer() {
         assert_eq!(&peer.join().unwrap(), b"asleep!\0");
     });
 }
+
+/// The state letter (`R`, `S`, ...) of each thread of this process named after softhca0's
+/// progress thread (`softhca-softhca0`, cut to 15 bytes by the kernel).
+fn progress_thread_states() -> Vec<char> {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("list /proc/self/task");
+    tasks
+        .filter_map(|t| {
+            let path = t.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            if comm.trim_end() != "softhca-softhca" {
+                return None;
+            }
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+        })
+        .collect()
+}
+
+/// A process that armed a CQ (which started softhca's progress thread) and then forked: the
+/// child inherits the device but not the thread, and closes the device (its CQ, channel and
+/// context) without waiting for, or joining, a thread it does not have.
+#[test]
+fn a_child_forked_after_an_arm_closes_the_device() {
+    if std::env::var_os(ferrodat_softhca::device::ENV_PROGRESS_THREAD).is_some() {
+        eprintln!("skipped: {} is set", ferrodat_softhca::device::ENV_PROGRESS_THREAD);
+        return;
+    }
+    let fabric = TestFabric::new("fork-after-arm");
+    let ctx = open(&fabric, "softhca0", "127.0.0.1");
+    let channel = CompChannel::new(&ctx).unwrap();
+    let mut armed =
+        Cq::new(&ctx, &CqOptions { cqe: 16, channel: Some(&channel), ..Default::default() })
+            .unwrap();
+    armed.arm(false);
+    // Fork while the thread sleeps on the fabric's futex, holding no reference to the
+    // engine (as it does whenever the device is idle), so that the child's close is the
+    // engine's last.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while progress_thread_states() != ['S'] {
+        assert!(Instant::now() < deadline, "the arm started no sleeping progress thread");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: the child only drops what it inherited, then leaves with _exit (no test
+    // harness code runs there).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let closed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            drop(armed);
+            drop(channel);
+            drop(ctx);
+        }));
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if closed.is_ok() { 0 } else { 1 }) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut status = 0;
+    loop {
+        // SAFETY: polls our own child; `status` is a live int.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: our own child, which has not been reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the child's close hung (waiting for a progress thread it does not have)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(libc::WIFEXITED(status), "the child died: status {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "closing the device in the child panicked");
+    drop(armed);
+    drop(channel);
+    drop(ctx);
+}

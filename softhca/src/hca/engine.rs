@@ -174,6 +174,14 @@ pub struct QpContext {
     pub next_rcv_psn: u32,
 }
 
+/// A running progress thread: its stop flag, its handle, and the process that started it
+/// (a child forked since has the engine but not the thread).
+struct ProgressThread {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+    pid: u32,
+}
+
 /// What a CREATE_CQ tells the engine.
 pub struct CqSetup {
     /// CQ number.
@@ -533,7 +541,7 @@ pub struct Engine {
     /// Regions of ours that peers may write directly, by key index (`memory_export.rs`).
     exports: Mutex<HashMap<u32, MemoryExport>>,
     background: Background,
-    progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    progress_thread: Mutex<Option<ProgressThread>>,
     /// The owner said it polls everything itself: [`Engine::serve_in_background`] starts
     /// no thread ([`crate::device::ENV_PROGRESS_THREAD`] `=0`).
     background_refused: AtomicBool,
@@ -1276,19 +1284,24 @@ impl Engine {
                     }
                 }
             })?;
-        *slot = Some((stop, handle));
+        *slot = Some(ProgressThread { stop, handle, pid: std::process::id() });
         Ok(())
     }
 
     /// Stops and joins the progress thread, if running.
     pub fn stop_progress_thread(&self) {
         let taken = self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((stop, handle)) = taken {
-            stop.store(true, Ordering::Release);
-            self.instance.waker().wake();
-            if handle.thread().id() != std::thread::current().id() {
-                let _ = handle.join();
-            }
+        let Some(ProgressThread { stop, handle, pid }) = taken else { return };
+        if pid != std::process::id() {
+            // A child forked after the thread started: the thread is the parent's, which
+            // keeps it. Joining a thread this process does not have would panic (or hang),
+            // and waking the instance would only rouse the parent's.
+            return;
+        }
+        stop.store(true, Ordering::Release);
+        self.instance.waker().wake();
+        if handle.thread().id() != std::thread::current().id() {
+            let _ = handle.join();
         }
     }
 }
