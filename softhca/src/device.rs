@@ -270,7 +270,10 @@ impl Device {
     /// (its CQ's completions went to the new CQ, its region's key stopped working, two PDs
     /// shared a number and so each other's memory). Checking this process's objects is
     /// enough: peers never name our CQs, PDs or SRQs, and find our memory keys in our
-    /// tables. ENOMEM (as a full firmware table gives) if a whole lap is in use.
+    /// tables. (A region's export file is named by its key index on the whole HCA, so after
+    /// a lap two processes' exports may want one name; a peer opening it checks the full
+    /// key and the exporter's pid, so the clash only sends placement back to the ring.)
+    /// ENOMEM (as a full firmware table gives) if a whole lap is in use.
     fn alloc_unused(
         &self,
         next: impl Fn() -> u32,

@@ -38,8 +38,8 @@ fn progress_thread() -> &'static str {
              default): both sides poll all the time"
         }
         _ => {
-            "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD unset): it \
-             competes with the busy-polling sides for the cores"
+            "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD neither 0 \
+             nor 1): it competes with the busy-polling sides for the cores"
         }
     }
 }
