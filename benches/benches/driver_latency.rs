@@ -48,14 +48,7 @@ impl Side {
         let cq = Cq::new(&ctx, &CqOptions { cqe: 256, ..Default::default() }).unwrap();
         let caps =
             QpCaps { max_send_wr: 128, max_recv_wr: 64, max_inline_data: 60, ..Default::default() };
-        let init = QpInit {
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            caps,
-            sq_sig_all: false,
-            user_handle: None,
-        };
+        let init = QpInit::new(&cq, &cq, caps);
         let qp = Qp::new(&pd, &init).unwrap();
         // The region lives as long as the process: leaked, so the QP can borrow it 'static.
         let mr: &'static MrBuf = Box::leak(Box::new(pd.alloc_mr(4096, Access::ALL).unwrap()));

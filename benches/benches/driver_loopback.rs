@@ -33,14 +33,7 @@ fn main() {
         (Cq::new(&ctx, &cq_options).unwrap(), Cq::new(&ctx, &cq_options).unwrap());
     let caps =
         QpCaps { max_send_wr: 128, max_recv_wr: 64, max_inline_data: 60, ..Default::default() };
-    let init = |cq| QpInit {
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        caps,
-        sq_sig_all: false,
-        user_handle: None,
-    };
+    let init = |cq| QpInit::new(cq, cq, caps);
     // Leaked: the QPs borrow posted buffers for their whole life.
     let mr: &'static MrBuf = Box::leak(Box::new(pd.alloc_mr(4096, Access::ALL).expect("MR")));
     let mut a = Qp::new(&pd, &init(&cq_a)).expect("QP A");

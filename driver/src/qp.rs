@@ -77,6 +77,16 @@ pub struct QpInit<'a> {
     pub user_handle: Option<u64>,
 }
 
+impl<'a> QpInit<'a> {
+    /// The common case: completions to `send_cq` and `recv_cq`, a receive queue of its
+    /// own, signalled only where a request asks, a context-unique user handle. Change the
+    /// rest with struct update syntax: `QpInit { srq: Some(&srq), ..QpInit::new(&cq, &cq,
+    /// caps) }`.
+    pub fn new(send_cq: &'a Cq, recv_cq: &'a Cq, caps: QpCaps) -> QpInit<'a> {
+        QpInit { send_cq, recv_cq, srq: None, caps, sq_sig_all: false, user_handle: None }
+    }
+}
+
 /// QP states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

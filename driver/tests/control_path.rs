@@ -50,18 +50,8 @@ fn cq(ctx: &Context, cqe: u32) -> Cq {
 }
 
 fn qp(pd: &Pd, cq: &Cq) -> Qp<'static> {
-    Qp::new(
-        pd,
-        &QpInit {
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            caps: QpCaps { max_inline_data: 60, ..Default::default() },
-            sq_sig_all: false,
-            user_handle: None,
-        },
-    )
-    .expect("CREATE_QP")
+    Qp::new(pd, &QpInit::new(cq, cq, QpCaps { max_inline_data: 60, ..Default::default() }))
+        .expect("CREATE_QP")
 }
 
 #[test]
@@ -332,18 +322,8 @@ fn srq_create_limit_destroy() {
     assert_eq!(srq.max_wr(), 127);
     srq.set_limit(10).expect("arm the limit");
     let c = cq(&ctx, 8);
-    let q = Qp::new(
-        &pd,
-        &QpInit {
-            send_cq: &c,
-            recv_cq: &c,
-            srq: Some(&srq),
-            caps: QpCaps::default(),
-            sq_sig_all: false,
-            user_handle: None,
-        },
-    )
-    .expect("CREATE_QP on an SRQ");
+    let q = Qp::new(&pd, &QpInit { srq: Some(&srq), ..QpInit::new(&c, &c, QpCaps::default()) })
+        .expect("CREATE_QP on an SRQ");
     assert_eq!(q.geometry().rq_wqe_cnt, 0);
     drop(srq);
     assert!(q.srq().is_some());

@@ -157,14 +157,7 @@ fn run_side(side: u32, mode: Mode, ctx: &Context, line: &mut dyn Line) -> Vec<(u
     let mut qps: Vec<Qp<'_>> = (0..QPS)
         .map(|i| {
             let cq = &cqs[if mode == Mode::CqPerQp { i } else { 0 }];
-            let init = QpInit {
-                send_cq: cq,
-                recv_cq: cq,
-                srq: None,
-                caps,
-                sq_sig_all: false,
-                user_handle: None,
-            };
+            let init = QpInit::new(cq, cq, caps);
             Qp::new(&pd, &init).unwrap_or_else(|e| panic!("CREATE_QP {i}: {e}"))
         })
         .collect();

@@ -53,11 +53,8 @@ fn setup(tag: &str) -> (TestFabric, Arc<Device>, Context) {
 
 fn qp<'m>(pd: &Pd, cq: &Cq, srq: Option<&Srq>) -> Qp<'m> {
     let caps = QpCaps { max_inline_data: 64, ..Default::default() };
-    Qp::new(
-        pd,
-        &QpInit { send_cq: cq, recv_cq: cq, srq, caps, sq_sig_all: false, user_handle: None },
-    )
-    .unwrap_or_else(|e| panic!("CREATE_QP: {e}"))
+    Qp::new(pd, &QpInit { srq, ..QpInit::new(cq, cq, caps) })
+        .unwrap_or_else(|e| panic!("CREATE_QP: {e}"))
 }
 
 /// Two QPs connected to each other.
@@ -154,14 +151,7 @@ fn create_qp_past_the_process_limit_fails_with_enomem_naming_it_and_destroying_m
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::new(&ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap();
     let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, ..Default::default() };
-    let init = QpInit {
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        caps,
-        sq_sig_all: false,
-        user_handle: None,
-    };
+    let init = QpInit::new(&cq, &cq, caps);
     let mut qps: Vec<Qp<'_>> = Vec::new();
     let start = std::time::Instant::now();
     let err = loop {

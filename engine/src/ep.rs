@@ -1247,14 +1247,7 @@ fn build_qp(
     let make_qp = |send_cq: &ferrodat_driver::Cq, recv_cq: &ferrodat_driver::Cq| {
         Qp::new(
             pz.pd(),
-            &QpInit {
-                send_cq,
-                recv_cq,
-                srq: srq.map(Srq::driver),
-                caps,
-                sq_sig_all: false,
-                user_handle: None,
-            },
+            &QpInit { srq: srq.map(Srq::driver), ..QpInit::new(send_cq, recv_cq, caps) },
         )
     };
     // One CQ may take both streams (one EVD, or the silent CQ): lock it once.

@@ -145,18 +145,8 @@ fn softhca(fabric: &Fabric) -> Context {
 }
 
 fn new_qp<'m>(pd: &Pd, cq: &Cq) -> Qp<'m> {
-    Qp::new(
-        pd,
-        &QpInit {
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            caps: QpCaps { max_inline_data: 64, ..Default::default() },
-            sq_sig_all: false,
-            user_handle: None,
-        },
-    )
-    .expect("CREATE_QP")
+    Qp::new(pd, &QpInit::new(cq, cq, QpCaps { max_inline_data: 64, ..Default::default() }))
+        .expect("CREATE_QP")
 }
 
 fn poll_one(cq: &mut Cq) -> WorkCompletion {
@@ -272,14 +262,7 @@ fn a_connection_whose_psns_start_just_before_the_wrap_carries_traffic_both_ways(
     let mr_b = pd.alloc_mr(1 << 16, Access::ALL).unwrap();
     let qp = |scq, rcq| {
         let caps = QpCaps { max_inline_data: 64, ..Default::default() };
-        let init = QpInit {
-            send_cq: scq,
-            recv_cq: rcq,
-            srq: None,
-            caps,
-            sq_sig_all: false,
-            user_handle: None,
-        };
+        let init = QpInit::new(scq, rcq, caps);
         Qp::new(&pd, &init).expect("CREATE_QP")
     };
     let (mut qp_a, mut qp_b) = (qp(&scq_a, &rcq_a), qp(&scq_b, &rcq_b));

@@ -139,18 +139,8 @@ fn a_receive_completed_before_the_rtu_is_held_until_established() {
         Arc::new(Mutex::new(Cq::new(ctx, &CqOptions { cqe: 16, ..Default::default() }).unwrap()));
     let qp: Qp<'static> = {
         let cq = cq.lock().unwrap();
-        Qp::new(
-            &pd,
-            &QpInit {
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                caps: QpCaps { max_inline_data: 64, ..Default::default() },
-                sq_sig_all: false,
-                user_handle: None,
-            },
-        )
-        .unwrap()
+        Qp::new(&pd, &QpInit::new(&cq, &cq, QpCaps { max_inline_data: 64, ..Default::default() }))
+            .unwrap()
     };
     let info = cm::local_conn_info(ctx, &qp, 4, 4).unwrap();
     let qp = Arc::new(Mutex::new(qp));

@@ -6,12 +6,8 @@ use ferrodat_driver::{Access, Context, Cq, Pd, Qp, QpCaps, QpInit, RemoteQp};
 /// QPs `a` and `b` (60 inline bytes, default sizes) on `cq`, at RTS towards each other.
 pub fn connected_pair<'m>(ctx: &Context, pd: &Pd, cq: &Cq, sq_sig_all: bool) -> (Qp<'m>, Qp<'m>) {
     let init = QpInit {
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        caps: QpCaps { max_inline_data: 60, ..Default::default() },
         sq_sig_all,
-        user_handle: None,
+        ..QpInit::new(cq, cq, QpCaps { max_inline_data: 60, ..Default::default() })
     };
     let mut a = Qp::new(pd, &init).unwrap();
     let mut b = Qp::new(pd, &init).unwrap();

@@ -92,11 +92,8 @@ pub fn cq(ctx: &Context, cqe: u32) -> Cq {
 }
 
 pub fn new_qp<'m>(pd: &Pd, scq: &Cq, rcq: &Cq, srq: Option<&Srq>, caps: QpCaps) -> Qp<'m> {
-    Qp::new(
-        pd,
-        &QpInit { send_cq: scq, recv_cq: rcq, srq, caps, sq_sig_all: false, user_handle: None },
-    )
-    .unwrap_or_else(|e| panic!("CREATE_QP {caps:?}: {e}"))
+    Qp::new(pd, &QpInit { srq, ..QpInit::new(scq, rcq, caps) })
+        .unwrap_or_else(|e| panic!("CREATE_QP {caps:?}: {e}"))
 }
 
 /// RESET→INIT→RTR→RTS towards `remote_qpn` (same host GID), with `rnr_retry`.

@@ -114,14 +114,7 @@ impl<'m> Side<'m> {
             max_inline_data: 60,
             ..Default::default()
         };
-        let init = QpInit {
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            caps,
-            sq_sig_all: false,
-            user_handle: None,
-        };
+        let init = QpInit::new(&cq, &cq, caps);
         let qp = Qp::new(&res.pd, &init).map_err(|e| format!("{dev}: creating the QP: {e}"))?;
         let conn = local_conn_info(&res.ctx, &qp, 16, 16)
             .map_err(|e| format!("{dev}: port 1 and GID for the QP: {e}"))?;
