@@ -246,6 +246,18 @@ impl Channel {
         }
     }
 
+    /// How many QPs one process can hold on this device, where that is fewer than the
+    /// device's `max_qp` says: softhca's per-process slots (verbs has no attribute for it).
+    /// `None` on hardware.
+    pub fn qps_per_process(&self) -> Option<u32> {
+        match self {
+            Channel::Kernel(_) => None,
+            Channel::Softhca(_) => {
+                Some(ferrodat_softhca::fabric::layout::registry::PENDING_SLOTS as u32)
+            }
+        }
+    }
+
     /// True for the softhca channel.
     pub fn is_softhca(&self) -> bool {
         matches!(self, Channel::Softhca(_))

@@ -276,13 +276,15 @@ impl Ia {
             .serve_in_background()
             .map_err(|e| driver_error("serve the device while the consumer waits", e))?;
         let mtu_bytes = 128u32 << port.active_mtu.clamp(1, 5);
+        // An IA lives in one process: it can have no more endpoints than the process QPs.
+        let max_eps = ctx.channel().qps_per_process().map_or(dev.max_qp, |n| n.min(dev.max_qp));
         let attr = IaAttr {
             adapter_name: spec.device.clone(),
             vendor_name: vendor_name(dev.vendor_id).to_string(),
             hardware_version: (dev.hw_ver, 0),
             firmware_version: ((dev.fw_ver >> 32) as u32, (dev.fw_ver >> 16) as u32 & 0xffff),
             address,
-            max_eps: dev.max_qp,
+            max_eps,
             max_dto_per_ep: dev.max_qp_wr,
             max_rdma_read_per_ep_in: dev.max_qp_rd_atom,
             max_rdma_read_per_ep_out: dev.max_qp_init_rd_atom,
@@ -303,7 +305,7 @@ impl Ia {
             },
             max_rmr_target_address: if dev.max_mw > 0 { u64::MAX } else { 0 },
             max_srqs: dev.max_srq,
-            max_ep_per_srq: dev.max_qp,
+            max_ep_per_srq: max_eps,
             max_recv_per_srq: dev.max_srq_wr,
             max_iov_segments_per_rdma_read: dev.max_sge_rd.min(dev.max_sge),
             max_iov_segments_per_rdma_write: dev.max_sge,

@@ -15,6 +15,8 @@ fn an_ia_on_softhca_reports_its_address_limits_and_ib_extensions() {
     assert_eq!(a.adapter_name, "softhca0");
     assert_eq!(a.address, "127.0.0.1".parse::<std::net::IpAddr>().unwrap());
     assert!(a.max_eps >= 1024 && a.max_dto_per_ep >= 1024 && a.max_evd_qlen >= 1024, "{a:?}");
+    // Not the HCA's 65536 QPs: one process holds 4096 of them on softhca.
+    assert_eq!((a.max_eps, a.max_ep_per_srq), (4096, 4096), "what a process can have");
     assert!(a.max_iov_segments_per_dto >= 1 && a.max_rdma_read_per_ep_in >= 1, "{a:?}");
     assert!(a.max_message_size >= 1 << 20 && a.max_lmr_block_size >= 1 << 30, "{a:?}");
     assert_eq!(a.extension_supported, extension::IB);
