@@ -8,8 +8,7 @@ use crate::mem::{pz, pz_body, triplet};
 use crate::ret::{call, put, required, slice};
 use crate::sockaddr::{SockStorage, ip_of};
 use ferrodat_abi::dat::{
-    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, ep_field, evd_flags, handle_type,
-    subtype,
+    self as abi, FALSE, TRUE, VALUE_UNKNOWN, WATERMARK_INFINITE, ep_field, handle_type, subtype,
 };
 use ferrodat_engine::ep::{Ep, EpAttr, EpParamUpdate};
 use ferrodat_engine::ep_state::DisconnectMode;
@@ -156,38 +155,6 @@ unsafe fn create(
         let recv = nullable(recv_h, subtype::INVALID_HANDLE_EVD_RECV)?;
         let request = nullable(request_h, subtype::INVALID_HANDLE_EVD_REQUEST)?;
         let connect = nullable(connect_h, subtype::INVALID_HANDLE_EVD_CONN)?;
-        // The kinds OFA's dapl_ep_create (and the engine's dat_ep_modify) require, in that
-        // order: a DTO EVD could not take connection events, nor a CR EVD completions.
-        for (o, bad, flag, what, flag_name) in [
-            (
-                &connect,
-                subtype::INVALID_HANDLE_EVD_CONN,
-                evd_flags::CONNECTION,
-                "connect_evd",
-                "DAT_EVD_CONNECTION_FLAG",
-            ),
-            (
-                &recv,
-                subtype::INVALID_HANDLE_EVD_RECV,
-                evd_flags::DTO,
-                "recv_evd",
-                "DAT_EVD_DTO_FLAG",
-            ),
-            (
-                &request,
-                subtype::INVALID_HANDLE_EVD_REQUEST,
-                evd_flags::DTO,
-                "request_evd",
-                "DAT_EVD_DTO_FLAG",
-            ),
-        ] {
-            if let Some(o) = o
-                && evd_body(o).evd().flags() & flag == 0
-            {
-                return Err(DatError::invalid_handle(bad)
-                    .with_detail(format!("{verb}: {what} was created without {flag_name}")));
-            }
-        }
         for (o, bad) in [
             (Some(&pz_obj), subtype::INVALID_HANDLE_PZ),
             (recv.as_ref(), subtype::INVALID_HANDLE_EVD_RECV),

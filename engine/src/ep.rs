@@ -22,7 +22,7 @@ use crate::lmr::{LmrTriplet, RmrTriplet};
 use crate::plain_mutex::PlainMutex;
 use crate::pz::Pz;
 use crate::srq::Srq;
-use ferrodat_abi::dat::{completion_flags, dto_status, dtos, ep_field, subtype};
+use ferrodat_abi::dat::{completion_flags, dto_status, dtos, ep_field, evd_flags, subtype};
 use ferrodat_driver::work_request::{
     Payload, PostError, PostErrorReason, RecvWr, Remote, SendFlags, SendOp, SendWr, Sge,
 };
@@ -226,19 +226,42 @@ impl Ep {
             if srq.is_some() { ("dat_ep_create_with_srq", 7) } else { ("dat_ep_create", 6) };
         // Everything of one endpoint lives in one IA's device context: another IA's EVD or
         // SRQ numbers an object of another context (the device would take this context's
-        // object of the same number), as dat_ep_modify also refuses.
-        for (bad, evd, what) in [
-            (subtype::INVALID_HANDLE_EVD_RECV, recv_evd, "recv_evd"),
-            (subtype::INVALID_HANDLE_EVD_REQUEST, request_evd, "request_evd"),
-            (subtype::INVALID_HANDLE_EVD_CONN, connect_evd, "connect_evd"),
+        // object of the same number), as dat_ep_modify also refuses. And each EVD must be
+        // of its kind, as OFA's dapl_ep_create and dat_ep_modify require: a DTO EVD takes no
+        // connection events, a CR EVD no completions.
+        for (bad, evd, what, kind, kind_name) in [
+            (
+                subtype::INVALID_HANDLE_EVD_RECV,
+                recv_evd,
+                "recv_evd",
+                evd_flags::DTO,
+                "DAT_EVD_DTO_FLAG",
+            ),
+            (
+                subtype::INVALID_HANDLE_EVD_REQUEST,
+                request_evd,
+                "request_evd",
+                evd_flags::DTO,
+                "DAT_EVD_DTO_FLAG",
+            ),
+            (
+                subtype::INVALID_HANDLE_EVD_CONN,
+                connect_evd,
+                "connect_evd",
+                evd_flags::CONNECTION,
+                "DAT_EVD_CONNECTION_FLAG",
+            ),
         ] {
-            if let Some(evd) = evd
-                && !evd.ia().same(&ia)
-            {
+            let Some(evd) = evd else { continue };
+            if !evd.ia().same(&ia) {
                 return Err(DatError::invalid_handle(bad).with_detail(format!(
                     "{verb}: {what} belongs to another IA than the PZ; use EVDs of the \
                      endpoint's IA"
                 )));
+            }
+            if evd.flags() & kind == 0 {
+                return Err(DatError::invalid_handle(bad)
+                    .with_detail(format!("{verb}: {what} was created without {kind_name}")));
             }
         }
         if let Some(srq) = srq {
