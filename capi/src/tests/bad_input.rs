@@ -183,7 +183,7 @@ fn lmr_create_calls_an_impossible_region_or_va_type_a_bad_parameter() {
 fn private_data_longer_than_the_maximum_is_refused_unread() {
     use super::wired::Side;
     use crate::sockaddr::SockStorage;
-    use crate::{evd, sp};
+    use crate::sp;
     use ferrodat_abi::dat::psp_flags;
     use std::ptr::null_mut;
     // SAFETY (every call below): valid handles and output pointers; `last` is 16 readable
@@ -215,7 +215,6 @@ fn private_data_longer_than_the_maximum_is_refused_unread() {
         let ev = wait(client.conn);
         assert_eq!(ev.event_number, event::CONNECTION_EVENT_PEER_REJECTED);
         assert_eq!(ev.event_data.connect_event_data.private_data_size, 16);
-        let _ = evd::evd_free;
         ok(ia::ia_close(client.ia, close_flags::ABRUPT));
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
     }

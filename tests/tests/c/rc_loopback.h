@@ -27,11 +27,12 @@ static struct ibv_context *rc_open_first(union ibv_gid *gid)
 	return ctx;
 }
 
-/* An RC QP on `cq` (send and receive), in INIT with remote rights `access`. */
-static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+/* An RC QP completing into `send_cq` and `recv_cq`, in INIT with remote rights `access`. */
+static struct ibv_qp *rc_qp_on(struct ibv_pd *pd, struct ibv_cq *send_cq,
+			       struct ibv_cq *recv_cq, int access)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.send_cq = send_cq, .recv_cq = recv_cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1,
 			 .max_recv_sge = 1, .max_inline_data = 32 },
 	};
@@ -44,6 +45,12 @@ static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
 			  IBV_QP_ACCESS_FLAGS))
 		FAIL("INIT failed");
 	return qp;
+}
+
+/* An RC QP on `cq` (send and receive), in INIT with remote rights `access`. */
+static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, int access)
+{
+	return rc_qp_on(pd, cq, cq, access);
 }
 
 /* INIT -> RTR -> RTS towards QP `dest` at `gid` (PSNs 0). */

@@ -50,18 +50,7 @@ int main(void)
 		FAIL("ibv_reg_mr failed");
 	/* a sends (completions in send_cq), b receives (completions in recv_cq). */
 	struct ibv_qp *a = rc_qp(pd, send_cq, IBV_ACCESS_REMOTE_WRITE);
-	struct ibv_qp_init_attr init = {
-		.send_cq = send_cq, .recv_cq = recv_cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *b = ibv_create_qp(pd, &init);
-	if (!b)
-		FAIL("ibv_create_qp failed");
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(b, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		FAIL("INIT failed");
+	struct ibv_qp *b = rc_qp_on(pd, send_cq, recv_cq, IBV_ACCESS_REMOTE_WRITE);
 	rc_connect(a, b->qp_num, &gid);
 	rc_connect(b, a->qp_num, &gid);
 
