@@ -151,6 +151,9 @@ struct EpInner {
     /// The peer's address and connection qualifier (`dat_ep_query`'s remote address and
     /// port), once connecting or accepting.
     remote: Mutex<Option<std::net::SocketAddr>>,
+    /// `dat_ep_free` returned: the handle is gone, even while another thread (the CM's, a
+    /// completion's) still holds the endpoint for a moment, so an RSP no longer names it.
+    freed: AtomicBool,
 }
 
 /// What an EP is wired to: the PZ its QP lives in and the EVDs its events go to (a DTO
@@ -370,6 +373,7 @@ impl Ep {
                 attempt: AtomicU64::new(0),
                 active: AtomicBool::new(false),
                 remote: Mutex::new(None),
+                freed: AtomicBool::new(false),
             }),
         };
         let owner: Arc<dyn DtoFailures> = Arc::new(EpFailures { ep: Arc::downgrade(&ep.inner) });
@@ -1056,6 +1060,7 @@ impl Ep {
     /// `dat_ep_free`: ends any connection; the QP goes when the last handle does.
     pub fn free(self) -> DatResult<()> {
         let e = self.step(Trigger::Free)?;
+        self.inner.freed.store(true, Ordering::Release);
         if e.send.is_some()
             && let Some(conn) = lock(&self.inner.conn).take()
         {
@@ -1296,9 +1301,12 @@ fn build_qp(
 pub(crate) struct WeakEp(Weak<EpInner>);
 
 impl WeakEp {
-    /// The endpoint, unless it was freed.
+    /// The endpoint, unless the consumer freed it (whoever still holds it for a moment).
     pub(crate) fn upgrade(&self) -> Option<Ep> {
-        self.0.upgrade().map(|inner| Ep { inner })
+        self.0
+            .upgrade()
+            .filter(|inner| !inner.freed.load(Ordering::Acquire))
+            .map(|inner| Ep { inner })
     }
 }
 

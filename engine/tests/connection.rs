@@ -600,8 +600,12 @@ fn service_points_check_their_objects_and_an_rsp_lets_its_used_endpoint_go() {
     }
     ep.disconnect(DisconnectMode::Abrupt).unwrap();
     drop(request);
+    // Another thread (the CM's, a flushed completion's) may hold the endpoint for a moment
+    // as the consumer frees it; the RSP must not name it even then.
+    let held_elsewhere = ep.clone();
     ep.free().unwrap();
     assert!(rsp.query().ep.is_none(), "the RSP no longer names the freed endpoint");
+    drop(held_elsewhere);
     recv.free().expect("the freed endpoint's receive EVD is free to go");
     rsp.free().unwrap();
 }
