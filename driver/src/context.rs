@@ -48,6 +48,9 @@ pub(crate) struct ContextInner {
     soft: Option<Arc<SoftDevice>>,
     user_indexes: Arc<UserIndexPool>,
     next_user_handle: AtomicU32,
+    /// The process that opened it: a child forked since holds a copy whose objects are the
+    /// parent's ([`Context::is_inherited`]).
+    opened_by: u32,
     /// Dropped last: closing the file destroys whatever is left.
     pub(crate) channel: Channel,
 }
@@ -306,7 +309,17 @@ impl Context {
     }
 
     fn softhca(dev: Arc<SoftDevice>, kind: DeviceKind) -> Result<Context> {
-        let uv = Uverbs::open(dev.clone()).map_err(|e| Error::errno("open", e.0))?;
+        let uv = Uverbs::open(dev.clone()).map_err(|e| {
+            let e = Error::errno("open", e.0);
+            if dev.engine().owner().is_current() {
+                return e;
+            }
+            e.with_detail(format!("softhca device {}", dev.name())).with_hint(format!(
+                "the device was opened by process {}, and this process is a child forked \
+                 from it: open a device of its own (softhca's Device::open or Device::new)",
+                dev.engine().owner().pid()
+            ))
+        })?;
         Context::init(Channel::Softhca(uv), dev.name().to_string(), kind, Some(dev))
     }
 
@@ -369,6 +382,7 @@ impl Context {
             soft,
             user_indexes: UserIndexPool::new(MAX_USER_INDEX),
             next_user_handle: AtomicU32::new(1),
+            opened_by: std::process::id(),
             channel,
         };
         Ok(Context { inner: Arc::new(inner) })
@@ -468,8 +482,11 @@ impl Context {
             && kernel_index >= self.inner.ucontext.tot_bfregs.saturating_sub(LOW_LATENCY_BFREGS)
     }
 
-    /// A fresh doorbell record (zeroed, in its own cache-line slot).
-    pub fn alloc_dbrec(&self) -> Result<DbRecord> {
+    /// A fresh doorbell record (zeroed, in its own cache-line slot) for the creation `op`,
+    /// the first thing a creation does: refused in a forked child, where the record pages
+    /// are the parent's and not mapped.
+    pub fn alloc_dbrec(&self, op: &'static str) -> Result<DbRecord> {
+        self.refuse_if_inherited(op)?;
         self.inner.dbrecs.alloc()
     }
 
@@ -485,7 +502,16 @@ impl Context {
         u64::from(self.inner.next_user_handle.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Runs a legacy command on this context's channel.
+    /// True in a child forked since the context was opened. Its copy of the context, and
+    /// of every object made on it, belongs to the parent: on hardware a command through the
+    /// inherited uverbs file acts on the parent's objects, and their queues are not mapped
+    /// in the child (`MADV_DONTFORK`). The driver therefore refuses commands there, and
+    /// drops send none.
+    pub fn is_inherited(&self) -> bool {
+        std::process::id() != self.inner.opened_by
+    }
+
+    /// Runs a legacy command on this context's channel (refused in a forked child).
     pub(crate) fn run(
         &self,
         name: &'static str,
@@ -494,12 +520,48 @@ impl Context {
         udata: &[u8],
         resp_len: usize,
     ) -> Result<Vec<u8>> {
+        self.refuse_if_inherited(name)?;
         command::run(&self.inner.channel, name, command, core, udata, resp_len)
+    }
+
+    /// The destroy command `name` of an object being dropped. A failure goes to stderr, as
+    /// a drop cannot return it; in a forked child nothing is sent (the object is the
+    /// parent's). `what` names the object for that message.
+    pub(crate) fn run_on_drop(
+        &self,
+        name: &'static str,
+        command: u32,
+        core: &[u8],
+        resp_len: usize,
+        what: std::fmt::Arguments<'_>,
+    ) {
+        if self.is_inherited() {
+            return;
+        }
+        if let Err(e) = self.run(name, command, core, &[], resp_len) {
+            eprintln!("ferrodat-driver: dropping {what}: {e}");
+        }
+    }
+
+    fn refuse_if_inherited(&self, name: &'static str) -> Result<()> {
+        if !self.is_inherited() {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            name,
+            format!(
+                "the device context was opened by process {}, and this process is a child \
+                 forked from it: the context's objects are the parent's",
+                self.inner.opened_by
+            ),
+        )
+        .with_hint("open the device again in the child and make its own objects there"))
     }
 
     /// Device attributes: QUERY_DEVICE_EX, falling back to QUERY_DEVICE on ENOSYS or
     /// EOPNOTSUPP (older kernels).
     pub fn query_device(&self) -> Result<DeviceAttr> {
+        self.refuse_if_inherited("QUERY_DEVICE_EX")?;
         let ex = command::run_ex(
             &self.inner.channel,
             "QUERY_DEVICE_EX",

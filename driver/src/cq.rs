@@ -127,7 +127,7 @@ impl Cq {
                 )));
         }
         let buf = new_ring(entries)?;
-        let dbrec = ctx.alloc_dbrec()?;
+        let dbrec = ctx.alloc_dbrec("CREATE_CQ")?;
         let user_handle = opts.user_handle.unwrap_or_else(|| ctx.alloc_user_handle());
         let req = uverbs::CreateCq {
             user_handle,
@@ -428,7 +428,8 @@ impl CqInner {
 
 impl Drop for CqInner {
     fn drop(&mut self) {
-        if self.destroyed.load(Ordering::Relaxed) {
+        // Destroyed already, or a forked child's copy of the parent's CQ.
+        if self.destroyed.load(Ordering::Relaxed) || self.ctx.is_inherited() {
             return;
         }
         if let Err(e) = self.destroy() {

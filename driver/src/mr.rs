@@ -142,9 +142,8 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         let req = uverbs::DeregMr { mr_handle: self.handle };
-        if let Err(e) = self.pd.context().run("DEREG_MR", cmd::DEREG_MR, req.as_bytes(), &[], 0) {
-            eprintln!("ferrodat-driver: dropping MR lkey {:#x}: {e}", self.lkey);
-        }
+        let what = format_args!("MR lkey {:#x}", self.lkey);
+        self.pd.context().run_on_drop("DEREG_MR", cmd::DEREG_MR, req.as_bytes(), 0, what);
     }
 }
 

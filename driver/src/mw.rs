@@ -83,9 +83,7 @@ impl Mw {
 impl Drop for Mw {
     fn drop(&mut self) {
         let req = uverbs::DeallocMw { mw_handle: self.handle };
-        if let Err(e) = self.pd.context().run("DEALLOC_MW", cmd::DEALLOC_MW, req.as_bytes(), &[], 0)
-        {
-            eprintln!("ferrodat-driver: dropping MW rkey {:#x}: {e}", self.rkey());
-        }
+        let what = format_args!("MW rkey {:#x}", self.rkey());
+        self.pd.context().run_on_drop("DEALLOC_MW", cmd::DEALLOC_MW, req.as_bytes(), 0, what);
     }
 }

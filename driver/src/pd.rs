@@ -51,8 +51,7 @@ impl Pd {
 impl Drop for PdInner {
     fn drop(&mut self) {
         let req = uverbs::DeallocPd { pd_handle: self.handle };
-        if let Err(e) = self.ctx.run("DEALLOC_PD", cmd::DEALLOC_PD, req.as_bytes(), &[], 0) {
-            eprintln!("ferrodat-driver: dropping PD {:#x}: {e}", self.pdn);
-        }
+        let what = format_args!("PD {:#x}", self.pdn);
+        self.ctx.run_on_drop("DEALLOC_PD", cmd::DEALLOC_PD, req.as_bytes(), 0, what);
     }
 }

@@ -500,7 +500,7 @@ impl<'m> Qp<'m> {
         let (rq_cnt, rq_shift) = rq_size(&caps, a.max_rq_desc_sz as usize, a.max_recv_wr)?;
         let rq_bytes = (rq_cnt as usize) << rq_shift;
         let buf = DmaBuf::new(rq_bytes + sq_wqebbs as usize * SEND_WQE_BB)?;
-        let dbrec = ctx.alloc_dbrec()?;
+        let dbrec = ctx.alloc_dbrec("CREATE_QP")?;
         let user_index = ctx.alloc_uidx("CREATE_QP")?;
         let uidx = user_index.get();
         let user_handle = init.user_handle.unwrap_or_else(|| ctx.alloc_user_handle());
@@ -870,6 +870,11 @@ impl QpInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
+        if self.pd.context().is_inherited() {
+            // A forked child's copy: the QP, and the CQ memory `detach` would touch (not
+            // mapped here), are the parent's.
+            return;
+        }
         destroy_qp(self.pd.context(), self.handle, self.geometry.qpn);
         self.detach();
     }
@@ -878,16 +883,14 @@ impl Drop for QpInner {
 /// DESTROY_QP; a failure is reported on stderr (it runs from Drop).
 fn destroy_qp(ctx: &Context, handle: u32, qpn: u32) {
     let req = uverbs::DestroyQp { qp_handle: handle, ..Default::default() };
-    let r = ctx.run(
+    let resp_len = size_of::<uverbs::DestroyQpResp>();
+    ctx.run_on_drop(
         "DESTROY_QP",
         cmd::DESTROY_QP,
         req.as_bytes(),
-        &[],
-        size_of::<uverbs::DestroyQpResp>(),
+        resp_len,
+        format_args!("QP {qpn:#x}"),
     );
-    if let Err(e) = r {
-        eprintln!("ferrodat-driver: dropping QP {qpn:#x}: {e}");
-    }
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ impl Srq {
             };
             buf.write((i * stride) as usize, next.as_bytes());
         }
-        let dbrec = ctx.alloc_dbrec()?;
+        let dbrec = ctx.alloc_dbrec("CREATE_SRQ")?;
         let user_index = ctx.alloc_uidx("CREATE_SRQ")?;
         let uidx = user_index.get();
         let user_handle = ctx.alloc_user_handle();
@@ -214,15 +214,12 @@ impl Srq {
 impl Drop for SrqInner {
     fn drop(&mut self) {
         let req = uverbs::DestroySrq { srq_handle: self.handle, ..Default::default() };
-        let r = self.pd.context().run(
+        self.pd.context().run_on_drop(
             "DESTROY_SRQ",
             cmd::DESTROY_SRQ,
             req.as_bytes(),
-            &[],
             size_of::<uverbs::DestroySrqResp>(),
+            format_args!("SRQ {:#x}", self.geometry.srqn),
         );
-        if let Err(e) = r {
-            eprintln!("ferrodat-driver: dropping SRQ {:#x}: {e}", self.geometry.srqn);
-        }
     }
 }

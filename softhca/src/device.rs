@@ -129,10 +129,12 @@ fn registry() -> &'static Mutex<HashMap<String, Weak<Device>>> {
 
 impl Device {
     /// The configured HCA called `name` ([`config::devices`]); the same `Arc` for every
-    /// open in this process while one is alive.
+    /// open in this process while one is alive (not one a forked child inherited: that
+    /// is its parent's, and the child gets a device of its own).
     pub fn open(name: &str) -> Result<Arc<Device>, OpenError> {
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(dev) = reg.get(name).and_then(Weak::upgrade) {
+        let ours = |dev: &Arc<Device>| dev.engine.owner().is_current();
+        if let Some(dev) = reg.get(name).and_then(Weak::upgrade).filter(ours) {
             return Ok(dev);
         }
         let devices = config::devices().map_err(OpenError::Config)?;

@@ -15,6 +15,9 @@ impl Errno {
     pub const ENOMEM: Errno = Errno(libc::ENOMEM);
     /// The object is still in use by another object.
     pub const EBUSY: Errno = Errno(libc::EBUSY);
+    /// The file was opened by another process (a forked child's copy of its parent's):
+    /// as the kernel answers a write from other credentials than the opener's.
+    pub const EACCES: Errno = Errno(libc::EACCES);
     /// Unknown command.
     pub const ENOSYS: Errno = Errno(libc::ENOSYS);
     /// Response buffer too small.

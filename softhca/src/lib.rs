@@ -78,6 +78,7 @@ pub mod fabric;
 pub mod hca;
 pub mod kernel;
 pub mod objects;
+pub mod owning_process;
 pub mod shared_backing;
 pub mod sysfs;
 pub mod user_memory;

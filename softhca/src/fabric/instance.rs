@@ -14,6 +14,7 @@ use super::layout::registry as reg;
 use super::registry::Registry;
 use super::ring::RingProducer;
 use super::wake::{InstanceWaker, PendingSlots, WaitOutcome};
+use crate::owning_process::OwningProcess;
 
 /// A QPN allocated by [`Instance::alloc_qpn`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,9 @@ pub struct QpAllocation {
 /// This process's membership in one HCA (normally one per process and HCA). `Sync`: the
 /// methods may be called from several threads.
 pub struct Instance {
+    /// A forked child's copy gives back neither the QPNs nor the slot: they are the
+    /// parent's (`owning_process.rs`).
+    owner: OwningProcess,
     registry: Registry,
     index: u16,
     uid: u64,
@@ -70,6 +74,7 @@ impl std::fmt::Debug for Instance {
 impl Instance {
     pub(crate) fn new(registry: Registry, index: u16, uid: u64) -> Self {
         Self {
+            owner: OwningProcess::current(),
             registry,
             index,
             uid,
@@ -205,6 +210,9 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if !self.owner.is_current() {
+            return;
+        }
         let owned: Vec<u32> = self.local().owned.drain().map(|(qpn, _)| qpn).collect();
         for qpn in owned {
             // Errors here only mean a leftover file, which the next sweep removes.

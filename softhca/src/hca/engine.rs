@@ -53,6 +53,7 @@ use crate::fabric::{
     ExportedRegion, FabricDir, FabricError, Gid, Instance, MemoryExport, QpAllocation, Registry,
 };
 use crate::objects::UarPages;
+use crate::owning_process::OwningProcess;
 use std::collections::HashMap;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -179,7 +180,7 @@ pub struct QpContext {
 struct ProgressThread {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
-    pid: u32,
+    started_by: OwningProcess,
 }
 
 /// What a CREATE_CQ tells the engine.
@@ -534,6 +535,9 @@ impl Background {
 
 /// The per-process, per-HCA engine.
 pub struct Engine {
+    /// The process that joined the fabric: a forked child's copy of the engine releases
+    /// none of the shared state below when it drops (`owning_process.rs`).
+    owner: OwningProcess,
     fabric: FabricDir,
     registry: Registry,
     instance: Instance,
@@ -591,6 +595,7 @@ impl Engine {
     pub fn open_in(fabric: FabricDir, name: &str, gid: Gid) -> Result<Arc<Engine>, FabricError> {
         let (registry, instance) = fabric.join_hca(name, gid)?;
         Ok(Arc::new(Engine {
+            owner: OwningProcess::current(),
             fabric,
             registry,
             instance,
@@ -634,6 +639,11 @@ impl Engine {
         // A panic while holding the lock leaves tables that are still consistent enough to
         // tear down; keep going rather than poison every later call.
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The process that opened the engine (a forked child holds only a copy).
+    pub fn owner(&self) -> OwningProcess {
+        self.owner
     }
 
     /// The shared registry of this HCA (allocators for CQNs, PDNs, SRQNs, keys).
@@ -1284,15 +1294,15 @@ impl Engine {
                     }
                 }
             })?;
-        *slot = Some(ProgressThread { stop, handle, pid: std::process::id() });
+        *slot = Some(ProgressThread { stop, handle, started_by: OwningProcess::current() });
         Ok(())
     }
 
     /// Stops and joins the progress thread, if running.
     pub fn stop_progress_thread(&self) {
         let taken = self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(ProgressThread { stop, handle, pid }) = taken else { return };
-        if pid != std::process::id() {
+        let Some(ProgressThread { stop, handle, started_by }) = taken else { return };
+        if !started_by.is_current() {
             // A child forked after the thread started: the thread is the parent's, which
             // keeps it. Joining a thread this process does not have would panic (or hang),
             // and waking the instance would only rouse the parent's.
@@ -1323,6 +1333,16 @@ const PROGRESS_THREAD_NICE: libc::c_int = -10;
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        if !self.owner.is_current() {
+            // A forked child's copy: the QPs' rings and the exported regions' files are the
+            // parent's (the instance knows its owner too and keeps its QPNs and slot).
+            let qps = std::mem::take(&mut self.tables().qps);
+            std::mem::forget(qps);
+            let exports =
+                std::mem::take(&mut *self.exports.lock().unwrap_or_else(|e| e.into_inner()));
+            std::mem::forget(exports);
+            return;
+        }
         self.stop_progress_thread();
     }
 }

@@ -28,6 +28,7 @@ mod srq;
 use crate::device::Device;
 use crate::errno::Errno;
 use crate::objects::CompChannel;
+use crate::owning_process::OwningProcess;
 use crate::user_memory;
 use call::{Call, UserBuf};
 use context::Context;
@@ -53,6 +54,9 @@ use zerocopy::FromBytes;
 #[derive(Debug)]
 pub struct Uverbs {
     device: Arc<Device>,
+    /// Who opened the file: a forked child's copy runs no command and releases nothing
+    /// (`owning_process.rs`).
+    owner: OwningProcess,
     file: Mutex<File>,
     /// UAR pages of the file's context (0 before GET_CONTEXT): what the doorbell entry
     /// point checks a store against without taking the file lock on every post.
@@ -310,7 +314,16 @@ const EX_HDR: usize = size_of::<ExCmdHdr>();
 impl Uverbs {
     /// Opens the device (`ib_uverbs_open`): a file with no context yet.
     pub fn open(device: Arc<Device>) -> Result<Uverbs, Errno> {
-        Ok(Uverbs { device, file: Mutex::new(File::default()), uar_pages: AtomicUsize::new(0) })
+        // A device a forked child inherited is its parent's: the child opens its own.
+        if !device.engine().owner().is_current() {
+            return Err(Errno::EACCES);
+        }
+        Ok(Uverbs {
+            device,
+            owner: OwningProcess::current(),
+            file: Mutex::new(File::default()),
+            uar_pages: AtomicUsize::new(0),
+        })
     }
 
     /// The device this file is open on.
@@ -326,6 +339,9 @@ impl Uverbs {
     /// Runs one command (`ib_uverbs_write`): `Ok(buf.len())` on success, the kernel's errno
     /// otherwise. See the type's memory contract.
     pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
+        if !self.owner.is_current() {
+            return Err(Errno::EACCES);
+        }
         let Ok((hdr, _)) = CmdHdr::read_from_prefix(buf) else {
             return Err(Errno::EINVAL); // count < sizeof(hdr)
         };
@@ -351,6 +367,9 @@ impl Uverbs {
     /// Maps a UAR page (`mlx5_ib_mmap`): `pgoff` is the mmap offset in pages,
     /// `(cmd << 8) | index`. The returned mapping is the caller's, to `munmap(ptr, len)`.
     pub fn mmap(&self, pgoff: u64, len: usize) -> Result<NonNull<u8>, Errno> {
+        if !self.owner.is_current() {
+            return Err(Errno::EACCES);
+        }
         mmap::mmap(self.lock().context.as_ref(), pgoff, len)
     }
 
@@ -497,6 +516,9 @@ impl Drop for Uverbs {
     /// `ib_uverbs_close` → `uverbs_destroy_ufile_hw`: every object of the file goes, QPs
     /// before what they use. The user's event fds stay open (they are the user's).
     fn drop(&mut self) {
+        if !self.owner.is_current() {
+            return; // a forked child's copy: the objects are the parent's
+        }
         let file = self.file.get_mut().unwrap_or_else(|e| e.into_inner());
         let objects: Vec<Object> = file.handles.objects().collect();
         let mut st = self.device.state();
