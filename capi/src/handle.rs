@@ -21,6 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 /// Freed cells wait for this many later frees before a new handle may reuse one.
 pub const QUARANTINE: usize = 1 << 16;
@@ -205,9 +206,17 @@ pub(crate) fn object_of_id(id: ObjectId) -> Option<Arc<Object>> {
     reg.by_id.get(&id).and_then(|a| reg.by_addr.get(a)).cloned()
 }
 
+/// How long a free waits for another thread's hold on the object to end before it calls
+/// the handle busy. The provider's own threads hold an object for microseconds (one that
+/// translates an event looks up the endpoint or service point it names); a consumer's
+/// concurrent call on the handle holds it as long as that call runs.
+const TRANSIENT_HOLD: Duration = Duration::from_millis(20);
+
 /// Frees handle `h` of type `kind`: `release` runs on the object with no other reference
 /// to it in existence (no call in progress on it, none can start), and the handle is gone
-/// only if it succeeds — on an error the consumer keeps a valid handle.
+/// only if it succeeds — on an error the consumer keeps a valid handle. Another thread's
+/// hold is waited out for up to [`TRANSIENT_HOLD`], then the handle is busy
+/// (DAT_INVALID_STATE).
 pub(crate) fn free(
     h: abi::Handle,
     kind: HandleType,
@@ -215,7 +224,8 @@ pub(crate) fn free(
     release: impl FnOnce(&mut Object) -> DatResult<()>,
 ) -> DatResult<()> {
     let addr = h as usize;
-    let removed = {
+    let deadline = Instant::now() + TRANSIENT_HOLD;
+    let removed = loop {
         let mut reg = write();
         let Some(entry) = reg.by_addr.get_mut(&addr) else {
             drop(reg);
@@ -226,6 +236,11 @@ pub(crate) fn free(
             return get(h, kind, bad).map(drop);
         }
         let Some(obj) = Arc::get_mut(entry) else {
+            drop(reg);
+            if Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(100));
+                continue;
+            }
             return Err(DatError::invalid_state(busy_subtype(kind)).with_detail(format!(
                 "freeing {} handle {h:p} while another thread is in a call on it; free it after \
                  that call returns",
@@ -234,7 +249,7 @@ pub(crate) fn free(
         };
         release(obj)?;
         reg.by_id.retain(|_, a| *a != addr);
-        reg.by_addr.remove(&addr)
+        break reg.by_addr.remove(&addr);
     };
     retire_cells([addr]);
     // Dropped outside the registry lock: destroying a QP or joining a thread takes time.

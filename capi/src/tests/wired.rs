@@ -1101,3 +1101,35 @@ fn each_operation_is_held_to_its_own_iov_limit() {
         ok(ia::ia_close(server.ia, close_flags::ABRUPT));
     }
 }
+
+/// A free waits out another thread's momentary hold on the object (the provider's own
+/// threads hold an endpoint while they translate an event that names it): before, such a
+/// `dat_ep_free` failed with DAT_INVALID_STATE now and then. A hold that lasts (another
+/// thread's call still running) is refused after a short wait, and the handle stays valid.
+#[test]
+fn a_free_waits_out_a_momentary_hold_and_refuses_a_lasting_one() {
+    use crate::handle;
+    // SAFETY: valid handles and output pointers throughout; each EP handle is freed once.
+    unsafe {
+        let s = side("unit-wired-hold");
+        let free_on_another_thread = |ep_h: abi::EpHandle| {
+            let h = ep_h as usize;
+            std::thread::spawn(move || ep::ep_free(h as abi::EpHandle))
+        };
+
+        let hold = handle::get(s.ep, handle_type::EP, subtype::INVALID_HANDLE_EP).unwrap();
+        let free = free_on_another_thread(s.ep);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        drop(hold);
+        ok(free.join().unwrap());
+
+        let mut ep2 = null_mut();
+        ok(ep::ep_create(s.ia, s.pz, s.recv, s.req, s.conn, null(), &mut ep2));
+        let hold = handle::get(ep2, handle_type::EP, subtype::INVALID_HANDLE_EP).unwrap();
+        let refused = free_on_another_thread(ep2).join().unwrap();
+        assert_eq!(refused, err(ret::INVALID_STATE, subtype::NO_SUBTYPE));
+        drop(hold);
+        ok(ep::ep_free(ep2));
+        ok(ia::ia_close(s.ia, close_flags::ABRUPT));
+    }
+}
