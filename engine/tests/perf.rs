@@ -229,7 +229,8 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["tool"], "ferrodat perf");
     // 3: the least software HCA and the pipeline rows, ratios without a target.
-    assert_eq!(v["version"], 4);
+    // 5: the server's progress-thread setting.
+    assert_eq!(v["version"], 5);
     assert_eq!(v["mode"], mode);
     assert_eq!(v["device"], device);
     assert_eq!(v["sizing"]["iters"], 200);
@@ -267,7 +268,7 @@ fn check_json_of_device(text: &str, mode: &str, device: &str) {
     assert!(v["dat_completions"].as_str().unwrap().contains("dat_evd_dequeue"));
     assert!(v["buffers"].as_str().unwrap().contains("memfd"));
     assert!(
-        v["progress_thread"].as_str().unwrap().contains("both sides poll"),
+        v["progress_thread"].as_str().unwrap().contains("polls all the time"),
         "the perf command runs without softhca's progress thread unless told: {}",
         v["progress_thread"]
     );
@@ -356,16 +357,30 @@ fn a_short_local_run_prints_the_table() {
     assert!(!text.contains("not yet built"), "{text}");
     let dat_rows = text.lines().filter(|l| l.starts_with("dat ")).count();
     assert_eq!(dat_rows, 7, "seven DAT rows in:\n{text}");
+    // Both sides here run without the progress thread: one line says so for both.
+    assert!(text.contains("softhca: no progress thread"), "{text}");
+    assert!(text.contains("both sides poll all the time"), "{text}");
 }
 
 /// `ferrodat perf --server --port 0 <args>` on the fabric in `shm` (created here), and the
 /// port it says it listens on, after `listening` (its address and a colon) in its first
 /// line.
 fn start_server(shm: &Path, args: &[&str], listening: &str) -> (Child, String) {
+    start_server_with(shm, args, listening, &[])
+}
+
+/// [`start_server`] with extra environment variables.
+fn start_server_with(
+    shm: &Path,
+    args: &[&str],
+    listening: &str,
+    env: &[(&str, &str)],
+) -> (Child, String) {
     std::fs::create_dir_all(shm).unwrap();
     let mut server = ferrodat()
         .args(["perf", "--server", "--port", "0"])
         .args(args)
+        .envs(env.iter().copied())
         .env("FERRODAT_SOFTHCA_SHM_DIR", shm)
         .stdout(Stdio::piped())
         .spawn()
@@ -381,11 +396,18 @@ fn start_server(shm: &Path, args: &[&str], listening: &str) -> (Child, String) {
     (server, port)
 }
 
+/// The client reports the server's progress-thread setting beside its own: a server
+/// started by hand may have been told to run the thread, which competes for the cores.
 #[test]
 fn server_and_client_run_as_separate_commands() {
     let _one = one_run_at_a_time();
     let shm = PathBuf::from(format!("/dev/shm/ferrodat-perf-test-{}", std::process::id()));
-    let (mut server, port) = start_server(&shm, &["--bind", "127.0.0.1"], "127.0.0.1:");
+    let (mut server, port) = start_server_with(
+        &shm,
+        &["--bind", "127.0.0.1"],
+        "127.0.0.1:",
+        &[("FERRODAT_SOFTHCA_PROGRESS_THREAD", "1")],
+    );
     let out = ferrodat()
         .args(["perf", "--client", "127.0.0.1", "--port", &port, "--iters", "200", "--json"])
         .env("FERRODAT_SOFTHCA_SHM_DIR", &shm)
@@ -395,7 +417,11 @@ fn server_and_client_run_as_separate_commands() {
     let _ = std::fs::remove_dir_all(&shm);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(status.success(), "the server serves one run, then exits");
-    check_json(&String::from_utf8(out.stdout).unwrap(), "client");
+    let text = String::from_utf8(out.stdout).unwrap();
+    check_json(&text, "client");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let server_setting = v["server_progress_thread"].as_str().unwrap();
+    assert!(server_setting.contains("on at every device open"), "{server_setting}");
 }
 
 /// Two network namespaces joined by a veth pair, `10.199.<n>.1` and `.2`, deleted on drop

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! client                                     server
-//! FERRODAT-PERF 1                       ──▶
-//!                                       ◀──  FERRODAT-PERF 1 <device>
+//! FERRODAT-PERF 3                       ──▶
+//!                                       ◀──  FERRODAT-PERF 3 <device> <progress thread: on|off|as-needed>
 //! QP <qpn> <psn> <gid> <rr> <id> <mtu> <addr> <rkey>  ──▶   (connects its QP first)
 //!                                       ◀──  QP … (the same for its side)
 //! DAT <lmr address> <rmr_context>       ──▶   (opens its IA, EP, LMR and a PSP)
@@ -26,7 +26,7 @@ use std::net::{IpAddr, TcpStream};
 use std::time::Duration;
 
 const HELLO: &str = "FERRODAT-PERF";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// How long either side waits for the next line: longer than any row of a sane run
 /// (the client measures its local baselines between two commands).
@@ -173,8 +173,9 @@ impl Control {
         why
     }
 
-    /// Client: the greeting; returns the server's device name.
-    pub fn hello_client(&mut self) -> Result<String, String> {
+    /// Client: the greeting; returns the server's device name and its progress-thread
+    /// setting.
+    pub fn hello_client(&mut self) -> Result<(String, String), String> {
         self.send(&format!("{HELLO} {VERSION}"))?;
         let line = self.recv_greeting(
             "the server accepted the connection but",
@@ -182,9 +183,12 @@ impl Control {
              another on another --port), or it is not a ferrodat perf server",
         )?;
         let mut words = line.split_whitespace();
-        match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok()), words.next()) {
-            (Some(HELLO), Some(VERSION), Some(device)) => Ok(device.to_string()),
-            (Some(HELLO), Some(v), _) => Err(format!(
+        let (hello, version) = (words.next(), words.next().and_then(|v| v.parse::<u32>().ok()));
+        match (hello, version, words.next(), words.next()) {
+            (Some(HELLO), Some(VERSION), Some(device), Some(progress)) => {
+                Ok((device.to_string(), progress.to_string()))
+            }
+            (Some(HELLO), Some(v), _, _) if v != VERSION => Err(format!(
                 "the server speaks ferrodat perf protocol {v}, this client {VERSION}: run the \
                  same ferrodat version on both sides"
             )),
@@ -192,12 +196,14 @@ impl Control {
         }
     }
 
-    /// Server: answers the greeting with its device name.
-    pub fn hello_server(&mut self, device: &str) -> Result<(), String> {
+    /// Server: answers the greeting with its device name and progress-thread setting.
+    pub fn hello_server(&mut self, device: &str, progress: &str) -> Result<(), String> {
         let line = self.recv_greeting("the client", " (not a ferrodat perf client?)")?;
         let mut words = line.split_whitespace();
         match (words.next(), words.next().and_then(|v| v.parse::<u32>().ok())) {
-            (Some(HELLO), Some(VERSION)) => self.send(&format!("{HELLO} {VERSION} {device}")),
+            (Some(HELLO), Some(VERSION)) => {
+                self.send(&format!("{HELLO} {VERSION} {device} {progress}"))
+            }
             (Some(HELLO), Some(v)) => Err(self.fail(format!(
                 "the client speaks ferrodat perf protocol {v}, this server {VERSION}: run the \
                  same ferrodat version on both sides"

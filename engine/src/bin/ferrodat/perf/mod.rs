@@ -383,7 +383,7 @@ fn client(
 ) -> Result<report::Report, String> {
     let server = stream.peer_addr().map_err(|e| e.to_string())?;
     let mut ctl = Control::new(stream)?;
-    let server_device = ctl.hello_client()?;
+    let (server_device, server_progress_thread) = ctl.hello_client()?;
     let resources = rdma::Resources::open(device)?;
     let mr = resources.alloc_mr()?;
     let mut side = rdma::Side::new(&resources, &mr)?;
@@ -469,6 +469,7 @@ fn client(
         device: device.to_string(),
         server_device,
         server: server.to_string(),
+        server_progress_thread,
         local,
         sizing,
         seconds: started.elapsed().as_secs_f64(),
@@ -480,7 +481,8 @@ fn client(
 /// listens on, which its PSP's connection qualifier follows.
 fn serve(stream: TcpStream, peer: SocketAddr, device: &str, port: u16) -> Result<(), String> {
     let mut ctl = Control::new(stream)?;
-    ctl.hello_server(device).map_err(|e| format!("client {peer}: {e}"))?;
+    ctl.hello_server(device, report::progress_thread_setting())
+        .map_err(|e| format!("client {peer}: {e}"))?;
     let resources = rdma::Resources::open(device)?;
     let mr = resources.alloc_mr()?;
     let mut side = rdma::Side::new(&resources, &mr)?;

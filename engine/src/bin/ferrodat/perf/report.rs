@@ -12,6 +12,8 @@ pub struct Report {
     pub server_device: String,
     /// The server's control address.
     pub server: String,
+    /// The server's [`progress_thread_setting`] (the same as ours when it runs here).
+    pub server_progress_thread: String,
     /// Both sides on this host (no arguments) rather than `--client`.
     pub local: bool,
     /// How each row was sized.
@@ -25,22 +27,31 @@ pub struct Report {
 /// How the DAT-level rows take their completions.
 const DAT_COMPLETIONS: &str = "busy-polling dat_evd_dequeue (as dtest -p; no dat_evd_wait)";
 
-/// Whether softhca's progress thread ran beside the tests on this side (the perf command
-/// turns it off unless the user chose).
-fn progress_thread() -> &'static str {
+/// Whether softhca's progress thread runs beside the tests on this side, as one word for
+/// the control connection's greeting (the perf command turns the thread off unless the
+/// user chose): `on`, `off` or `as-needed`.
+pub fn progress_thread_setting() -> &'static str {
     match std::env::var(ferrodat_softhca::device::ENV_PROGRESS_THREAD).as_deref() {
-        Ok("1") => {
-            "progress thread on at every device open (FERRODAT_SOFTHCA_PROGRESS_THREAD=1): it \
-             competes with the busy-polling sides for the cores"
-        }
-        Ok("0") => {
-            "no progress thread (FERRODAT_SOFTHCA_PROGRESS_THREAD=0, the perf command's \
-             default): both sides poll all the time"
-        }
-        _ => {
-            "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD neither 0 \
-             nor 1): it competes with the busy-polling sides for the cores"
-        }
+        Ok("1") => "on",
+        Ok("0") => "off",
+        _ => "as-needed",
+    }
+}
+
+/// What a side's [`progress_thread_setting`] means for the run (another word: a newer
+/// server's, said as it is).
+fn progress_thread_text(setting: &str) -> String {
+    match setting {
+        "on" => "progress thread on at every device open (FERRODAT_SOFTHCA_PROGRESS_THREAD=1): \
+                 it competes with the busy-polling sides for the cores"
+            .into(),
+        "off" => "no progress thread (FERRODAT_SOFTHCA_PROGRESS_THREAD=0, the perf command's \
+                  default): the side polls all the time"
+            .into(),
+        "as-needed" => "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD \
+                        neither 0 nor 1): it competes with the busy-polling sides for the cores"
+            .into(),
+        other => format!("progress thread setting {other:?}"),
     }
 }
 
@@ -183,6 +194,20 @@ fn seconds_text(v: f64, min: usize) -> String {
         .unwrap_or_else(|| format!("{v:.6}"))
 }
 
+/// The progress-thread lines of the table: one for both sides when they agree, else one
+/// each (a server started by hand may have been told otherwise).
+fn progress_thread_lines(ours: &str, server: &str) -> Vec<(&'static str, String)> {
+    if server == ours {
+        let text = progress_thread_text(ours).replace("the side polls", "both sides poll");
+        vec![("softhca", text)]
+    } else {
+        vec![
+            ("softhca here", progress_thread_text(ours)),
+            ("softhca at the server", progress_thread_text(server)),
+        ]
+    }
+}
+
 /// The table.
 pub fn table(r: &Report) -> String {
     let mut o = String::new();
@@ -238,7 +263,9 @@ pub fn table(r: &Report) -> String {
          dat_ep_post_*,\n  completions by {DAT_COMPLETIONS}"
     );
     let _ = writeln!(o, "buffers: {}", wrap_note(BUFFERS, "buffers: ".len()));
-    let _ = writeln!(o, "softhca: {}", wrap_note(progress_thread(), "softhca: ".len()));
+    for (who, text) in progress_thread_lines(progress_thread_setting(), &r.server_progress_thread) {
+        let _ = writeln!(o, "{who}: {}", wrap_note(&text, who.len() + 2));
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -360,7 +387,7 @@ pub fn json(r: &Report) -> String {
         })
         .collect();
     format!(
-        "{{\"tool\":\"ferrodat perf\",\"version\":4,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"buffers\":{},\"progress_thread\":{},\"ratios\":[{}]}}\n",
+        "{{\"tool\":\"ferrodat perf\",\"version\":5,\"mode\":{},\"device\":{},\"server_device\":{},\"server\":{},\"sizing\":{sizing},\"seconds\":{},\"rows\":[{}],\"dat_completions\":{},\"buffers\":{},\"progress_thread\":{},\"server_progress_thread\":{},\"ratios\":[{}]}}\n",
         jstr(if r.local { "local" } else { "client" }),
         jstr(&r.device),
         jstr(&r.server_device),
@@ -369,7 +396,8 @@ pub fn json(r: &Report) -> String {
         rows.join(","),
         jstr(DAT_COMPLETIONS),
         jstr(BUFFERS),
-        jstr(progress_thread()),
+        jstr(&progress_thread_text(progress_thread_setting())),
+        jstr(&progress_thread_text(&r.server_progress_thread)),
         ratios.join(",")
     )
 }
@@ -378,6 +406,21 @@ pub fn json(r: &Report) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn one_progress_thread_line_when_both_sides_agree_else_one_each() {
+        let both = progress_thread_lines("off", "off");
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].0, "softhca");
+        assert!(both[0].1.contains("both sides poll all the time"), "{both:?}");
+        let each = progress_thread_lines("off", "on");
+        let who: Vec<&str> = each.iter().map(|(w, _)| *w).collect();
+        assert_eq!(who, ["softhca here", "softhca at the server"]);
+        assert!(each[0].1.contains("the side polls all the time"), "{each:?}");
+        assert!(each[1].1.contains("on at every device open"), "{each:?}");
+        let unknown = progress_thread_lines("off", "sometimes");
+        assert!(unknown[1].1.contains("\"sometimes\""), "{unknown:?}");
+    }
 
     #[test]
     fn the_heading_gives_the_duration_asked_for() {
