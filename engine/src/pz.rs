@@ -45,10 +45,11 @@ impl Pz {
     }
 
     /// `dat_pz_free`: refused while an LMR, RMR, EP or SRQ uses the PZ (the caller keeps
-    /// its handle then); DEALLOC_PD runs when the last handle goes.
+    /// its handle then; an engine thread's momentary hold through a freed endpoint is
+    /// waited out); DEALLOC_PD runs when the last handle goes.
     pub fn free(self) -> Result<(), (Pz, DatError)> {
-        if Arc::strong_count(&self.inner) > 1 {
-            let users = Arc::strong_count(&self.inner) - 1;
+        let users = crate::transient_hold::other_holders(&self.inner);
+        if users > 0 {
             let e = DatError::invalid_state(subtype::INVALID_STATE_PZ_IN_USE).with_detail(format!(
                 "dat_pz_free: {users} object(s) (LMRs, RMRs, EPs, SRQs) still use the PZ; free \
                  them first"

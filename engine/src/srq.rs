@@ -201,10 +201,11 @@ impl Srq {
     }
 
     /// `dat_srq_free`: refused while an endpoint uses the SRQ
-    /// (`DAT_INVALID_STATE/SRQ_IN_USE`; the caller keeps its handle); DESTROY_SRQ runs when
-    /// the last handle goes.
+    /// (`DAT_INVALID_STATE/SRQ_IN_USE`; the caller keeps its handle; an engine thread's
+    /// momentary hold through a freed endpoint is waited out); DESTROY_SRQ runs when the
+    /// last handle goes.
     pub fn free(self) -> Result<(), (Srq, DatError)> {
-        let users = Arc::strong_count(&self.inner) - 1;
+        let users = crate::transient_hold::other_holders(&self.inner);
         if users > 0 {
             let e = DatError::invalid_state(subtype::INVALID_STATE_SRQ_IN_USE).with_detail(
                 format!("dat_srq_free: {users} endpoint(s) still use the SRQ; free them first"),

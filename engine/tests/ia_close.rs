@@ -1,6 +1,7 @@
 //! `dat_ia_close` over softhca: graceful refuses while the IA has objects and says which;
 //! abrupt aborts connections (the peer sees DISCONNECTED), stops listeners and releases
-//! every waiter with DAT_ABORT.
+//! every waiter with DAT_ABORT. Frees that count an object's users (a graceful close,
+//! `dat_pz_free`, `dat_srq_free`) wait out an engine thread's momentary hold.
 
 mod support;
 
@@ -112,4 +113,51 @@ fn abrupt_close_aborts_connections_listeners_and_waiters() {
     // The closed IA's listener is gone: its conn_qual is free again.
     let reuse = Psp::create(&server_ia, own_port, &server_cr).unwrap();
     assert_eq!(reuse.conn_qual(), own_port);
+}
+
+/// Holds `what` on another thread for `how_long`, as an engine thread holds an object it
+/// is delivering an event of.
+fn held_for<T: Send + 'static>(what: T, how_long: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(how_long);
+        drop(what);
+    })
+}
+
+/// The CM thread delivering a freed endpoint's last event holds the endpoint, and through
+/// it the SRQ, PZ, EVDs and IA, for a moment: frees of those wait such a hold out rather
+/// than refuse them as in use (they did, now and then). A hold that lasts is still refused.
+#[test]
+fn frees_wait_out_a_momentary_hold_and_refuse_a_lasting_one() {
+    use ferrodat_engine::srq::Srq;
+    let moment = Duration::from_millis(5);
+    let ia = support::ia();
+    let pz = Pz::create(&ia).unwrap();
+    let evd = Evd::create(&ia, 8, evd_flags::DTO | evd_flags::CONNECTION).unwrap();
+    let srq = Srq::create(&pz, 8, 1).unwrap();
+
+    let ep = Ep::create_with_srq(&pz, &evd, &evd, Some(&evd), &srq, None).unwrap();
+    let holder = held_for(ep.clone(), moment);
+    ep.free().unwrap();
+    srq.free().map_err(|(_, e)| e).expect("the SRQ waits out the freed endpoint's hold");
+    holder.join().unwrap();
+
+    // Held for a second: far past a moment, so the PZ counts as in use.
+    let ep = Ep::create(&pz, &evd, &evd, Some(&evd), None).unwrap();
+    let holder = held_for(ep.clone(), Duration::from_secs(1));
+    ep.free().unwrap();
+    let (pz, e) = pz.free().unwrap_err();
+    assert_eq!(e.subtype(), subtype::INVALID_STATE_PZ_IN_USE, "{e}");
+    holder.join().unwrap();
+
+    let ep = Ep::create(&pz, &evd, &evd, Some(&evd), None).unwrap();
+    let holder = held_for(ep.clone(), moment);
+    ep.free().unwrap();
+    pz.free().map_err(|(_, e)| e).expect("the PZ waits out the freed endpoint's hold");
+    holder.join().unwrap();
+
+    evd.free().map_err(|(_, e)| e).unwrap();
+    let holder = held_for(ia.clone(), moment);
+    ia.close(CloseMode::Graceful).map_err(|(_, e)| e).expect("the IA waits out the hold");
+    holder.join().unwrap();
 }

@@ -23,9 +23,6 @@ pub struct Evd {
     inner: Arc<EvdShared>,
 }
 
-/// How long `Evd::free` waits out another thread's momentary hold on the EVD.
-const TRANSIENT_HOLD: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// What the handles of one EVD share (a CNO holds it weakly).
 #[derive(Debug)]
 pub(crate) struct EvdShared {
@@ -613,12 +610,8 @@ impl Evd {
     /// it is woken with DAT_ABORT.
     pub fn free(self) -> Result<(), (Evd, DatError)> {
         // A CNO waiter scanning its EVDs, or a thread delivering an event, holds the EVD
-        // for a few microseconds: such a hold is waited out, briefly, before the EVD
-        // counts as in use. (Endpoints and service points hold it for good.)
-        let deadline = std::time::Instant::now() + TRANSIENT_HOLD;
-        while Arc::strong_count(&self.inner) > 1 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
+        // for a few microseconds (endpoints and service points hold it for good).
+        crate::transient_hold::other_holders(&self.inner);
         self.free_now()
     }
 

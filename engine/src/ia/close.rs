@@ -111,7 +111,7 @@ impl Ia {
     pub fn close(self, mode: CloseMode) -> Result<(), (Ia, DatError)> {
         match mode {
             CloseMode::Graceful => {
-                let others = Arc::strong_count(&self.inner) - 1;
+                let others = crate::transient_hold::other_holders(&self.inner);
                 if others == 0 {
                     return Ok(());
                 }
