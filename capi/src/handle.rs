@@ -17,6 +17,7 @@ use crate::body::Body;
 use ferrodat_abi::dat::{self as abi, HandleType, subtype};
 use ferrodat_engine::error::{DatError, DatResult};
 use ferrodat_engine::event::ObjectId;
+use ferrodat_engine::transient_hold::TRANSIENT_HOLD;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -206,17 +207,13 @@ pub(crate) fn object_of_id(id: ObjectId) -> Option<Arc<Object>> {
     reg.by_id.get(&id).and_then(|a| reg.by_addr.get(a)).cloned()
 }
 
-/// How long a free waits for another thread's hold on the object to end before it calls
-/// the handle busy. The provider's own threads hold an object for microseconds (one that
-/// translates an event looks up the endpoint or service point it names); a consumer's
-/// concurrent call on the handle holds it as long as that call runs.
-const TRANSIENT_HOLD: Duration = Duration::from_millis(20);
-
 /// Frees handle `h` of type `kind`: `release` runs on the object with no other reference
 /// to it in existence (no call in progress on it, none can start), and the handle is gone
 /// only if it succeeds — on an error the consumer keeps a valid handle. Another thread's
 /// hold is waited out for up to [`TRANSIENT_HOLD`], then the handle is busy
-/// (DAT_INVALID_STATE).
+/// (DAT_INVALID_STATE): the provider's own threads hold an object for microseconds (one
+/// that translates an event looks up the endpoint or service point it names), a
+/// consumer's concurrent call on the handle as long as that call runs.
 pub(crate) fn free(
     h: abi::Handle,
     kind: HandleType,

@@ -77,4 +77,4 @@ pub mod rmr;
 pub mod sp;
 pub mod srq;
 mod sync;
-mod transient_hold;
+pub mod transient_hold;

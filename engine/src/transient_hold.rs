@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a free waits for momentary holds to end.
-pub(crate) const TRANSIENT_HOLD: Duration = Duration::from_millis(20);
+/// How long a free waits for momentary holds to end (the C library's handle frees too).
+pub const TRANSIENT_HOLD: Duration = Duration::from_millis(20);
 
 /// How many holders of `shared` besides the caller remain once momentary holds had up to
 /// [`TRANSIENT_HOLD`] to end (0 at once when there are none).

@@ -1335,12 +1335,12 @@ impl Drop for Engine {
     fn drop(&mut self) {
         if !self.owner.is_current() {
             // A forked child's copy: the QPs' rings and the exported regions' files are the
-            // parent's (the instance knows its owner too and keeps its QPNs and slot).
-            let qps = std::mem::take(&mut self.tables().qps);
-            std::mem::forget(qps);
-            let exports =
-                std::mem::take(&mut *self.exports.lock().unwrap_or_else(|e| e.into_inner()));
-            std::mem::forget(exports);
+            // parent's (the instance knows its owner too and keeps its QPNs and slot). No
+            // lock is taken: a parent's thread may have held one at the fork, for good here.
+            let tables = self.tables.get_mut().unwrap_or_else(|e| e.into_inner());
+            std::mem::forget(std::mem::take(&mut tables.qps));
+            let exports = self.exports.get_mut().unwrap_or_else(|e| e.into_inner());
+            std::mem::forget(std::mem::take(exports));
             return;
         }
         self.stop_progress_thread();
