@@ -1,8 +1,9 @@
 //! softhca's side of fork(2) (`owning_process.rs`): a child forked from a process with an
 //! open device file holds a copy of the file, whose objects are the parent's. The copy
 //! answers commands and mmaps with EACCES (what a C program sees through the preload
-//! library), a new file on the inherited device is refused alike, and the parent keeps its
-//! QPNs and goes on using its QPs. (What the child's drops leave alone is tested through the
+//! library), a new file on the inherited device is refused alike, `Device::open` gives the
+//! child a device of its own (not the parent's, which its registry of open devices still
+//! names), and the parent keeps its QPNs and goes on using its QPs. (What the child's drops leave alone is tested through the
 //! driver, in `driver/tests/forked_child.rs`.)
 //!
 //! One test in this binary: `fork` with no other test threads running.
@@ -15,8 +16,9 @@ mod mem;
 mod verbs;
 
 use ferrodat_abi::mlx5::{self, mmap_cmd};
-use ferrodat_softhca::{Errno, Uverbs};
+use ferrodat_softhca::{Device, Errno, Uverbs};
 use mem::page;
+use std::sync::Arc;
 use verbs::*;
 
 /// Exit codes of the child: 0, or which refusal did not come.
@@ -25,9 +27,12 @@ const WRITE_NOT_REFUSED: i32 = 3;
 const MMAP_NOT_REFUSED: i32 = 4;
 const OPEN_NOT_REFUSED: i32 = 5;
 const CHILD_PANICKED: i32 = 6;
+const REGISTRY_GAVE_THE_PARENTS: i32 = 7;
+const OWN_DEVICE_FAILED: i32 = 8;
 
-/// In the child: the inherited file and device refuse it.
-fn child(v: &Verbs, qp: &Qp) -> i32 {
+/// In the child: the inherited file and device refuse it; `Device::open` of the name the
+/// parent opened gives a device of the child's own, which works.
+fn child(v: &Verbs, qp: &Qp, registered: &Arc<Device>) -> i32 {
     if v.destroy_qp(qp).err() != Some(Errno::EACCES) {
         return WRITE_NOT_REFUSED;
     }
@@ -37,6 +42,13 @@ fn child(v: &Verbs, qp: &Qp) -> i32 {
     }
     if Uverbs::open(v.dev.clone()).err() != Some(Errno::EACCES) {
         return OPEN_NOT_REFUSED;
+    }
+    let Ok(own) = Device::open(registered.name()) else { return OWN_DEVICE_FAILED };
+    if Arc::ptr_eq(&own, registered) || !own.engine().owner().is_current() {
+        return REGISTRY_GAVE_THE_PARENTS;
+    }
+    if Uverbs::open(own).is_err() {
+        return OWN_DEVICE_FAILED;
     }
     CHILD_OK
 }
@@ -49,13 +61,16 @@ fn a_forked_childs_copy_of_a_device_file_is_refused_and_the_parent_keeps_its_qps
     let a = v.create_qp(&pd, &cq, &cq, None, QpCaps::default());
     let b = v.create_qp(&pd, &cq, &cq, None, QpCaps::default());
     v.connect_pair(&a, &b);
+    // A device opened by name, as the DAT layer opens them: the registry names it.
+    ferrodat_softhca::fabric::use_private_fabric("softhca-fork");
+    let registered = Device::open("softhca0").expect("open softhca0 by name");
     // SAFETY: fork has no preconditions; this binary runs no other test thread, and the
     // child only makes the calls above and leaves with _exit (the private fabric directory
     // the parent's `Verbs` removes on drop stays: nothing of the child is dropped).
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        let run = std::panic::AssertUnwindSafe(|| child(&v, &a));
+        let run = std::panic::AssertUnwindSafe(|| child(&v, &a, &registered));
         let code = std::panic::catch_unwind(run).unwrap_or(CHILD_PANICKED);
         // SAFETY: ends the child at once, without the test harness.
         unsafe { libc::_exit(code) };
