@@ -77,18 +77,26 @@ fn the_device_event_thread_ends_with_its_ia() {
     assert_eq!(settles_at(0), 0, "the thread ended with the IA");
 }
 
-/// A child forked while an IA is open can close it: the IA's threads (device events, and
-/// the CM once it ran) do not exist in the child, so its close must not wait for them.
+/// A child forked while an IA is open can open an IA of its own on the same device name
+/// (not the parent's device, which the inherited IA still holds) and close the inherited
+/// one: the IA's threads (device events, and the CM once it ran) do not exist in the child,
+/// so its close must not wait for them.
 #[test]
-fn a_forked_child_closes_an_inherited_ia() {
+fn a_forked_child_opens_its_own_ia_and_closes_an_inherited_one() {
     private_fabric();
-    let ia = Ia::open("ferro0", &IaSpec::parse("softhca0 1 127.0.0.1").unwrap()).unwrap();
+    let spec = IaSpec::parse("softhca0 1 127.0.0.1").unwrap();
+    let ia = Ia::open("ferro0", &spec).unwrap();
     let pz = ferrodat_engine::pz::Pz::create(&ia).unwrap();
-    // SAFETY: the child drops the IA, then leaves with _exit (no test harness code runs).
+    // SAFETY: the child opens and drops IAs, then leaves with _exit (no test harness code
+    // runs).
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         let closed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let own = Ia::open("ferro0", &spec).expect("the child's own IA");
+            let own_pz = ferrodat_engine::pz::Pz::create(&own).expect("a PZ in it");
+            own_pz.free().map_err(|(_, e)| e).unwrap();
+            own.close(ferrodat_engine::ia::CloseMode::Graceful).map_err(|(_, e)| e).unwrap();
             drop(pz);
             drop(ia);
         }));
@@ -99,7 +107,7 @@ fn a_forked_child_closes_an_inherited_ia() {
     // SAFETY: waits for our own child; `status` is a live int.
     assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
     assert!(libc::WIFEXITED(status), "the child died: status {status:#x}");
-    assert_eq!(libc::WEXITSTATUS(status), 0, "dropping the IA in the child panicked");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "the child's IAs: it panicked");
     drop(pz);
     drop(ia);
 }
