@@ -4,7 +4,9 @@
 use crate::comp_channel::CompChannel;
 use crate::completion::WorkCompletion;
 use crate::context::Context;
-use crate::cq_ring::{CqAttachments, CqRing as PollRing, QpCompletions, software_end};
+use crate::cq_ring::{
+    CqAttachments, CqRing as PollRing, QpCompletions, holds_entries_of, software_end,
+};
 use crate::dma::{DbRecord, DmaBuf};
 use crate::doorbell::CqDoorbell;
 use crate::error::{Error, Result};
@@ -451,8 +453,12 @@ impl CqInner {
         // Under the buffers' lock: a resize neither moves the ring meanwhile nor
         // republishes the consumer index.
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        let (_, end) = self.software_owned(&ring);
-        self.attachments.detach(uidx, qp, end);
+        let (from, end) = self.software_owned(&ring);
+        // SAFETY: the current ring of `ncqe` entries, alive with the CQ; software owns its
+        // entries from `from` to `end`.
+        let left_in_ring =
+            unsafe { holds_entries_of(DevPtr::new(ring.buf.as_ptr()), ring.ncqe, from, end, uidx) };
+        self.attachments.detach(uidx, qp, end, left_in_ring);
     }
 
     /// The CQ indexes of the entries software owns in `ring` (the current buffers, whose

@@ -82,9 +82,30 @@ impl CqAttachments {
     /// The QP with user index `uidx`, whose completions are `qp`, was destroyed or reset;
     /// the device writes no more CQEs for what it had posted, and those it wrote all lie
     /// before CQ index `stale_before` (the index the device was to write next, at the time).
-    pub fn detach(&self, uidx: u32, qp: &QpCompletions, stale_before: u32) {
-        self.push(uidx, Change::Detach { stale_before });
-        // After the push: a poller that sees the flag finds the detach queued.
+    /// `left_in_ring`: some of them are still unpolled.
+    ///
+    /// A QP whose attach the poller never took in, and which left nothing in the ring, is
+    /// simply taken out of the queue: the attach and the detach would cancel out, and a CQ
+    /// whose poller meets no entry (one that never completes anything, or is never polled)
+    /// would otherwise keep every such QP's completions, for as long as it lives.
+    pub fn detach(&self, uidx: u32, qp: &QpCompletions, stale_before: u32, left_in_ring: bool) {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let never_taken_in = || {
+                pending.iter().rposition(|(u, change)| {
+                    *u == uidx
+                        && matches!(change, Change::Attach(a) if std::ptr::eq(Arc::as_ptr(a), qp))
+                })
+            };
+            match never_taken_in() {
+                Some(at) if !left_in_ring => drop(pending.remove(at)),
+                _ => {
+                    pending.push((uidx, Change::Detach { stale_before }));
+                    self.changed.store(true, Ordering::Release);
+                }
+            }
+        }
+        // After the queue changed: a poller that sees the flag finds the detach queued.
         qp.detached.store(true, Ordering::Release);
     }
 
@@ -577,6 +598,25 @@ pub unsafe fn software_end(ring: DevPtr, ncqe: u32, from: u32) -> u32 {
         i = i.wrapping_add(1);
     }
     i & CQ_CI_MASK
+}
+
+/// True if an entry at CQ index `from` up to (not including) `end` is the QP's with user
+/// index `uidx`.
+///
+/// # Safety
+/// `ring` is a CQ ring of `ncqe` entries (a power of two), and software owns its entries
+/// from `from` to `end`.
+pub unsafe fn holds_entries_of(ring: DevPtr, ncqe: u32, from: u32, end: u32, uidx: u32) -> bool {
+    let mut i = from;
+    while i != end {
+        // SAFETY: the srqn_uidx word of entry `i & (ncqe-1)`, inside the ring.
+        let word = unsafe { ring.add(((i & (ncqe - 1)) as usize) << 6).read_u32(32) };
+        if u32::from_be(word) & 0x00ff_ffff == uidx {
+            return true;
+        }
+        i = i.wrapping_add(1) & CQ_CI_MASK;
+    }
+    false
 }
 
 /// What [`CqRing::poll_one_common`] found at the consumer index.

@@ -727,7 +727,7 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     // SAFETY: the CQ's ring of 8 entries.
     let end = unsafe { crate::cq_ring::software_end(c.ring.ptr(), 8, 0) };
     assert_eq!(end, 3, "the device writes entry 3 next");
-    c.cq.attachments().detach(1, &one, end);
+    c.cq.attachments().detach(1, &one, end, true);
     // The index is reused at once (a reset QP keeps it): its new entry is reported.
     c.cq.attachments().attach(1, qp(0x11));
     write_cqe(&mut c, 3, 0, 1, 0x11, 0, 0, 0, 0);
@@ -802,7 +802,7 @@ fn one_completion_at_a_time_across_wraps_and_past_skipped_entries() {
         write_cqe(&mut c, p + 2, 13, 5, (0x10 << 24) | 0x108, counter + 1, 0, 0, 0x13);
         write_cqe(&mut c, p + 3, 0, 5, (0x0a << 24) | 0x108, counter, 0, 0, 0);
         if pass == 0 {
-            c.cq.attachments().detach(6, &six, p + 4);
+            c.cq.attachments().detach(6, &six, p + 4, true);
         }
         assert!(c.cq.poll_one(&mut wc, &model), "pass {pass}");
         assert_eq!(
@@ -1238,4 +1238,50 @@ fn max_post_of_the_largest_wqes_fit_a_ring_sized_as_qp_new_sizes_it() {
             }
         }
     }
+}
+
+/// A CQ whose poller meets no entry (nothing completes there, or nobody polls it) keeps no
+/// QP that attached and detached meanwhile: the two changes cancel out when the QP left
+/// nothing in the ring (before, each such QP's completions stayed queued for the CQ's
+/// life: 3 KiB a DAT connection). A QP with an entry still in the ring keeps its detach
+/// queued, so the entry is skipped, and the next QP under the same index is reported.
+#[test]
+fn an_attach_and_detach_the_poller_never_saw_cancel_out() {
+    let sq = send_queue(16, 1, 0);
+    let mut c = cq(8);
+    let model = Recorder::default();
+    let qp = |qpn| {
+        Arc::new(QpCompletions::new(
+            qpn,
+            sq.q.tracker().clone(),
+            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+        ))
+    };
+    for qpn in 0x100..0x110 {
+        let gone = qp(qpn);
+        c.cq.attachments().attach(3, gone.clone());
+        c.cq.attachments().detach(3, &gone, 0, false);
+        assert_eq!(Arc::strong_count(&gone), 1, "QP {qpn:#x}: nothing else holds it");
+    }
+    // One that completed something the poller has not seen: its detach waits for it.
+    let busy = qp(0x200);
+    c.cq.attachments().attach(3, busy.clone());
+    write_cqe(&mut c, 0, 0, 3, 0x200, 0, 0, 0, 0);
+    // SAFETY: the CQ's ring of 8 entries, software's from 0 on.
+    let (end, in_ring) = unsafe {
+        let ring = c.ring.ptr();
+        let end = crate::cq_ring::software_end(ring, 8, 0);
+        (end, crate::cq_ring::holds_entries_of(ring, 8, 0, end, 3))
+    };
+    assert!(in_ring, "entry 0 is the QP's");
+    // SAFETY: as above.
+    assert!(!unsafe { crate::cq_ring::holds_entries_of(c.ring.ptr(), 8, 0, end, 4) });
+    c.cq.attachments().detach(3, &busy, end, in_ring);
+    assert_eq!(Arc::strong_count(&busy), 2, "queued until the poller takes it in");
+    c.cq.attachments().attach(3, qp(0x300));
+    write_cqe(&mut c, 1, 0, 3, 0x300, 0, 0, 0, 0);
+    let mut out = [WorkCompletion::default(); 4];
+    assert_eq!(c.cq.poll(&mut out, &model), 1);
+    assert_eq!(out[0].qpn, 0x300, "the detached QP's entry skipped, the new QP's reported");
+    assert_eq!(Arc::strong_count(&busy), 1, "taken in and let go");
 }

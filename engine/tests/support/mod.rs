@@ -110,3 +110,21 @@ pub fn cpu_time() -> std::time::Duration {
     let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// The DTO completion `ev` must be.
+pub fn dto(ev: ferrodat_engine::event::Event) -> ferrodat_engine::dto::DtoCompletion {
+    match ev {
+        ferrodat_engine::event::Event::Dto { completion, .. } => completion,
+        other => panic!("expected a DTO completion, got {other:?}"),
+    }
+}
+
+/// The connection event `ev` must be: its number and private data.
+pub fn connection(ev: ferrodat_engine::event::Event) -> (u32, Vec<u8>) {
+    match ev {
+        ferrodat_engine::event::Event::Connection { number, private_data, .. } => {
+            (number, private_data)
+        }
+        other => panic!("expected a connection event, got {other:?}"),
+    }
+}
