@@ -66,6 +66,15 @@ fn send_queue(wqe_cnt: u32, qpn: u32, bf_size: u32) -> Sq {
     send_queue_of(wqe_cnt, qpn, bf_size, false)
 }
 
+/// What a CQ completes for QP `qpn` of send queue `sq`, with a receive queue of its own.
+fn completions_of(sq: &Sq, qpn: u32) -> Arc<QpCompletions> {
+    Arc::new(QpCompletions::new(
+        qpn,
+        sq.q.tracker().clone(),
+        RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
+    ))
+}
+
 fn send_queue_of(wqe_cnt: u32, qpn: u32, bf_size: u32, absent: bool) -> Sq {
     send_queue_with(wqe_cnt, qpn, bf_size, absent, wqe_cnt)
 }
@@ -495,12 +504,7 @@ fn one_poll_crosses_the_ring_end_and_stops_at_an_entry_of_the_last_pass() {
     let mut sq = send_queue(16, 0x108, 256);
     let mut c = cq(4);
     let model = Recorder::default();
-    let qp = QpCompletions::new(
-        0x108,
-        sq.q.tracker().clone(),
-        RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-    );
-    c.cq.attachments().attach(2, Arc::new(qp));
+    c.cq.attachments().attach(2, completions_of(&sq, 0x108));
     let s = [sge(0x1000, 8, 1)];
     let mut send_and_complete = |c: &mut Cq, p: u32| {
         let wr = SendWr::new(u64::from(p) + 1000, SendOp::Send, Payload::Sges(&s));
@@ -709,13 +713,7 @@ fn a_detached_qps_leftover_completions_are_skipped() {
     let sq = send_queue(16, 1, 0);
     let mut c = cq(8);
     let model = Recorder::default();
-    let qp = |qpn| {
-        Arc::new(QpCompletions::new(
-            qpn,
-            sq.q.tracker().clone(),
-            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-        ))
-    };
+    let qp = |qpn| completions_of(&sq, qpn);
     let (one, two) = (qp(1), qp(2));
     c.cq.attachments().attach(1, one.clone());
     c.cq.attachments().attach(2, two);
@@ -756,11 +754,7 @@ fn a_qp_attached_while_a_poll_runs_has_its_first_completion_reported() {
         assert_eq!(c.cq.poll(&mut out[..room], &Recorder::default()), 0, "changes taken in");
         // After the poll looked for attachment changes and found the CQ empty, a QP is
         // attached and completes a request (here in the progress the empty poll asks for).
-        let qp = Arc::new(QpCompletions::new(
-            7,
-            sq.q.tracker().clone(),
-            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-        ));
+        let qp = completions_of(&sq, 7);
         let (attachments, ring) = (c.cq.attachments().clone(), c.ring.ptr());
         let model = OnProgress(RefCell::new(Some(Box::new(move || {
             attachments.attach(3, qp);
@@ -928,12 +922,7 @@ fn a_bind_completion_reports_bind_mw() {
     let sq = send_queue(16, 0x108, 0);
     let mut c = cq(4);
     let model = Recorder::default();
-    let qp = Arc::new(QpCompletions::new(
-        0x108,
-        sq.q.tracker().clone(),
-        RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-    ));
-    c.cq.attachments().attach(5, qp);
+    c.cq.attachments().attach(5, completions_of(&sq, 0x108));
     let mut out = [WorkCompletion::default(); 2];
     c.cq.poll(&mut out, &model);
     write_cqe(&mut c, 0, 0, 5, (0x25 << 24) | 0x108, 0, 0, 0, 0);
@@ -1250,13 +1239,7 @@ fn an_attach_and_detach_the_poller_never_saw_cancel_out() {
     let sq = send_queue(16, 1, 0);
     let mut c = cq(8);
     let model = Recorder::default();
-    let qp = |qpn| {
-        Arc::new(QpCompletions::new(
-            qpn,
-            sq.q.tracker().clone(),
-            RecvSource::Queue(Arc::new(crate::recv_queue::RecvTracker::new(4))),
-        ))
-    };
+    let qp = |qpn| completions_of(&sq, qpn);
     for qpn in 0x100..0x110 {
         let gone = qp(qpn);
         c.cq.attachments().attach(3, gone.clone());
