@@ -85,6 +85,11 @@ impl Instance {
         }
     }
 
+    /// The process that joined (a forked child holds only a copy).
+    pub(crate) fn owner(&self) -> OwningProcess {
+        self.owner
+    }
+
     fn local(&self) -> MutexGuard<'_, LocalQps> {
         // A panic while holding the lock cannot leave the maps inconsistent in a way that
         // matters more than losing the instance: keep going.

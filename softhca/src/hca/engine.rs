@@ -535,9 +535,6 @@ impl Background {
 
 /// The per-process, per-HCA engine.
 pub struct Engine {
-    /// The process that joined the fabric: a forked child's copy of the engine releases
-    /// none of the shared state below when it drops (`owning_process.rs`).
-    owner: OwningProcess,
     fabric: FabricDir,
     registry: Registry,
     instance: Instance,
@@ -595,7 +592,6 @@ impl Engine {
     pub fn open_in(fabric: FabricDir, name: &str, gid: Gid) -> Result<Arc<Engine>, FabricError> {
         let (registry, instance) = fabric.join_hca(name, gid)?;
         Ok(Arc::new(Engine {
-            owner: OwningProcess::current(),
             fabric,
             registry,
             instance,
@@ -641,9 +637,10 @@ impl Engine {
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The process that opened the engine (a forked child holds only a copy).
+    /// The process that opened the engine, its instance's (a forked child holds only a
+    /// copy, whose drop releases none of the shared state: `owning_process.rs`).
     pub fn owner(&self) -> OwningProcess {
-        self.owner
+        self.instance.owner()
     }
 
     /// The shared registry of this HCA (allocators for CQNs, PDNs, SRQNs, keys).
@@ -1333,7 +1330,7 @@ const PROGRESS_THREAD_NICE: libc::c_int = -10;
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        if !self.owner.is_current() {
+        if !self.owner().is_current() {
             // A forked child's copy: the QPs' rings and the exported regions' files are the
             // parent's (the instance knows its owner too and keeps its QPNs and slot). No
             // lock is taken: a parent's thread may have held one at the fork, for good here.

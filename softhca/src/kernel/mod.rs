@@ -28,7 +28,6 @@ mod srq;
 use crate::device::Device;
 use crate::errno::Errno;
 use crate::objects::CompChannel;
-use crate::owning_process::OwningProcess;
 use crate::user_memory;
 use call::{Call, UserBuf};
 use context::Context;
@@ -54,9 +53,6 @@ use zerocopy::FromBytes;
 #[derive(Debug)]
 pub struct Uverbs {
     device: Arc<Device>,
-    /// Who opened the file: a forked child's copy runs no command and releases nothing
-    /// (`owning_process.rs`).
-    owner: OwningProcess,
     file: Mutex<File>,
     /// UAR pages of the file's context (0 before GET_CONTEXT): what the doorbell entry
     /// point checks a store against without taking the file lock on every post.
@@ -318,12 +314,14 @@ impl Uverbs {
         if !device.engine().owner().is_current() {
             return Err(Errno::EACCES);
         }
-        Ok(Uverbs {
-            device,
-            owner: OwningProcess::current(),
-            file: Mutex::new(File::default()),
-            uar_pages: AtomicUsize::new(0),
-        })
+        Ok(Uverbs { device, file: Mutex::new(File::default()), uar_pages: AtomicUsize::new(0) })
+    }
+
+    /// False in a forked child's copy of the file, which runs no command and releases
+    /// nothing (`owning_process.rs`): the file belongs to the device's process, as `open`
+    /// refuses any other.
+    fn opened_here(&self) -> bool {
+        self.device.engine().owner().is_current()
     }
 
     /// The device this file is open on.
@@ -339,7 +337,7 @@ impl Uverbs {
     /// Runs one command (`ib_uverbs_write`): `Ok(buf.len())` on success, the kernel's errno
     /// otherwise. See the type's memory contract.
     pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
-        if !self.owner.is_current() {
+        if !self.opened_here() {
             return Err(Errno::EACCES);
         }
         let Ok((hdr, _)) = CmdHdr::read_from_prefix(buf) else {
@@ -367,7 +365,7 @@ impl Uverbs {
     /// Maps a UAR page (`mlx5_ib_mmap`): `pgoff` is the mmap offset in pages,
     /// `(cmd << 8) | index`. The returned mapping is the caller's, to `munmap(ptr, len)`.
     pub fn mmap(&self, pgoff: u64, len: usize) -> Result<NonNull<u8>, Errno> {
-        if !self.owner.is_current() {
+        if !self.opened_here() {
             return Err(Errno::EACCES);
         }
         mmap::mmap(self.lock().context.as_ref(), pgoff, len)
@@ -516,7 +514,7 @@ impl Drop for Uverbs {
     /// `ib_uverbs_close` → `uverbs_destroy_ufile_hw`: every object of the file goes, QPs
     /// before what they use. The user's event fds stay open (they are the user's).
     fn drop(&mut self) {
-        if !self.owner.is_current() {
+        if !self.opened_here() {
             return; // a forked child's copy: the objects are the parent's
         }
         let file = self.file.get_mut().unwrap_or_else(|e| e.into_inner());
