@@ -39,15 +39,17 @@ pub fn progress_thread_setting() -> &'static str {
 }
 
 /// What a side's [`progress_thread_setting`] means for the run (another word: a newer
-/// server's, said as it is).
-fn progress_thread_text(setting: &str) -> String {
+/// server's, said as it is); `both`: the setting of both sides.
+fn progress_thread_text(setting: &str, both: bool) -> String {
+    let polling = if both { "both sides poll" } else { "the side polls" };
     match setting {
         "on" => "progress thread on at every device open (FERRODAT_SOFTHCA_PROGRESS_THREAD=1): \
                  it competes with the busy-polling sides for the cores"
             .into(),
-        "off" => "no progress thread (FERRODAT_SOFTHCA_PROGRESS_THREAD=0, the perf command's \
-                  default): the side polls all the time"
-            .into(),
+        "off" => format!(
+            "no progress thread (FERRODAT_SOFTHCA_PROGRESS_THREAD=0, the perf command's \
+             default): {polling} all the time"
+        ),
         "as-needed" => "progress thread as a DAT IA starts it (FERRODAT_SOFTHCA_PROGRESS_THREAD \
                         neither 0 nor 1): it competes with the busy-polling sides for the cores"
             .into(),
@@ -198,12 +200,11 @@ fn seconds_text(v: f64, min: usize) -> String {
 /// each (a server started by hand may have been told otherwise).
 fn progress_thread_lines(ours: &str, server: &str) -> Vec<(&'static str, String)> {
     if server == ours {
-        let text = progress_thread_text(ours).replace("the side polls", "both sides poll");
-        vec![("softhca", text)]
+        vec![("softhca", progress_thread_text(ours, true))]
     } else {
         vec![
-            ("softhca here", progress_thread_text(ours)),
-            ("softhca at the server", progress_thread_text(server)),
+            ("softhca here", progress_thread_text(ours, false)),
+            ("softhca at the server", progress_thread_text(server, false)),
         ]
     }
 }
@@ -396,8 +397,8 @@ pub fn json(r: &Report) -> String {
         rows.join(","),
         jstr(DAT_COMPLETIONS),
         jstr(BUFFERS),
-        jstr(&progress_thread_text(progress_thread_setting())),
-        jstr(&progress_thread_text(&r.server_progress_thread)),
+        jstr(&progress_thread_text(progress_thread_setting(), false)),
+        jstr(&progress_thread_text(&r.server_progress_thread, false)),
         ratios.join(",")
     )
 }
