@@ -8,11 +8,13 @@
 //! HCA registry's counter (a word of a shared file in the test's private fabric) to just
 //! before the wrap, as if that many had been made since.
 
+#[path = "support/loopback.rs"]
+mod loopback;
 mod support;
 
 use ferrodat_driver::completion::{WcOpcode, WcStatus, WorkCompletion};
 use ferrodat_driver::work_request::{Payload, Remote, SendOp, SendWr};
-use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpCaps, QpInit, RemoteQp, Srq};
+use ferrodat_driver::{Access, Context, Cq, CqOptions, Pd, Qp, QpCaps, QpInit, Srq};
 use ferrodat_softhca::Device;
 use ferrodat_softhca::fabric::layout::registry as reg;
 use std::fs::File;
@@ -51,21 +53,10 @@ fn setup(tag: &str) -> (TestFabric, Arc<Device>, Context) {
     (fabric, dev, ctx)
 }
 
-fn qp<'m>(pd: &Pd, cq: &Cq, srq: Option<&Srq>) -> Qp<'m> {
-    let caps = QpCaps { max_inline_data: 64, ..Default::default() };
-    Qp::new(pd, &QpInit { srq, ..QpInit::new(cq, cq, caps) })
-        .unwrap_or_else(|e| panic!("CREATE_QP: {e}"))
-}
-
-/// Two QPs connected to each other.
+/// Two QPs connected to each other, in `pd_a` and `pd_b`.
 fn pair<'m>(ctx: &Context, pd_a: &Pd, pd_b: &Pd, cq: &Cq) -> (Qp<'m>, Qp<'m>) {
-    let (mut a, mut b) = (qp(pd_a, cq, None), qp(pd_b, cq, None));
-    let gid = ctx.source_gid(1).unwrap().1;
-    let remote = |q: &Qp, psn| RemoteQp { qpn: q.qpn(), psn, gid, max_rd_atomic: 4 };
-    let (ra, rb) = (remote(&a, 1), remote(&b, 2));
-    a.connect(&rb, 1, 3, Access::ALL).unwrap();
-    b.connect(&ra, 2, 3, Access::ALL).unwrap();
-    (a, b)
+    let caps = QpCaps { max_inline_data: 64, ..Default::default() };
+    loopback::connected_pair_of(ctx, [pd_a, pd_b], &QpInit::new(cq, cq, caps))
 }
 
 fn one(cq: &mut Cq) -> WorkCompletion {
