@@ -153,20 +153,21 @@ fn lmr_create_calls_an_impossible_region_or_va_type_a_bad_parameter() {
         }
         let top = 0xffff_ffff_ffff_f000usize as *mut u8;
         assert_eq!(create(top, 8192, va_type::VA), arg(4), "past the end of the address space");
-        // Not mapped: a page below any mapping, and one of ours unmapped again.
+        // Not readable: a page below any mapping, and one of ours mapped PROT_NONE. (Not a
+        // page unmapped again: another test's thread could map something there meanwhile.)
         let page = libc::mmap(
             null_mut(),
             4096,
-            libc::PROT_READ | libc::PROT_WRITE,
+            libc::PROT_NONE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         );
         assert_ne!(page, libc::MAP_FAILED);
-        assert_eq!(libc::munmap(page, 4096), 0);
         for va in [0x1000 as *mut u8, page.cast()] {
             assert_eq!(create(va, 4096, va_type::VA), arg(3), "{va:p} is not mapped");
         }
+        assert_eq!(libc::munmap(page, 4096), 0);
         assert_eq!(create(b, 64, 77), arg(7), "no such va_type");
         assert_eq!(create(b, 64, va_type::ZB), ret::CLASS_ERROR | ret::MODEL_NOT_SUPPORTED);
         assert_eq!(create(b, 8192, va_type::VA), ret::SUCCESS);
